@@ -1,0 +1,505 @@
+"""An exact, sequential, compressed radix tree: the reference the concurrent tree must equal.
+
+It mirrors the behaviour of Dynamo's single-threaded compressed ``RadixTree`` (the one the
+``ai-dynamo-runtime`` 1.6.1 binding ships), and its public API mirrors
+``dynamo._core.RadixTree`` so that either can stand in for the other:
+
+=====================================  ==================================================
+``apply_event(worker_id, event)``      Dynamo KV event JSON (bytes, str or dict), or a
+                                       ``spec.events.KvCacheEvent``; ``dp_rank`` honoured
+``find_matches(seq, early_exit)``      ``OverlapScores`` with ``.scores[(worker, dp)]``
+``remove_worker(worker_id)``           drop every rank of a worker
+``remove_worker_dp_rank(w, dp)``       drop one rank
+``clear_all_blocks(worker_id)``        drop every rank's blocks, keep the ranks registered
+``dump_tree_as_events()``              JSON ``RouterEvent`` strings that rebuild the tree
+=====================================  ==================================================
+
+plus ``check()`` (every invariant), ``snapshot()`` (the spec's abstract index) and
+``statistics()`` (how often each shape rule fired).
+
+Representation
+--------------
+Each ``Node`` holds a frozen ``spec.coverage.EdgeState`` (edge, full-edge workers,
+cutoffs), a child map keyed by first local hash, the sticky ``internal`` flag and an
+``edge_index`` (external hash -> last position). Each rank has one lookup, external hash
+-> node, which splits update synchronously, so it is never stale (unlike the concurrent
+tree's per-thread lookups, which are repaired lazily).
+
+All decisions (cover, promote, split, extend, store plans, descend plans, removal
+cutoffs, the match walk) are taken by the pure functions of ``spec``; this module only
+applies them to mutable nodes and keeps the lookups in step.
+
+Errors and atomicity
+--------------------
+Every rejected event leaves the tree exactly as it was, except a ``removed`` batch that
+names unknown hashes: like Dynamo (E4, E39) it applies every valid hash first and then
+raises ``BlockNotFound`` for the first invalid one.
+
+Complexity: a store or removal of ``b`` blocks costs ``O(b + depth)`` plus ``O(edge)`` per
+split; ``find_matches`` costs ``O(len(query))`` node steps.
+
+Source: crtc.md §12 "The plain RadixTree it must agree with", §3-§5; seed 004.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec.coverage import EdgeState, covers, cover_prefix, drop_worker, holders, new_edge, promote, remove_at
+from ..spec.errors import BlockNotFound, InvalidBlockSequence, ParentBlockNotFound
+from ..spec.events import (
+    Cleared,
+    KvCacheEvent,
+    Removed,
+    Stored,
+    check_uint,
+    check_worker_id,
+    decode_event,
+    encode_router_event,
+)
+from ..spec.invariants import is_lookup_entry_on_holder, node_violations, root_violations
+from ..spec.match import OverlapScores, check_query, find_matches_walk
+from ..spec.primitives import U32_MAX, Block, Rank
+from ..spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    may_extend_leaf,
+    plan_descend,
+    plan_store_at,
+    split_at,
+)
+
+ROOT_STATE = EdgeState(())
+
+
+class Node:
+    """One node: a frozen edge state, children by first local hash, the sticky internal flag."""
+
+    __slots__ = ("state", "children", "internal", "edge_index")
+
+    def __init__(self, state: EdgeState) -> None:
+        self.state = state
+        self.children: dict[int, Node] = {}
+        self.internal = False
+        self.edge_index: dict[int, int] = {}
+        self._index_edge()
+
+    def _index_edge(self) -> None:
+        self.edge_index = {block.ext: i for i, block in enumerate(self.state.edge)}
+
+    def set_edge_state(self, state: EdgeState) -> None:
+        """Replace the state; re-index when the edge itself changed."""
+        edge_changed = state.edge is not self.state.edge and state.edge != self.state.edge
+        self.state = state
+        if edge_changed:
+            self._index_edge()
+
+    # spec.match.NodeView
+    def edge_state(self) -> EdgeState:
+        return self.state
+
+    def child(self, local: int) -> Node | None:
+        return self.children.get(local)
+
+    def __repr__(self) -> str:
+        return f"Node({self.state!r}, internal={self.internal}, children={sorted(self.children)})"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeStatistics:
+    """How often each shape rule fired since the tree was built.
+
+    Fields: ``splits``; ``leaf_extensions``; ``demotions`` (full ranks cut to the old tail by
+    an extension); ``reuses`` (stores absorbed by an existing edge); ``child_inserts``;
+    ``sticky_refusals`` (a store below a childless internal node that could not extend it);
+    ``cutoffs_set`` (removals that left a partial cutoff); ``children_cleared``;
+    ``released_dead_nodes`` (holder-less nodes a store replaced); ``rejected`` (events
+    refused with an error); ``nodes`` (currently reachable).
+    """
+
+    splits: int
+    leaf_extensions: int
+    demotions: int
+    reuses: int
+    child_inserts: int
+    sticky_refusals: int
+    cutoffs_set: int
+    children_cleared: int
+    released_dead_nodes: int
+    rejected: int
+    nodes: int
+
+
+class RadixTree:
+    """The sequential compressed radix tree (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.root = Node(ROOT_STATE)
+        self._lookups: dict[Rank, dict[int, Node]] = {}
+        self._stats: Counter[str] = Counter()
+
+    # ------------------------------------------------------------------ events
+
+    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+        """Apply one KV event from ``worker_id``; raise a typed error if it is rejected."""
+        worker_id = check_worker_id(worker_id)
+        if not isinstance(event, KvCacheEvent):
+            event = decode_event(event)
+        rank = Rank(worker_id, event.dp_rank)
+        data = event.data
+        try:
+            if isinstance(data, Stored):
+                self._apply_stored(rank, data)
+            elif isinstance(data, Removed):
+                self._apply_removed(rank, data)
+            elif isinstance(data, Cleared):
+                self._drop_ranks([rank], forget=True)
+            else:
+                raise TypeError(f"not an event: {data!r}")
+        except (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence):
+            self._stats["rejected"] += 1
+            raise
+
+    def remove_worker(self, worker_id: int) -> None:
+        """Drop every rank of ``worker_id`` and forget them."""
+        worker_id = check_worker_id(worker_id)
+        self._drop_ranks([r for r in self._lookups if r.worker_id == worker_id], forget=True)
+
+    def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
+        """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
+        worker_id = check_worker_id(worker_id)
+        dp_rank = check_uint(dp_rank, "dp_rank", U32_MAX)
+        self._drop_ranks([Rank(worker_id, dp_rank)], forget=True)
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
+        worker_id = check_worker_id(worker_id)
+        self._drop_ranks([r for r in self._lookups if r.worker_id == worker_id], forget=False)
+
+    # ------------------------------------------------------------------ reads
+
+    def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
+        """Return the overlap score of every rank along ``sequence`` (local hashes)."""
+        return OverlapScores(find_matches_walk(self.root, check_query(sequence), bool(early_exit)))
+
+    def dump_tree_as_events(self) -> list[str]:
+        """Return the tree as ``RouterEvent`` JSON strings; applying them to an empty tree rebuilds it."""
+        return [
+            encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
+            for i, (rank, stored) in enumerate(self.dump_events())
+        ]
+
+    def dump_events(self) -> list[tuple[Rank, Stored]]:
+        """Return the dump as ``(rank, Stored)`` pairs, parents before children.
+
+        Chains are merged: a node with no cutoffs whose only live child is full-only with
+        the same full set is written together with that child. A rank is written below a
+        parent only if it holds every node above in full. Holder-less nodes are skipped.
+
+        Source: crtc.md §7 "Dump (newest)"; E3, E5c, E18; Dynamo test
+        ``dump_skips_ranks_that_do_not_cover_the_parent``.
+        """
+        out: list[tuple[Rank, Stored]] = []
+        queue: deque[tuple[Node, int | None, frozenset[Rank] | None]] = deque(
+            (child, None, None) for child in self.root.children.values()
+        )
+        while queue:
+            node, parent_hash, eligible = queue.popleft()
+            state = node.state
+            blocks = list(state.edge)
+            tail = node
+            while not tail.state.worker_cutoffs:
+                live = [c for c in tail.children.values() if holders(c.state)]
+                if len(live) != 1:
+                    break
+                nxt = live[0].state
+                if nxt.worker_cutoffs or nxt.full_edge_workers != state.full_edge_workers:
+                    break
+                tail = live[0]
+                blocks.extend(nxt.edge)
+            full = state.full_edge_workers if eligible is None else state.full_edge_workers & eligible
+            for rank in sorted(full):
+                out.append((rank, Stored(parent_hash, tuple(blocks))))
+            for rank, k in sorted(state.worker_cutoffs.items()):
+                if eligible is None or rank in eligible:
+                    out.append((rank, Stored(parent_hash, state.edge[:k])))
+            if full:
+                for child in tail.children.values():
+                    queue.append((child, blocks[-1].ext, frozenset(full)))
+        return out
+
+    def snapshot(self) -> dict[Rank, frozenset[int]]:
+        """Return the spec's abstract index: for each rank, the external hashes a query can credit it with.
+
+        A rank is credited a node's blocks (its full edge, or its cutoff prefix) when it holds
+        every node above in full, exactly as ``spec.match`` walks.
+        """
+        index: dict[Rank, set[int]] = {}
+
+        def credit(rank: Rank, blocks: Iterable[Block]) -> None:
+            index.setdefault(rank, set()).update(b.ext for b in blocks)
+
+        stack: list[tuple[Node, frozenset[Rank] | None]] = [(c, None) for c in self.root.children.values()]
+        while stack:
+            node, active = stack.pop()
+            state = node.state
+            full = state.full_edge_workers if active is None else state.full_edge_workers & active
+            for rank in full:
+                credit(rank, state.edge)
+            for rank, k in state.worker_cutoffs.items():
+                if active is None or rank in active:
+                    credit(rank, state.edge[:k])
+            if full:
+                stack.extend((c, frozenset(full)) for c in node.children.values())
+        return {rank: frozenset(blocks) for rank, blocks in index.items()}
+
+    def statistics(self) -> TreeStatistics:
+        """Return the shape-rule counters (see ``TreeStatistics``)."""
+        fields = TreeStatistics.__dataclass_fields__
+        values = {name: self._stats[name] for name in fields if name != "nodes"}
+        return TreeStatistics(**values, nodes=sum(1 for _ in self._reachable_nodes()))
+
+    def check(self, lookups: bool = True) -> None:
+        """Assert every invariant; an expensive no-op when the tree is sound (for tests).
+
+        Structural invariants always hold. ``lookups=True`` also checks that every lookup
+        entry names a node that holds the hash and that the rank covers there, which holds
+        for every in-contract stream (hash collisions can strand entries, as in Dynamo).
+        """
+        problems = [f"root: {name}" for name in root_violations(self.root.state, self._child_states(self.root))]
+        for path, node in self._reachable_nodes():
+            for name in node_violations(node.state, node.internal, self._child_states(node), node.edge_index):
+                problems.append(f"node {path}: {name}")
+        if lookups:
+            for rank, lookup in self._lookups.items():
+                for ext, node in lookup.items():
+                    if not is_lookup_entry_on_holder(node.state, rank, ext):
+                        problems.append(f"lookup {rank}[{ext}] names {node!r}: {is_lookup_entry_on_holder.__name__}")
+        if problems:
+            raise AssertionError("RadixTree.check failed:\n  " + "\n  ".join(problems) + f"\n{self.debug_dump()}")
+
+    def debug_dump(self) -> str:
+        """Return a multi-line picture of the reachable tree, for failure messages."""
+        lines = []
+
+        def walk(node: Node, indent: int) -> None:
+            for key in sorted(node.children):
+                child = node.children[key]
+                s = child.state
+                lines.append(
+                    "  " * indent
+                    + f"[{' '.join(str(b.local) for b in s.edge)}] full={sorted(s.full_edge_workers)}"
+                    + f" cut={dict(sorted(s.worker_cutoffs.items()))}" * bool(s.worker_cutoffs)
+                    + " internal" * child.internal
+                )
+                walk(child, indent + 1)
+
+        walk(self.root, 1)
+        return "tree:\n" + ("\n".join(lines) or "  (empty)")
+
+    def ranks(self) -> frozenset[Rank]:
+        """Return every rank the tree has registered."""
+        return frozenset(self._lookups)
+
+    def lookup_size(self, rank: Rank) -> int:
+        """Return how many lookup entries ``rank`` has."""
+        return len(self._lookups.get(rank, ()))
+
+    # ------------------------------------------------------------------ store
+
+    def _apply_stored(self, rank: Rank, stored: Stored) -> None:
+        parent_hash, blocks = stored.parent_hash, stored.blocks
+        # A store may not name its own parent among its blocks (RadixTree only; crtc.md §12 item 1, E14).
+        if parent_hash is not None and any(b.ext == parent_hash for b in blocks):
+            raise InvalidBlockSequence(f"block sequence contains its parent hash {parent_hash}")
+        lookup = self._lookups.setdefault(rank, {})
+        if parent_hash is None:
+            if blocks:
+                self._insert_below(self.root, rank, blocks)
+            return
+        # The parent must be held by this very rank (E2, E16, E40).
+        node = lookup.get(parent_hash)
+        pos = None if node is None else node.edge_index.get(parent_hash)
+        if node is None or pos is None:
+            raise ParentBlockNotFound(f"Failed to find parent block {parent_hash} for {rank}")
+        if not covers(node.state, rank, pos):
+            del lookup[parent_hash]
+            raise ParentBlockNotFound(f"parent block {parent_hash} is no longer held by {rank}")
+        if not blocks:
+            return
+        plan = plan_store_at(node.state, node.internal, pos, blocks)
+        if isinstance(plan, InsertBelow):
+            self._insert_below(node, rank, blocks)
+        elif isinstance(plan, Reuse):
+            self._stats["reuses"] += 1
+            node.set_edge_state(cover_prefix(node.state, rank, plan.cutoff))
+            self._point(rank, blocks, node)
+        elif isinstance(plan, ReuseAndExtend):
+            self._extend(node, rank, plan.tail)
+            self._point(rank, blocks, node)
+        elif isinstance(plan, SplitThenInsert):
+            self._split(node, plan.at)
+            self._insert_below(node, rank, blocks)
+        else:  # pragma: no cover - the plan type is closed
+            raise AssertionError(plan)
+
+    def _insert_below(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
+        remaining = blocks
+        while remaining:
+            child = parent.children.get(remaining[0].local)
+            if child is not None and not holders(child.state):
+                # A node nobody holds is released, not reused: the store builds a fresh node
+                # in its place (observed on ai-dynamo-runtime 1.6.1; docs/dynamo-findings.md F1).
+                del parent.children[remaining[0].local]
+                self._stats["released_dead_nodes"] += 1
+                child = None
+            if child is None:
+                if parent is not self.root and may_extend_leaf(parent.internal, parent.state, rank):
+                    self._extend(parent, rank, remaining)
+                    self._point(rank, remaining, parent)
+                else:
+                    if parent.internal and not parent.children and parent is not self.root:
+                        self._stats["sticky_refusals"] += 1
+                    self._attach(parent, rank, remaining)
+                return
+            plan = plan_descend(child.state.edge, remaining)
+            if isinstance(plan, CoverPrefix):
+                child.set_edge_state(cover_prefix(child.state, rank, plan.m))
+                self._point(rank, remaining, child)
+                return
+            if isinstance(plan, SplitAndAttach):
+                self._split(child, plan.m)
+                child.set_edge_state(promote(child.state, rank))
+                self._point(rank, remaining[: plan.m], child)
+                self._attach(child, rank, remaining[plan.m :])
+                return
+            assert isinstance(plan, PassThrough)
+            n = len(child.state.edge)
+            child.set_edge_state(promote(child.state, rank))
+            self._point(rank, remaining[:n], child)
+            parent, remaining = child, remaining[n:]
+
+    def _attach(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
+        child = Node(new_edge(blocks, rank))
+        parent.children[blocks[0].local] = child
+        parent.internal = True
+        self._stats["child_inserts"] += 1
+        self._point(rank, blocks, child)
+
+    def _extend(self, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
+        before = node.state
+        node.set_edge_state(extend_leaf(before, rank, tail))
+        self._stats["leaf_extensions"] += 1
+        self._stats["demotions"] += len(before.full_edge_workers - {rank})
+
+    def _split(self, node: Node, p: int) -> None:
+        """Split ``node`` before ``p``: ``node`` keeps the prefix, a new child takes the suffix and every child."""
+        old = node.state
+        prefix_state, suffix_state = split_at(old, p)
+        suffix = Node(suffix_state)
+        suffix.children = node.children
+        suffix.internal = node.internal  # the RadixTree's suffix inherits the sticky flag (crtc.md §12 item 8)
+        node.children = {suffix_state.edge[0].local: suffix}
+        node.internal = True
+        node.set_edge_state(prefix_state)
+        self._stats["splits"] += 1
+        # The lookups are global per rank, so the split redirects them at once (crtc.md §12 item 2).
+        for rank in holders(old):
+            lookup = self._lookups.get(rank)
+            if lookup is None:
+                continue
+            for block in suffix_state.edge:
+                if lookup.get(block.ext) is node:
+                    lookup[block.ext] = suffix
+
+    def _point(self, rank: Rank, blocks: Iterable[Block], node: Node) -> None:
+        lookup = self._lookups[rank]
+        for block in blocks:
+            lookup[block.ext] = node
+
+    # ------------------------------------------------------------------ remove
+
+    def _apply_removed(self, rank: Rank, removed: Removed) -> None:
+        lookup = self._lookups.setdefault(rank, {})
+        hashes = removed.block_hashes
+        scrubbed: set[int] = set()
+        first_error: BlockNotFound | None = None
+        i = 0
+        while i < len(hashes):
+            h = hashes[i]
+            node = lookup.pop(h, None)
+            pos = None if node is None else node.edge_index.get(h)
+            if node is None or pos is None:
+                if node is not None:
+                    lookup[h] = node  # an entry whose node no longer holds the hash stays (E8)
+                if node is not None or h not in scrubbed:
+                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
+                i += 1
+                continue
+            # Absorb the following hashes that name the same node and are covered: one cut at the minimum position.
+            low, low_hash, i = pos, h, i + 1
+            while covers(node.state, rank, pos) and i < len(hashes) and lookup.get(hashes[i]) is node:
+                p = node.edge_index.get(hashes[i])
+                if p is None or not covers(node.state, rank, p):
+                    break
+                del lookup[hashes[i]]
+                if p < low:
+                    low, low_hash = p, hashes[i]
+                i += 1
+            state, uncovered = remove_at(node.state, rank, low)
+            if uncovered:
+                node.set_edge_state(state)
+                if state.worker_cutoffs.get(rank):
+                    self._stats["cutoffs_set"] += 1
+                # Scrub the entries of the newly uncovered blocks, by hash, whichever node they name
+                # (crtc.md §12 item 4, E33; only [new, old) on 1.6.1: docs/dynamo-findings.md F3).
+                stale = [block.ext for block in node.state.edge[uncovered.start : uncovered.stop]]
+            else:
+                stale = [low_hash]
+            for ext in stale:
+                lookup.pop(ext, None)
+                scrubbed.add(ext)
+            self._clear_children_if_unheld(node)
+        if first_error is not None:
+            raise first_error
+
+    def _clear_children_if_unheld(self, node: Node) -> None:
+        # Removal clears children only when no full-edge worker remains; internal stays sticky.
+        if node.children and not node.state.full_edge_workers:
+            node.children = {}
+            self._stats["children_cleared"] += 1
+
+    def _drop_ranks(self, ranks: Iterable[Rank], forget: bool) -> None:
+        for rank in list(ranks):
+            lookup = self._lookups.get(rank)
+            if lookup is None:
+                continue
+            nodes = {id(node): node for node in lookup.values()}
+            for node in nodes.values():
+                node.set_edge_state(drop_worker(node.state, rank))
+                self._clear_children_if_unheld(node)
+            if forget:
+                del self._lookups[rank]
+            else:
+                lookup.clear()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _child_states(self, node: Node) -> dict[int, EdgeState]:
+        return {key: child.state for key, child in node.children.items()}
+
+    def _reachable_nodes(self):
+        stack = [((key,), child) for key, child in self.root.children.items()]
+        while stack:
+            path, node = stack.pop()
+            yield path, node
+            stack.extend((path + (key,), child) for key, child in node.children.items())

@@ -1,0 +1,154 @@
+"""Coverage of one compressed edge: full-edge workers, per-worker cutoffs, and their algebra.
+
+A non-root node owns a compressed ``edge``: a non-empty chain of blocks. Which ranks hold
+which part of it is recorded in two places:
+
+- ``full_edge_workers``: ranks that hold the whole edge;
+- ``worker_cutoffs``: ranks that hold only a prefix. A cutoff ``k`` means the rank holds
+  ``edge[0:k]``, with ``0 < k < len(edge)``.
+
+A rank is never in both. A rank in neither holds nothing of this edge.
+
+Worked example (crtc.md §3.5, Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``)::
+
+    edge      = [b0 b1 b2 b3 b4 b5]          len 6
+    full      = {0, 300}                     hold b0..b5
+    cutoffs   = {1: 1, 2: 3, 3: 5, 301: 4}   rank 2 holds b0..b2, rank 3 holds b0..b4
+
+``current_cutoff`` reads coverage as one number (``len`` for full ranks, 0 for strangers);
+``cover_prefix`` only ever raises it; ``remove_at`` only ever lowers it. Everything in this
+module is a pure function of frozen data.
+
+Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State", "Removal".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .primitives import EMPTY_MAP, Block, FrozenMap, Rank
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeState:
+    """The edge of one node and who holds how much of it."""
+
+    edge: tuple[Block, ...]
+    full_edge_workers: frozenset[Rank] = frozenset()
+    worker_cutoffs: FrozenMap[Rank, int] = field(default=EMPTY_MAP)
+
+    def __repr__(self) -> str:
+        return (
+            f"EdgeState(edge={[tuple(b) for b in self.edge]!r}, "
+            f"full_edge_workers={set(self.full_edge_workers) or set()!r}, "
+            f"worker_cutoffs={dict(self.worker_cutoffs)!r})"
+        )
+
+
+def new_edge(blocks: tuple[Block, ...], rank: Rank) -> EdgeState:
+    """Return the state of a freshly inserted node: ``rank`` holds the whole edge.
+
+    Source: crtc.md §3.3 step 3 ("build a new node from remaining with full = {slot}").
+    """
+    return EdgeState(tuple(blocks), frozenset((rank,)), EMPTY_MAP)
+
+
+def current_cutoff(state: EdgeState, rank: Rank) -> int:
+    """Return how many leading blocks of the edge ``rank`` holds: ``len`` if full, its cutoff, or 0.
+
+    Source: crtc.md §2 ``current_cutoff``; seed 004 "Removal".
+    """
+    if rank in state.full_edge_workers:
+        return len(state.edge)
+    return state.worker_cutoffs.get(rank, 0)
+
+
+def covers(state: EdgeState, rank: Rank, pos: int) -> bool:
+    """Check if ``rank`` holds the block at edge position ``pos``.
+
+    Source: crtc.md §2 ``covers_pos``.
+    """
+    return pos < current_cutoff(state, rank)
+
+
+def holders(state: EdgeState) -> frozenset[Rank]:
+    """Return every rank that holds at least one block of the edge."""
+    return state.full_edge_workers | frozenset(state.worker_cutoffs)
+
+
+def promote(state: EdgeState, rank: Rank) -> EdgeState:
+    """Return ``state`` with ``rank`` holding the whole edge (its own cutoff, if any, deleted).
+
+    Source: crtc.md §7 ``promote_full``.
+    """
+    if rank in state.full_edge_workers:
+        return state
+    return EdgeState(state.edge, state.full_edge_workers | {rank}, state.worker_cutoffs.delete(rank))
+
+
+def cover_prefix(state: EdgeState, rank: Rank, c: int) -> EdgeState:
+    """Return ``state`` with ``rank`` holding at least ``edge[0:c]``; coverage only ever rises.
+
+    - ``c == 0``: no change.
+    - ``c >= len``: the rank becomes full.
+    - the rank is full, or already has a cutoff ``>= c``: no change.
+    - otherwise its cutoff becomes ``c``.
+
+    Source: crtc.md §2 ``cover_prefix``; E36 (re-storing a sub-prefix changes nothing).
+    """
+    assert c >= 0
+    if c == 0 or rank in state.full_edge_workers:
+        return state
+    if c >= len(state.edge):
+        return promote(state, rank)
+    if state.worker_cutoffs.get(rank, 0) >= c:
+        return state
+    return EdgeState(state.edge, state.full_edge_workers, state.worker_cutoffs.set(rank, c))
+
+
+def with_cutoff(state: EdgeState, rank: Rank, k: int) -> EdgeState:
+    """Return ``state`` with ``rank`` holding exactly ``edge[0:k]`` (dropped at 0, full at ``len``)."""
+    assert 0 <= k <= len(state.edge)
+    full = state.full_edge_workers - {rank}
+    cutoffs = state.worker_cutoffs.delete(rank)
+    if k == len(state.edge):
+        full = full | {rank}
+    elif k > 0:
+        cutoffs = cutoffs.set(rank, k)
+    return EdgeState(state.edge, full, cutoffs)
+
+
+def drop_worker(state: EdgeState, rank: Rank) -> EdgeState:
+    """Return ``state`` with ``rank`` holding nothing of the edge.
+
+    Source: crtc.md §4.3 "remove the bit and the cutoff".
+    """
+    if rank not in state.full_edge_workers and rank not in state.worker_cutoffs:
+        return state
+    return with_cutoff(state, rank, 0)
+
+
+def removal_cutoff(old_cutoff: int, pos: int) -> int:
+    """Return the cutoff after removing the block at ``pos`` from a rank holding ``old_cutoff`` blocks.
+
+    The removal cutoff rule: a block at or past the current cutoff is already gone (no-op);
+    otherwise the rank keeps exactly the blocks before it.
+
+    Source: seed 004 "Removal"; crtc.md §4.1.
+    """
+    return pos if pos < old_cutoff else old_cutoff
+
+
+def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]:
+    """Remove ``rank``'s block at ``pos``; return the new state and the newly uncovered positions.
+
+    The uncovered range is ``[new_cutoff, old_cutoff)``: the lookup entries a removal must
+    scrub (crtc.md §4.1, PR #10836 scrubs only the *newly* uncovered suffix).
+
+    Source: seed 004 "Removal"; crtc.md §4.1 ``remove_worker_for_leading_hashes``.
+    """
+    old = current_cutoff(state, rank)
+    new = removal_cutoff(old, pos)
+    if new == old:
+        return state, range(old, old)
+    return with_cutoff(state, rank, new), range(new, old)

@@ -1,0 +1,116 @@
+"""Every structural invariant of the compressed tree as a named predicate.
+
+Each predicate returns True when the invariant holds. ``node_violations`` collects the
+names of the ones that fail for one node, so that every ``check()`` (reference and
+implementation alike) states each law once, here.
+
+Source: crtc.md §8 "Invariants stated or checked" (``probe_check``, ``debug_assert``s and
+the documented contracts); seed 004 "Node State".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .coverage import EdgeState, covers
+
+
+def edge_position(edge: tuple, ext: int) -> int | None:
+    """Return the position of ``ext`` in ``edge``; a repeated hash resolves to its last position.
+
+    Source: crtc.md §2 "edge_index ... A repeated hash resolves to its last position".
+    """
+    for i in range(len(edge) - 1, -1, -1):
+        if edge[i].ext == ext:
+            return i
+    return None
+
+
+def is_edge_nonempty(state: EdgeState) -> bool:
+    """Check if a non-root node's edge holds at least one block."""
+    return len(state.edge) > 0
+
+
+def is_cutoffs_strictly_inside(state: EdgeState) -> bool:
+    """Check if every cutoff ``k`` satisfies ``0 < k < len(edge)``."""
+    n = len(state.edge)
+    return all(0 < k < n for k in state.worker_cutoffs.values())
+
+
+def is_full_disjoint_from_cutoffs(state: EdgeState) -> bool:
+    """Check if no rank is both a full-edge worker and a cutoff worker."""
+    return not (state.full_edge_workers & set(state.worker_cutoffs))
+
+
+def is_child_keyed_by_first_local(key: int, child: EdgeState) -> bool:
+    """Check if a child hangs under the first local hash of its edge."""
+    return bool(child.edge) and child.edge[0].local == key
+
+
+def is_internal_if_it_has_children(internal: bool, child_count: int) -> bool:
+    """Check if a node with children is marked internal (the flag is set with the first child and is sticky)."""
+    return internal or child_count == 0
+
+
+def is_holderless_childless(state: EdgeState, child_count: int) -> bool:
+    """Check if a node with no full-edge worker has no children (removal clears them).
+
+    Source: seed 004 "Removal" ("removal may clear children only when no full-edge workers remain").
+    """
+    return bool(state.full_edge_workers) or child_count == 0
+
+
+def is_edge_index_consistent(edge: tuple, edge_index: Mapping[int, int]) -> bool:
+    """Check if the edge index maps every external hash of the edge to its last position, and nothing else."""
+    expected = {}
+    for i, block in enumerate(edge):
+        expected[block.ext] = i
+    return dict(edge_index) == expected
+
+
+def is_lookup_entry_on_holder(state: EdgeState, rank, ext: int) -> bool:
+    """Check if a rank's lookup entry for ``ext`` names a node whose edge holds ``ext`` and that the rank covers there.
+
+    Holds for in-contract streams; streams with colliding hashes can strand entries
+    (crtc.md §13 E8, E33), exactly as in Dynamo.
+    """
+    pos = edge_position(state.edge, ext)
+    return pos is not None and covers(state, rank, pos)
+
+
+NODE_PREDICATES = (
+    is_edge_nonempty,
+    is_cutoffs_strictly_inside,
+    is_full_disjoint_from_cutoffs,
+)
+
+
+def node_violations(
+    state: EdgeState,
+    internal: bool,
+    children: Mapping[int, EdgeState],
+    edge_index: Mapping[int, int] | None = None,
+) -> list[str]:
+    """Return the names of the invariants one non-root node breaks (empty: none)."""
+    failed = [p.__name__ for p in NODE_PREDICATES if not p(state)]
+    if not is_internal_if_it_has_children(internal, len(children)):
+        failed.append(is_internal_if_it_has_children.__name__)
+    if not is_holderless_childless(state, len(children)):
+        failed.append(is_holderless_childless.__name__)
+    for key, child in children.items():
+        if not is_child_keyed_by_first_local(key, child):
+            failed.append(f"{is_child_keyed_by_first_local.__name__}[{key}]")
+    if edge_index is not None and not is_edge_index_consistent(state.edge, edge_index):
+        failed.append(is_edge_index_consistent.__name__)
+    return failed
+
+
+def root_violations(state: EdgeState, children: Mapping[int, EdgeState]) -> list[str]:
+    """Return the names of the invariants the root breaks: its edge is empty and nobody holds it."""
+    failed = []
+    if state.edge or state.full_edge_workers or state.worker_cutoffs:
+        failed.append("is_root_edge_empty")
+    for key, child in children.items():
+        if not is_child_keyed_by_first_local(key, child):
+            failed.append(f"{is_child_keyed_by_first_local.__name__}[{key}]")
+    return failed

@@ -1,0 +1,134 @@
+"""Prefix matching: the overlap score of every rank along a query of local hashes.
+
+The walk starts at the root's child keyed by the query's first local hash and follows
+children while whole edges match. It keeps ``active``, the ranks that hold every node so
+far in full:
+
+- on the first node, ``active`` is the node's full set, and each cutoff rank scores
+  ``min(cutoff, m)`` where ``m`` is the matched length on the edge;
+- on every later node, ``active`` is *always* intersected with the node's full set (an
+  older walk that skipped the intersection when sizes matched overcounted); each rank that
+  drops out scores the depth so far plus ``min(its cutoff here, m)``;
+- the walk stops when ``active`` empties, when an edge matches only partly, or, with
+  ``early_exit``, as soon as one rank is left. The survivor is credited the whole node it
+  is on, not a per-block depth.
+
+Only ranks scoring at least 1 appear in the result.
+
+Source: crtc.md §5 "find_matches semantics" and "early_exit granularity"; Dynamo test
+``slot_walk_matches_hash_set_walk_on_random_coverage``; E9.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Optional, Protocol
+
+from .coverage import EdgeState
+from .errors import InvalidArgument, InvalidArgumentType
+from .primitives import U64_MAX, Rank
+
+
+class NodeView(Protocol):
+    """What the walk reads of a node: its edge state and its children by first local hash."""
+
+    def edge_state(self) -> EdgeState: ...
+
+    def child(self, local: int) -> Optional["NodeView"]: ...
+
+
+def matched_length(state: EdgeState, query: Sequence[int], pos: int) -> int:
+    """Return how many blocks of the edge match ``query[pos:]`` by local hash (at least 1).
+
+    The first block matches by construction: the node was found by ``query[pos]``.
+    """
+    edge = state.edge
+    limit = min(len(edge), len(query) - pos)
+    m = 1
+    while m < limit and edge[m].local == query[pos + m]:
+        m += 1
+    return m
+
+
+def find_matches_walk(root: NodeView, query: Sequence[int], early_exit: bool = False) -> dict[Rank, int]:
+    """Return ``{rank: score}`` for every rank scoring at least 1 along ``query``.
+
+    Source: crtc.md §5, steps 1-4.
+    """
+    scores: dict[Rank, int] = {}
+    if not query:
+        return scores
+    node = root.child(query[0])
+    active: set[Rank] = set()
+    depth = 0
+    pos = 0
+    first = True
+    while node is not None and pos < len(query):
+        state = node.edge_state()
+        m = matched_length(state, query, pos)
+        if first:
+            active = set(state.full_edge_workers)
+            for rank, k in state.worker_cutoffs.items():
+                if min(k, m) > 0:
+                    scores[rank] = min(k, m)
+            first = False
+        else:
+            kept = active & state.full_edge_workers
+            for rank in active - kept:
+                scores[rank] = depth + min(state.worker_cutoffs.get(rank, 0), m)
+            active = kept
+        if not active:
+            break
+        depth += m
+        if m < len(state.edge):
+            break
+        pos += m
+        if early_exit and len(active) == 1:
+            break
+        node = node.child(query[pos]) if pos < len(query) else None
+    for rank in active:
+        scores[rank] = depth
+    return scores
+
+
+def early_exit_agrees(full: dict[Rank, int], early: dict[Rank, int]) -> bool:
+    """Check the early-exit law: same ranks, same scores, except one survivor that may score less.
+
+    With ``early_exit`` the walk stops once a single rank is active and credits it the whole
+    node it stands on; every rank that dropped out earlier was scored exactly as in the full
+    walk.
+
+    Source: crtc.md §5 "early_exit granularity"; E9, E41.
+    """
+    if set(full) != set(early):
+        return False
+    differing = [r for r in full if full[r] != early[r]]
+    return len(differing) <= 1 and all(1 <= early[r] <= full[r] for r in differing)
+
+
+@dataclass(slots=True)
+class OverlapScores:
+    """The result of ``find_matches``: ``scores`` maps ``(worker_id, dp_rank)`` to a score of at least 1.
+
+    ``frequencies`` is the legacy field that Dynamo's current indexers leave empty.
+
+    Source: crtc.md §1 "OverlapScores"; seed 004 "Wire Compatibility".
+    """
+
+    scores: dict[Rank, int]
+    frequencies: list[int] = field(default_factory=list)
+
+
+def check_query(sequence: Iterable[object]) -> list[int]:
+    """Return ``sequence`` as a list of u64 local hashes; raise a typed error for anything else."""
+    if isinstance(sequence, (str, bytes)) or not isinstance(sequence, Iterable):
+        raise InvalidArgumentType(f"sequence must be a sequence of ints, got {type(sequence).__name__}")
+    query = []
+    for i, x in enumerate(sequence):
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise InvalidArgumentType(f"sequence[{i}] must be an int, got {type(x).__name__}")
+        if not 0 <= x <= U64_MAX:
+            raise InvalidArgument(f"sequence[{i}] = {x} is not a u64")
+        query.append(x)
+    return query

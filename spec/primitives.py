@@ -1,0 +1,113 @@
+"""Primitive types of the KV-router index.
+
+Notation
+--------
+A *block* is one KV-cache page. It is named twice:
+
+- its **local block hash** (``LocalBlockHash``), a hash of the tokens inside the block
+  alone. Tree navigation uses only this hash: children are keyed by the first local hash of
+  their edge, and queries are sequences of local hashes.
+- its **external sequence block hash** (``ExternalBlockHash``), a hash of the whole prefix
+  up to and including the block, supplied by the engine and opaque to the router. It names
+  parents, removals and the per-rank reverse lookup.
+
+A *rank* is one data-parallel rank of one worker, ``WorkerWithDpRank(worker_id, dp_rank)``.
+Every coverage fact, lookup entry and score is per rank.
+
+Source: crtc.md §1 "Data model"; Dynamo ``protocols.rs``.
+
+Contract assumption (crtc.md §1, "Spec assumption"): an external hash is a function of the
+local-hash chain from the root, so it is unique per position. Streams that break this
+(hash collisions, a block stored under two parents) are *out of contract*; see
+``spec.contract``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import NamedTuple, NewType, TypeVar
+
+LocalBlockHash = NewType("LocalBlockHash", int)
+"""Hash of the tokens of one block (u64)."""
+
+ExternalBlockHash = NewType("ExternalBlockHash", int)
+"""Hash of the whole prefix ending at a block (u64), as the engine names it."""
+
+U64_MAX = 2**64 - 1
+U32_MAX = 2**32 - 1
+
+
+class WorkerWithDpRank(NamedTuple):
+    """One data-parallel rank of one worker: the unit of coverage and scoring."""
+
+    worker_id: int
+    dp_rank: int = 0
+
+    def __repr__(self) -> str:
+        # Written as the plain tuple Dynamo uses for score keys, so reprs paste into tests.
+        return f"({self.worker_id}, {self.dp_rank})"
+
+
+Rank = WorkerWithDpRank
+
+
+class Block(NamedTuple):
+    """One stored block: ``(local, ext)``; ``tokens_hash`` and ``block_hash`` on the wire."""
+
+    local: int
+    ext: int
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class FrozenMap(Mapping[K, V]):
+    """An immutable, hashable mapping; the spec's only container for keyed frozen data."""
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: Mapping[K, V] | None = None) -> None:
+        self._items: dict[K, V] = dict(items or {})
+        self._hash: int | None = None
+
+    def __getitem__(self, key: K) -> V:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._items.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenMap):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other)
+        return NotImplemented
+
+    def set(self, key: K, value: V) -> FrozenMap[K, V]:
+        """Return a copy with ``key`` bound to ``value``."""
+        items = dict(self._items)
+        items[key] = value
+        return FrozenMap(items)
+
+    def delete(self, key: K) -> FrozenMap[K, V]:
+        """Return a copy without ``key`` (unchanged if absent)."""
+        if key not in self._items:
+            return self
+        items = dict(self._items)
+        del items[key]
+        return FrozenMap(items)
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._items!r})"
+
+
+EMPTY_MAP: FrozenMap = FrozenMap()

@@ -1,0 +1,225 @@
+"""Shape rules of the compressed tree: split, leaf extension, sticky internal, store plans.
+
+The tree splits but never merges. A store that names a parent inside an edge either reuses
+the edge, extends a leaf, or splits; a store that walks down from a node descends into the
+child keyed by its first local hash. These decisions are pure functions here so that the
+sequential reference and the concurrent implementation take them from one place.
+
+Worked example of a split at ``p = 3`` (crtc.md §3.5)::
+
+    before:  edge [b0..b5]  full {0, 300}  cutoffs {1:1, 2:3, 3:5, 301:4}
+    prefix:  edge [b0 b1 b2]  full {0, 2, 3, 300, 301}  cutoffs {1:1}
+    suffix:  edge [b3 b4 b5]  full {0, 300}             cutoffs {3:2, 301:1}
+
+Source: seed 004 "Store Paths", "Suffix Reuse And Splitting"; crtc.md §3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from .coverage import EdgeState, covers
+from .primitives import Block, FrozenMap, Rank
+
+
+def split_at(state: EdgeState, p: int) -> tuple[EdgeState, EdgeState]:
+    """Split the edge before position ``p``; return ``(prefix, suffix)`` states.
+
+    - The prefix keeps ``edge[:p]``; the suffix gets ``edge[p:]``.
+    - The suffix's full set is the full set before the split.
+    - A cutoff ``k < p`` stays on the prefix and is absent from the suffix.
+    - A cutoff ``k >= p`` becomes full on the prefix and leaves ``k - p`` on the suffix when
+      that is positive.
+
+    Children (not part of the edge state) all move to the suffix; the prefix gets the suffix
+    as its only child and becomes internal.
+
+    Source: crtc.md §3.5 ``split_off_suffix``; Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``.
+    """
+    assert 0 < p < len(state.edge), "split position must be strictly inside the edge"
+    prefix_full = set(state.full_edge_workers)
+    prefix_cutoffs: dict[Rank, int] = {}
+    suffix_cutoffs: dict[Rank, int] = {}
+    for rank, k in state.worker_cutoffs.items():
+        if k < p:
+            prefix_cutoffs[rank] = k
+        else:
+            prefix_full.add(rank)
+            if k > p:
+                suffix_cutoffs[rank] = k - p
+    prefix = EdgeState(state.edge[:p], frozenset(prefix_full), FrozenMap(prefix_cutoffs))
+    suffix = EdgeState(state.edge[p:], state.full_edge_workers, FrozenMap(suffix_cutoffs))
+    return prefix, suffix
+
+
+def extend_leaf(state: EdgeState, rank: Rank, tail: tuple[Block, ...]) -> EdgeState:
+    """Append ``tail`` to the edge; ``rank`` becomes full and every other full rank is cut at the old length.
+
+    Ranks that already had a cutoff keep it. Only a leaf that was never internal may be
+    extended (``may_extend_leaf``).
+
+    Source: crtc.md §3.2(c), §3.3 step 2; seed 004 "Decode Extension".
+    """
+    assert tail, "extension needs at least one block"
+    old_len = len(state.edge)
+    cutoffs = dict(state.worker_cutoffs)
+    for other in state.full_edge_workers:
+        if other != rank:
+            cutoffs[other] = old_len
+    cutoffs.pop(rank, None)
+    return EdgeState(state.edge + tuple(tail), frozenset((rank,)), FrozenMap(cutoffs))
+
+
+def may_extend_leaf(internal: bool, state: EdgeState, rank: Rank) -> bool:
+    """Check if ``rank`` may append to this node's edge in place (decode extension).
+
+    Allowed only when the node was never internal (the flag is sticky: a node that ever had
+    a child is never reopened, even after cleanup removes every child) and the rank holds
+    the tail. The caller has already established that the parent hash is the tail.
+
+    Source: seed 004 "Decode Extension", "Sticky internal nodes"; crtc.md §4.2
+    (``test_cleanup_does_not_reopen_internal_node_for_extension``).
+    """
+    return not internal and covers(state, rank, len(state.edge) - 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Store plans
+
+
+@dataclass(frozen=True, slots=True)
+class InsertBelow:
+    """The parent is the edge tail: continue by child lookup (or leaf extension) below the node."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reuse:
+    """The blocks already follow the parent on the edge: raise the rank's coverage to ``cutoff``."""
+
+    cutoff: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseAndExtend:
+    """The blocks run past the edge tail on a leaf: append ``tail`` in place."""
+
+    tail: tuple[Block, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitThenInsert:
+    """The blocks diverge inside the edge (or the node is internal): split at ``at``, then insert below the prefix."""
+
+    at: int
+
+
+StorePlan = Union[InsertBelow, Reuse, ReuseAndExtend, SplitThenInsert]
+
+
+def plan_store_at(state: EdgeState, internal: bool, pos: int, blocks: tuple[Block, ...]) -> StorePlan:
+    """Decide how a store whose parent sits at edge position ``pos`` proceeds.
+
+    (a) the parent is the tail: insert below the node;
+    (b) the edge after ``pos`` starts with all the blocks (local and external hashes equal):
+        reuse, new cutoff ``pos + 1 + len(blocks)``;
+    (c) the node is a leaf that was never internal and the blocks strictly extend the edge
+        suffix after ``pos``: reuse the suffix and append the rest;
+    (d) otherwise split at ``pos + 1`` and insert below the prefix.
+
+    Source: crtc.md §3.2 "Covered"; seed 004 "Suffix Reuse And Splitting".
+    """
+    assert 0 <= pos < len(state.edge) and blocks
+    if pos == len(state.edge) - 1:
+        return InsertBelow()
+    suffix = state.edge[pos + 1 :]
+    if len(blocks) <= len(suffix) and suffix[: len(blocks)] == blocks:
+        return Reuse(pos + 1 + len(blocks))
+    if not internal and len(blocks) > len(suffix) and blocks[: len(suffix)] == suffix:
+        return ReuseAndExtend(blocks[len(suffix) :])
+    return SplitThenInsert(pos + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class CoverPrefix:
+    """The remaining blocks end inside the child's edge: cover its first ``m`` blocks."""
+
+    m: int
+
+
+@dataclass(frozen=True, slots=True)
+class SplitAndAttach:
+    """The remaining blocks diverge inside the child's edge: split at ``m`` and attach the rest below."""
+
+    m: int
+
+
+@dataclass(frozen=True, slots=True)
+class PassThrough:
+    """The remaining blocks cover the whole child edge: promote the rank and continue below it."""
+
+
+DescendPlan = Union[CoverPrefix, SplitAndAttach, PassThrough]
+
+
+def common_local_prefix(edge: tuple[Block, ...], blocks: tuple[Block, ...]) -> int:
+    """Return the length of the common prefix of ``edge`` and ``blocks``, compared by local hash only.
+
+    Source: crtc.md §3.3 step 4 ("compared by local hash only").
+    """
+    m = 0
+    for a, b in zip(edge, blocks):
+        if a.local != b.local:
+            break
+        m += 1
+    return m
+
+
+def plan_descend(edge: tuple[Block, ...], remaining: tuple[Block, ...]) -> DescendPlan:
+    """Decide how a store descends into the child found by its first local hash.
+
+    ``m`` is the common local prefix (at least 1, since the child was found by
+    ``remaining[0].local``):
+
+    - ``m < len(edge)`` and ``m == len(remaining)``: cover the child's first ``m`` blocks;
+    - ``m < len(edge)`` otherwise: split the child at ``m``, promote the rank on the prefix,
+      attach ``remaining[m:]`` below it;
+    - ``m == len(edge)``: promote the rank on the child and continue below it.
+
+    Source: crtc.md §3.3 step 4 "Descend(child)".
+    """
+    m = common_local_prefix(edge, remaining)
+    assert m >= 1, "a child is found by its first local hash"
+    if m == len(edge):
+        return PassThrough()
+    if m == len(remaining):
+        return CoverPrefix(m)
+    return SplitAndAttach(m)
+
+
+def child_key(state: EdgeState) -> int:
+    """Return the key under which a node hangs in its parent's child map: its first local hash.
+
+    Source: crtc.md §8 "a child's key equals the first local hash of its edge".
+    """
+    return state.edge[0].local
+
+
+__all__ = [
+    "CoverPrefix",
+    "DescendPlan",
+    "InsertBelow",
+    "PassThrough",
+    "Reuse",
+    "ReuseAndExtend",
+    "SplitAndAttach",
+    "SplitThenInsert",
+    "StorePlan",
+    "child_key",
+    "common_local_prefix",
+    "extend_leaf",
+    "may_extend_leaf",
+    "plan_descend",
+    "plan_store_at",
+    "split_at",
+]

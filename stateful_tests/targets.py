@@ -1,0 +1,123 @@
+"""Targets: the radix trees kvproof can check, behind the one API they share.
+
+A target is anything with the API of ``dynamo._core.RadixTree``: ``apply_event(worker_id,
+bytes)``, ``find_matches(seq, early_exit)`` returning an object with ``.scores``,
+``remove_worker``, ``clear_all_blocks`` and ``dump_tree_as_events``. ``check()``,
+``snapshot()`` and ``remove_worker_dp_rank`` are used when present.
+
+Names accepted by ``load_target``:
+
+- ``reference``: ``kvproof.reference.RadixTree`` (sequential, exact);
+- ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime``;
+- ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
+  implementation, or one of the deliberately broken trees in ``stateful_tests.mutants``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec.errors import (
+    BlockNotFound,
+    InvalidBlockSequence,
+    KvCacheEventError,
+    MalformedEvent,
+    ParentBlockNotFound,
+)
+from ..spec.events import KvCacheEvent, encode_event
+
+OK = "ok"
+
+# Dynamo reports event errors as RuntimeError("Failed to apply event: <message>").
+_DYNAMO_MESSAGES = (
+    ("Failed to find parent block", ParentBlockNotFound.__name__),
+    ("Invalid block sequence", InvalidBlockSequence.__name__),
+    ("Failed to find block", BlockNotFound.__name__),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named tree factory; ``reason`` says why it is unavailable when ``factory`` is None."""
+
+    name: str
+    factory: Callable[[], Any] | None
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.factory is not None
+
+
+def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
+    """Return ``(dynamo._core.RadixTree, "")`` or ``(None, why it cannot be imported)``."""
+    try:
+        from dynamo._core import RadixTree  # type: ignore[import-not-found]
+    except ImportError as exc:
+        return None, f"ai-dynamo-runtime is not installed ({exc}); install the [dynamo] extra"
+    return RadixTree, ""
+
+
+def load_target(name: str) -> Target:
+    """Resolve a target name (see the module docstring)."""
+    if name == "reference":
+        from ..reference import RadixTree
+
+        return Target(name, RadixTree)
+    if name == "dynamo":
+        factory, reason = dynamo_tree_factory()
+        return Target(name, factory, reason)
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            return Target(name, None, f"cannot load {name}: {exc}")
+        return Target(name, factory)
+    return Target(name, None, f"unknown target {name!r}: use reference, dynamo, or module.path:Factory")
+
+
+def outcome_of(exc: BaseException) -> str:
+    """Name the outcome an exception stands for, the same way for every target."""
+    if isinstance(exc, (KvCacheEventError, MalformedEvent)):
+        return type(exc).__name__
+    message = str(exc)
+    if isinstance(exc, RuntimeError):
+        for needle, name in _DYNAMO_MESSAGES:
+            if needle in message:
+                return name
+    if isinstance(exc, ValueError) and "deserialize" in message:
+        return MalformedEvent.__name__
+    return f"{type(exc).__name__}: {message}"
+
+
+def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
+    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"`` or the outcome name."""
+    try:
+        tree.apply_event(worker_id, encode_event(event))
+    except Exception as exc:  # every target's errors are mapped onto one vocabulary
+        return outcome_of(exc)
+    return OK
+
+
+def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[int, int], int]:
+    """Return ``find_matches`` scores as a plain ``{(worker_id, dp_rank): score}`` dict."""
+    return {tuple(rank): score for rank, score in tree.find_matches(query, early_exit).scores.items()}
+
+
+def remove_worker_dp_rank(tree: Any, worker_id: int, dp_rank: int) -> None:
+    """Drop one rank: natively where the target has the operation, by a ``cleared`` event otherwise.
+
+    The 1.6.1 binding has no ``remove_worker_dp_rank``; its ``cleared`` event is the same
+    per-rank removal (crtc.md §12 item 6).
+    """
+    native = getattr(tree, "remove_worker_dp_rank", None)
+    if native is not None:
+        native(worker_id, dp_rank)
+        return
+    from ..spec.events import Cleared
+
+    tree.apply_event(worker_id, encode_event(KvCacheEvent(0, Cleared(), dp_rank)))

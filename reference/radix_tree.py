@@ -306,6 +306,14 @@ class RadixTree:
         walk(self.root, 1)
         return "tree:\n" + ("\n".join(lines) or "  (empty)")
 
+    def cutoff_nodes(self) -> int:
+        """Return how many reachable nodes carry at least one per-worker cutoff."""
+        return sum(1 for _, node in self._reachable_nodes() if node.state.worker_cutoffs)
+
+    def sticky_internal_nodes(self) -> int:
+        """Return how many reachable nodes are internal but childless (kept closed to extension)."""
+        return sum(1 for _, node in self._reachable_nodes() if node.internal and not node.children)
+
     def ranks(self) -> frozenset[Rank]:
         """Return every rank the tree has registered."""
         return frozenset(self._lookups)
@@ -363,7 +371,7 @@ class RadixTree:
                 self._stats["released_dead_nodes"] += 1
                 child = None
             if child is None:
-                if parent is not self.root and may_extend_leaf(parent.internal, parent.state, rank):
+                if parent is not self.root and self._may_extend(parent, rank):
                     self._extend(parent, rank, remaining)
                     self._point(rank, remaining, parent)
                 else:
@@ -387,6 +395,9 @@ class RadixTree:
             child.set_edge_state(promote(child.state, rank))
             self._point(rank, remaining[:n], child)
             parent, remaining = child, remaining[n:]
+
+    def _may_extend(self, node: Node, rank: Rank) -> bool:
+        return may_extend_leaf(node.internal, node.state, rank)
 
     def _attach(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
         child = Node(new_edge(blocks, rank))
@@ -465,12 +476,16 @@ class RadixTree:
                 stale = [block.ext for block in node.state.edge[uncovered.start : uncovered.stop]]
             else:
                 stale = [low_hash]
-            for ext in stale:
-                lookup.pop(ext, None)
-                scrubbed.add(ext)
+            self._scrub(lookup, stale, scrubbed)
             self._clear_children_if_unheld(node)
         if first_error is not None:
             raise first_error
+
+    def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
+        """Delete the rank's lookup entries for blocks it no longer covers (remembering them for this event)."""
+        for ext in stale:
+            lookup.pop(ext, None)
+            scrubbed.add(ext)
 
     def _clear_children_if_unheld(self, node: Node) -> None:
         # Removal clears children only when no full-edge worker remains; internal stays sticky.

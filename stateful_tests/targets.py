@@ -16,6 +16,7 @@ Names accepted by ``load_target``:
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,9 @@ class Target:
 
 def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
     """Return ``(dynamo._core.RadixTree, "")`` or ``(None, why it cannot be imported)``."""
+    # The binding logs every rejected event as a warning on stderr; keep only errors unless the
+    # user asked for more (DYN_LOG is the binding's log filter).
+    os.environ.setdefault("DYN_LOG", "error")
     try:
         from dynamo._core import RadixTree  # type: ignore[import-not-found]
     except ImportError as exc:

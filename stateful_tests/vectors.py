@@ -383,6 +383,17 @@ SCENARIOS: list[Scenario] = [
         Store(1, [(400, 4)], parent=300),
         Query([1, 2, 3, 4], {W1: 4, W2: 2}),
     ]),
+    Scenario("E22_orphan_store_is_invisible", "crtc.md §13 E22 (set-up reconstructed from E21; see docs/dynamo-findings.md F6)", [
+        Store(1, C4),
+        Store(2, chain(1, 2, 3, 5)),
+        Remove(1, [100]),
+        Remove(2, [100]),
+        Query([1, 2, 3, 4], {}),
+        Store(1, [(500, 5)], parent=400),  # its entry names the detached [4]: accepted, invisible
+        Query([1, 2, 3, 4, 5], {}),
+        Remove(1, [300, 400, 500], expect=BNF),  # 300's entry went with the head removal; 400 and 500 still apply
+        Store(1, [(600, 6)], parent=500, expect=PBNF),
+    ]),
     Scenario("E26_empty_store_query_and_remove", "crtc.md §13 E26", [
         Store(1, []),
         Query([], {}),
@@ -512,17 +523,34 @@ SCENARIOS: list[Scenario] = [
         Remove(1, [200]),
         Dump([(1, 0, None, [100])]),
     ]),
-    Scenario("test_internal_node_is_not_reopened_for_extension", "crtc.md §10 test 30; seed 004 sticky internal", [
-        Store(1, chain(1, 2, 3)),
-        Store(2, chain(1, 2, 3, 4)),
-        Store(3, chain(1, 2, 3, 5)),
-        Remove(2, [400]),
-        Remove(3, [500]),
-        Store(1, chain(8, 9), parent=300),
-        Query([1, 2, 3, 8, 9], {W1: 5, W2: 3, (3, 0): 3}),
+    Scenario("test_internal_node_is_not_reopened_for_extension", "crtc.md §10 test 30, §4.2; seed 004 sticky internal", [
+        Store(1, C4),
+        Store(2, chain(1, 2, 3, 5)),
+        Remove(1, [300]),
+        Remove(2, [300]),  # no full holder is left on [1 2 3]: its children are cleared, it stays internal
+        Store(1, [(300, 3)], parent=200),
+        Store(1, chain(8), parent=300),  # a new child, not an extension of the childless internal node
+        Query([1, 2, 3, 8], {W1: 4, W2: 2}),
+        Query([1, 2, 3, 8], {W1: 3, W2: 2}, early_exit=True),
+        Dump([(1, 0, None, [100, 200, 300]), (2, 0, None, [100, 200]), (1, 0, 300, [800])]),
+    ]),
+    Scenario("split_moves_cutoffs_at_and_past_the_boundary", "crtc.md §3.5; Dynamo test 39, at tree level", [
+        Store(0, chain(1, 2, 3, 4, 5, 6)),
+        Store(300, chain(1, 2, 3, 4, 5, 6)),
+        Store(1, chain(1)),
+        Store(2, chain(1, 2, 3)),
+        Store(3, chain(1, 2, 3, 4, 5)),
+        Store(301, chain(1, 2, 3, 4)),
+        Query([1, 2, 3, 4, 5, 6], {(0, 0): 6, (300, 0): 6, (1, 0): 1, (2, 0): 3, (3, 0): 5, (301, 0): 4}),
+        Store(9, chain(1, 2, 3, 7)),  # splits the shared edge at 3
+        Query([1, 2, 3, 4, 5, 6], {(0, 0): 6, (300, 0): 6, (1, 0): 1, (2, 0): 3, (3, 0): 5, (301, 0): 4, (9, 0): 3}),
+        Query([1, 2, 3, 7], {(0, 0): 3, (300, 0): 3, (1, 0): 1, (2, 0): 3, (3, 0): 3, (301, 0): 3, (9, 0): 4}),
         Dump([
-            (1, 0, None, [100, 200, 300]), (2, 0, None, [100, 200, 300]), (3, 0, None, [100, 200, 300]),
-            (1, 0, 300, [800, 900]),
+            (0, 0, None, [100, 200, 300]), (2, 0, None, [100, 200, 300]), (3, 0, None, [100, 200, 300]),
+            (9, 0, None, [100, 200, 300]), (300, 0, None, [100, 200, 300]), (301, 0, None, [100, 200, 300]),
+            (1, 0, None, [100]),
+            (0, 0, 300, [400, 500, 600]), (300, 0, 300, [400, 500, 600]), (3, 0, 300, [400, 500]), (301, 0, 300, [400]),
+            (9, 0, 300, [700]),
         ]),
     ]),
     Scenario("test_extension_demotes_other_full_ranks_to_the_old_tail", "crtc.md §10 test 40", [

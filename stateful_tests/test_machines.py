@@ -1,0 +1,40 @@
+"""The contract state machine on the reference, and proof that it reaches the interesting shapes."""
+
+import os
+
+import pytest
+from hypothesis.stateful import run_state_machine_as_test
+
+from kvproof.reference import RadixTree
+from kvproof.stateful_tests.machines import PHENOMENA, contract_machine_for, machine_settings
+
+DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
+
+
+@pytest.fixture(scope="module")
+def reference_machine():
+    machine = contract_machine_for(RadixTree)
+    run_state_machine_as_test(machine, settings=machine_settings(400 if DEEP else 100, 40, derandomize=not DEEP))
+    return machine
+
+
+def test_reference_obeys_the_contract(reference_machine):
+    assert len(reference_machine.runs) >= 100
+
+
+@pytest.mark.parametrize("phenomenon", ["splits", "cutoffs", "demotions", "holes", "sticky_internal", "children_cleared"])
+def test_shapes_happen_in_most_runs(reference_machine, phenomenon):
+    """Each shape the tree's rules exist for occurs in most runs (counted, not assumed)."""
+    runs = reference_machine.runs
+    share = sum(1 for r in runs if r[phenomenon]) / len(runs)
+    print(f"{phenomenon}: {share:.0%} of {len(runs)} runs")
+    assert share > 0.5
+
+
+def test_rules_alone_reach_the_shapes_too(reference_machine):
+    """After the warm start, the free-running rules themselves split, cut, demote and refuse extensions."""
+    rule_runs = reference_machine.rule_runs
+    shares = {p: sum(1 for r in rule_runs if r[p]) / len(rule_runs) for p in PHENOMENA}
+    print(shares)
+    for name in ("splits", "cutoffs_set", "demotions", "sticky_refusals", "children_cleared"):
+        assert shares[name] > 0, name

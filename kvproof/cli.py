@@ -11,11 +11,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
 
 DEFAULT_TARGET = "reference"
+
+# Rule families beyond the radix tree add subcommands from their own modules.
+EXTRA_COMMAND_MODULES: list[str] = []
 
 
 def _target(name: str):
@@ -128,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     vectors = sub.add_parser("vectors", help="replay the observed-behaviour vectors")
     vectors.add_argument("--target", default=DEFAULT_TARGET)
     vectors.set_defaults(func=cmd_vectors)
+
+    for name in EXTRA_COMMAND_MODULES:  # each adds its own subcommands: register(subparsers)
+        importlib.import_module(name, __package__).register(sub)
     return parser
 
 

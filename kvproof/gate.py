@@ -165,7 +165,7 @@ def _conformance_applies(ctx: Context) -> str | None:
     return None if oracle.available else oracle.reason
 
 
-CHECKS: list[Check] = [
+TREE_CHECKS: list[Check] = [
     Check("spec", "node-rule laws", _spec_laws),
     Check("vectors", "observed Dynamo behaviours", _vectors),
     Check("contract", "state machine vs contract", _contract_machine),
@@ -173,6 +173,21 @@ CHECKS: list[Check] = [
     Check("api", "bad input is rejected, harmless", _bad_input),
     Check("conformance", "differential vs Dynamo", _conformance, _conformance_applies),
 ]
+
+# Rule families beyond the radix tree contribute their checks from their own modules
+# (``kvproof/gate_<area>.py``, each exporting ``CHECKS``); they run after the tree's and do
+# not depend on the tree target.
+EXTRA_CHECK_MODULES: list[str] = []
+
+
+def all_checks() -> list[Check]:
+    """Return the tree's checks followed by every registered rule family's."""
+    import importlib
+
+    checks = list(TREE_CHECKS)
+    for name in EXTRA_CHECK_MODULES:
+        checks += importlib.import_module(name, __package__).CHECKS
+    return checks
 
 
 # ----------------------------------------------------------------------------- running
@@ -218,7 +233,7 @@ def run_gate(
     command = f"kvproof check --target {target_name} --profile {profile.name} --seed {seed}"
     ctx = Context(target_name, factory, profile, seed, command)
     report = GateReport(target_name, profile.name, seed)
-    for check in CHECKS:
+    for check in all_checks():
         if only and only not in check.layer and only not in check.name:
             continue
         row = Row(check.layer, check.name)

@@ -1,0 +1,238 @@
+"""The threading seam: the only module in ``impl/`` that imports ``threading`` or ``queue``.
+
+Every concurrent implementation takes its primitives from here (locks, the shared /
+exclusive gate, events, channels, threads, thread-local storage) and marks each place where
+another thread's interleaving matters with ``yield_point(name)``. A deterministic scheduler
+(the interleaving explorer) replaces this module's behaviour through ``install(hooks)``:
+it then decides, at every yield point and every blocking acquire, which thread runs next.
+With no hooks installed the primitives are the standard library's, and ``yield_point``
+costs one global read.
+
+Design (after trio's ``_core`` and shuttle's ``shuttle-std``, aesthetics.md §4-§5):
+
+- ``RWGate`` is a writer-preferring shared/exclusive lock (Dynamo's ``shape_gate`` is a
+  parking_lot ``RwLock<()>``). It is not reentrant: taking the exclusive side while holding
+  the shared side deadlocks, exactly as in Rust; ``check_held`` asserts the mode a caller
+  claims to hold (cheap, always on).
+- ``Channel`` is an unbounded FIFO (Dynamo's lanes use flume channels).
+- ``yield_point`` names are stable strings (``"gate.before_exclusive"``, ``"store.plan"``)
+  so that a failing schedule can be printed and replayed.
+
+XX: the explorer needs blocking operations (``Lock.acquire``, ``RWGate`` waits,
+``Channel.get``, ``Event.wait``) to report to it instead of blocking the OS thread; the
+``Hooks`` protocol below has the entry points it will need.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Hooks(Protocol):
+    """What a controlled scheduler implements to take over the seam."""
+
+    def yield_point(self, name: str) -> None: ...
+
+
+_hooks: Hooks | None = None
+
+
+def install(hooks: Hooks | None) -> None:
+    """Route every ``yield_point`` to ``hooks`` (None restores the free-running default)."""
+    global _hooks
+    _hooks = hooks
+
+
+def yield_point(name: str) -> None:
+    """Mark a place where another thread's interleaving matters (a no-op unless hooks are installed)."""
+    hooks = _hooks
+    if hooks is not None:
+        hooks.yield_point(name)
+
+
+def set_switch_interval(seconds: float) -> float:
+    """Set the interpreter's thread switch interval; return the previous one (stress tests use ~1e-6)."""
+    import sys
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(seconds)
+    return previous
+
+
+class Lock:
+    """A plain mutual-exclusion lock."""
+
+    __slots__ = ("_lock", "name")
+
+    def __init__(self, name: str = "lock") -> None:
+        self._lock = threading.Lock()
+        self.name = name
+
+    def acquire(self) -> None:
+        self._lock.acquire()
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def __enter__(self) -> Lock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+@dataclass(frozen=True)
+class GateStatistics:
+    """Counters of one ``RWGate``: acquisitions by mode and how often an acquire had to wait."""
+
+    shared: int
+    exclusive: int
+    shared_waits: int
+    exclusive_waits: int
+
+
+class RWGate:
+    """A writer-preferring shared/exclusive lock.
+
+    Invariant: ``_writer`` implies ``_readers == 0``; waiting writers block new readers so a
+    stream of readers cannot starve a split.
+    """
+
+    __slots__ = ("_cond", "_readers", "_writer", "_writers_waiting", "_stats", "name")
+
+    def __init__(self, name: str = "gate") -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+        self._stats = [0, 0, 0, 0]  # shared, exclusive, shared waits, exclusive waits
+        self.name = name
+
+    def acquire_shared(self) -> None:
+        with self._cond:
+            if self._writer or self._writers_waiting:
+                self._stats[2] += 1
+                while self._writer or self._writers_waiting:
+                    self._cond.wait()
+            self._readers += 1
+            self._stats[0] += 1
+
+    def release_shared(self) -> None:
+        with self._cond:
+            assert self._readers > 0, f"{self.name}: shared release without a shared hold"
+            self._readers -= 1
+            if self._readers == 0:
+                self._cond.notify_all()
+
+    def acquire_exclusive(self) -> None:
+        with self._cond:
+            if self._writer or self._readers:
+                self._stats[3] += 1
+                self._writers_waiting += 1
+                while self._writer or self._readers:
+                    self._cond.wait()
+                self._writers_waiting -= 1
+            self._writer = True
+            self._stats[1] += 1
+
+    def release_exclusive(self) -> None:
+        with self._cond:
+            assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
+            self._writer = False
+            self._cond.notify_all()
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        self.acquire_shared()
+        try:
+            yield
+        finally:
+            self.release_shared()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        self.acquire_exclusive()
+        try:
+            yield
+        finally:
+            self.release_exclusive()
+
+    def held_exclusive(self) -> bool:
+        return self._writer
+
+    def held_shared(self) -> bool:
+        return self._readers > 0
+
+    def statistics(self) -> GateStatistics:
+        return GateStatistics(*self._stats)
+
+
+class Event:
+    """A one-shot flag threads can wait on."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
+class Channel:
+    """An unbounded FIFO between threads."""
+
+    __slots__ = ("_queue",)
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def put(self, item: Any) -> None:
+        self._queue.put(item)
+
+    def get(self) -> Any:
+        return self._queue.get()
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+
+class Thread:
+    """A started OS thread running ``target()``; ``join`` waits for it."""
+
+    __slots__ = ("_thread",)
+
+    def __init__(self, target: Callable[[], None], name: str, daemon: bool = True) -> None:
+        self._thread = threading.Thread(target=target, name=name, daemon=daemon)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+
+def local() -> Any:
+    """Return a fresh thread-local namespace."""
+    return threading.local()
+
+
+def current_thread_id() -> int:
+    """Return an identifier of the running thread."""
+    return threading.get_ident()

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -104,67 +103,78 @@ class RWGate:
     """A writer-preferring shared/exclusive lock.
 
     Invariant: ``_writer`` implies ``_readers == 0``; waiting writers block new readers so a
-    stream of readers cannot starve a split.
+    stream of readers cannot starve a split. The uncontended paths take one short internal
+    lock and never touch the condition variable.
     """
 
-    __slots__ = ("_cond", "_readers", "_writer", "_writers_waiting", "_stats", "name")
+    __slots__ = (
+        "_lock", "_cond", "_readers", "_writer", "_writers_waiting", "_readers_waiting", "_stats", "name",
+        "_shared_cm", "_exclusive_cm",
+    )
 
     def __init__(self, name: str = "gate") -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._readers_waiting = 0
         self._stats = [0, 0, 0, 0]  # shared, exclusive, shared waits, exclusive waits
         self.name = name
+        self._shared_cm = _Hold(self.acquire_shared, self.release_shared)
+        self._exclusive_cm = _Hold(self.acquire_exclusive, self.release_exclusive)
 
     def acquire_shared(self) -> None:
-        with self._cond:
-            if self._writer or self._writers_waiting:
-                self._stats[2] += 1
-                while self._writer or self._writers_waiting:
-                    self._cond.wait()
-            self._readers += 1
-            self._stats[0] += 1
+        lock = self._lock
+        lock.acquire()
+        if self._writer or self._writers_waiting:
+            self._stats[2] += 1
+            self._readers_waiting += 1
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers_waiting -= 1
+        self._readers += 1
+        self._stats[0] += 1
+        lock.release()
 
     def release_shared(self) -> None:
-        with self._cond:
-            assert self._readers > 0, f"{self.name}: shared release without a shared hold"
-            self._readers -= 1
-            if self._readers == 0:
-                self._cond.notify_all()
+        lock = self._lock
+        lock.acquire()
+        assert self._readers > 0, f"{self.name}: shared release without a shared hold"
+        self._readers -= 1
+        if self._readers == 0 and self._writers_waiting:
+            self._cond.notify_all()
+        lock.release()
 
     def acquire_exclusive(self) -> None:
-        with self._cond:
-            if self._writer or self._readers:
-                self._stats[3] += 1
-                self._writers_waiting += 1
-                while self._writer or self._readers:
-                    self._cond.wait()
-                self._writers_waiting -= 1
-            self._writer = True
-            self._stats[1] += 1
+        lock = self._lock
+        lock.acquire()
+        if self._writer or self._readers:
+            self._stats[3] += 1
+            self._writers_waiting += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+        self._writer = True
+        self._stats[1] += 1
+        lock.release()
 
     def release_exclusive(self) -> None:
-        with self._cond:
-            assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
-            self._writer = False
+        lock = self._lock
+        lock.acquire()
+        assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
+        self._writer = False
+        if self._writers_waiting or self._readers_waiting:
             self._cond.notify_all()
+        lock.release()
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        self.acquire_shared()
-        try:
-            yield
-        finally:
-            self.release_shared()
+    def shared(self) -> _Hold:
+        """``with gate.shared():`` holds the gate in shared mode."""
+        return self._shared_cm
 
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        self.acquire_exclusive()
-        try:
-            yield
-        finally:
-            self.release_exclusive()
+    def exclusive(self) -> _Hold:
+        """``with gate.exclusive():`` holds the gate in exclusive mode."""
+        return self._exclusive_cm
 
     def held_exclusive(self) -> bool:
         return self._writer
@@ -174,6 +184,21 @@ class RWGate:
 
     def statistics(self) -> GateStatistics:
         return GateStatistics(*self._stats)
+
+
+class _Hold:
+    """A reusable context manager around an acquire/release pair (no generator per use)."""
+
+    __slots__ = ("_acquire", "_release")
+
+    def __init__(self, acquire: Callable[[], None], release: Callable[[], None]) -> None:
+        self._acquire, self._release = acquire, release
+
+    def __enter__(self) -> None:
+        self._acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._release()
 
 
 class Event:

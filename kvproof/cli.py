@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_TARGET = "reference"
+DEFAULT_TARGET = "impl"
 
 # Rule families beyond the radix tree add subcommands from their own modules.
-EXTRA_COMMAND_MODULES: list[str] = []
+EXTRA_COMMAND_MODULES: list[str] = [".cli_tree"]
 
 
 def _target(name: str):

@@ -31,11 +31,14 @@ class Profile:
     conform_streams: int
     dump_streams: int
     derandomize: bool
+    stress_ops: int
 
 
 PROFILES = {
-    "ci": Profile("ci", law_examples=300, machine_examples=150, machine_steps=40, conform_streams=500, dump_streams=100, derandomize=True),
-    "deep": Profile("deep", law_examples=2000, machine_examples=500, machine_steps=60, conform_streams=2000, dump_streams=500, derandomize=False),
+    "ci": Profile("ci", law_examples=300, machine_examples=150, machine_steps=40, conform_streams=500,
+                  dump_streams=100, derandomize=True, stress_ops=8_000),
+    "deep": Profile("deep", law_examples=2000, machine_examples=500, machine_steps=60, conform_streams=2000,
+                    dump_streams=500, derandomize=False, stress_ops=100_000),
 }
 
 
@@ -66,6 +69,15 @@ class Check:
     name: str
     run: Callable[[Context, Row], None]
     applies: Callable[[Context], str | None] = lambda ctx: None  # a skip reason, or None
+    relevant: Callable[[Context], bool] = lambda ctx: True  # False: the row is not part of this gate
+
+
+EMBEDDED = ("impl", "impl-lanes", "impl-pool")
+
+
+def _embedded(ctx: Context) -> bool:
+    """The concurrent tree's own rows belong to the gate only when it is the target."""
+    return ctx.target_name in EMBEDDED
 
 
 class Skip(Exception):
@@ -158,6 +170,37 @@ def _conformance(ctx: Context, row: Row) -> None:
         raise Failed(f"{len(report.mismatches)} of {report.streams} streams differ; first:\n{m.report(ctx.target_name, oracle_name)}")
 
 
+def _impl_twin(ctx: Context, row: Row) -> None:
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from .stateful_tests.machines import contract_machine_for, machine_settings
+    from .stateful_tests.twins import impl_vs_reference
+
+    machine = contract_machine_for(impl_vs_reference(3))
+    the_settings = machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps, ctx.profile.derandomize)
+    if ctx.profile.derandomize:
+        run_state_machine_as_test(machine, settings=the_settings)
+    else:
+        from hypothesis import seed as hypothesis_seed
+        from hypothesis.stateful import get_state_machine_test
+
+        hypothesis_seed(ctx.seed)(get_state_machine_test(machine, settings=the_settings))()
+    row.examples = len(machine.runs)
+    row.checks = sum(run["_checks"] for run in machine.runs)
+
+
+def _impl_stress(ctx: Context, row: Row) -> None:
+    from .stateful_tests.stress import StressConfig, run_stress
+
+    for mode in ("strict", "chaos"):
+        report = run_stress(StressConfig(ops=ctx.profile.stress_ops, seed=ctx.seed, mode=mode, yield_sleep=0.05))
+        row.examples += report.ops
+        row.checks += report.reads + report.checkpoints
+        if report.failed:
+            row.replay = f"kvproof stress --ops {ctx.profile.stress_ops} --seed {ctx.seed} --mode {mode} --yield-sleep 0.05"
+            raise Failed(f"{mode}: {report.summary_line()}; first: {report.problems[0]}")
+
+
 def _conformance_applies(ctx: Context) -> str | None:
     from .stateful_tests.targets import load_target
 
@@ -172,6 +215,8 @@ TREE_CHECKS: list[Check] = [
     Check("api", "dump rebuilds the tree", _dump_rebuild),
     Check("api", "bad input is rejected, harmless", _bad_input),
     Check("conformance", "differential vs Dynamo", _conformance, _conformance_applies),
+    Check("impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=_embedded),
+    Check("impl", "real-thread stress, strict + chaos", _impl_stress, relevant=_embedded),
 ]
 
 # Rule families beyond the radix tree contribute their checks from their own modules
@@ -235,6 +280,8 @@ def run_gate(
     report = GateReport(target_name, profile.name, seed)
     for check in all_checks():
         if only and only not in check.layer and only not in check.name:
+            continue
+        if not check.relevant(ctx):
             continue
         row = Row(check.layer, check.name)
         started = time.perf_counter()

@@ -43,12 +43,13 @@ Source: crtc.md §12 "The plain RadixTree it must agree with", §3-§5; seed 004
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..spec.coverage import EdgeState, covers, cover_prefix, drop_worker, holders, new_edge, promote, remove_at
+from ..spec.dump import credited_index, dump_chains, tree_shape
 from ..spec.errors import BlockNotFound, InvalidBlockSequence, ParentBlockNotFound
 from ..spec.events import (
     Cleared,
@@ -79,6 +80,14 @@ from ..spec.shape import (
 )
 
 ROOT_STATE = EdgeState(())
+
+
+def _state_of(node: "Node") -> EdgeState:
+    return node.state
+
+
+def _children_of(node: "Node") -> dict:
+    return node.children
 
 
 class Node:
@@ -199,68 +208,16 @@ class RadixTree:
         ]
 
     def dump_events(self) -> list[tuple[Rank, Stored]]:
-        """Return the dump as ``(rank, Stored)`` pairs, parents before children.
-
-        Chains are merged: a node with no cutoffs whose only live child is full-only with
-        the same full set is written together with that child. A rank is written below a
-        parent only if it holds every node above in full. Holder-less nodes are skipped.
-
-        Source: crtc.md §7 "Dump (newest)"; E3, E5c, E18; Dynamo test
-        ``dump_skips_ranks_that_do_not_cover_the_parent``.
-        """
-        out: list[tuple[Rank, Stored]] = []
-        queue: deque[tuple[Node, int | None, frozenset[Rank] | None]] = deque(
-            (child, None, None) for child in self.root.children.values()
-        )
-        while queue:
-            node, parent_hash, eligible = queue.popleft()
-            state = node.state
-            blocks = list(state.edge)
-            tail = node
-            while not tail.state.worker_cutoffs:
-                live = [c for c in tail.children.values() if holders(c.state)]
-                if len(live) != 1:
-                    break
-                nxt = live[0].state
-                if nxt.worker_cutoffs or nxt.full_edge_workers != state.full_edge_workers:
-                    break
-                tail = live[0]
-                blocks.extend(nxt.edge)
-            full = state.full_edge_workers if eligible is None else state.full_edge_workers & eligible
-            for rank in sorted(full):
-                out.append((rank, Stored(parent_hash, tuple(blocks))))
-            for rank, k in sorted(state.worker_cutoffs.items()):
-                if eligible is None or rank in eligible:
-                    out.append((rank, Stored(parent_hash, state.edge[:k])))
-            if full:
-                for child in tail.children.values():
-                    queue.append((child, blocks[-1].ext, frozenset(full)))
-        return out
+        """Return the dump as ``(rank, Stored)`` pairs, parents before children (rules: ``spec.dump``)."""
+        return dump_chains(self.root, _state_of, _children_of)
 
     def snapshot(self) -> dict[Rank, frozenset[int]]:
-        """Return the spec's abstract index: for each rank, the external hashes a query can credit it with.
+        """Return the spec's abstract index: for each rank, the external hashes a query can credit it with."""
+        return credited_index(self.root, _state_of, _children_of)
 
-        A rank is credited a node's blocks (its full edge, or its cutoff prefix) when it holds
-        every node above in full, exactly as ``spec.match`` walks.
-        """
-        index: dict[Rank, set[int]] = {}
-
-        def credit(rank: Rank, blocks: Iterable[Block]) -> None:
-            index.setdefault(rank, set()).update(b.ext for b in blocks)
-
-        stack: list[tuple[Node, frozenset[Rank] | None]] = [(c, None) for c in self.root.children.values()]
-        while stack:
-            node, active = stack.pop()
-            state = node.state
-            full = state.full_edge_workers if active is None else state.full_edge_workers & active
-            for rank in full:
-                credit(rank, state.edge)
-            for rank, k in state.worker_cutoffs.items():
-                if active is None or rank in active:
-                    credit(rank, state.edge[:k])
-            if full:
-                stack.extend((c, frozenset(full)) for c in node.children.values())
-        return {rank: frozenset(blocks) for rank, blocks in index.items()}
+    def shape(self) -> list[tuple]:
+        """Return the reachable tree as ``(path, edge, full, cutoffs, internal)`` tuples (``spec.dump.tree_shape``)."""
+        return tree_shape(self.root, _state_of, _children_of, lambda n: n.internal)
 
     def statistics(self) -> TreeStatistics:
         """Return the shape-rule counters (see ``TreeStatistics``)."""

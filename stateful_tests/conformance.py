@@ -98,6 +98,14 @@ def compare_prefix(
     ``queries[i]`` are compared after op ``i`` (None: none); ``final_queries`` after the last.
     """
     a, b = subject(), oracle()
+    try:
+        return _compare(a, b, ops, queries, final_queries)
+    finally:
+        targets.dispose(a)
+        targets.dispose(b)
+
+
+def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]]):
     compared = 0
     for i, op in enumerate(ops):
         got, want = apply_op(a, op), apply_op(b, op)

@@ -317,6 +317,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         self._observe()
 
     def teardown(self) -> None:
+        targets.dispose(self.tree)
         runs = getattr(type(self), "runs", None)
         if runs is not None:
             runs.append(Counter({k: v for k, v in self.seen.items() if v}) + Counter(_checks=self.checked))

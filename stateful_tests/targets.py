@@ -8,6 +8,11 @@ bytes)``, ``find_matches(seq, early_exit)`` returning an object with ``.scores``
 Names accepted by ``load_target``:
 
 - ``reference``: ``kvproof.reference.RadixTree`` (sequential, exact);
+- ``impl``: ``kvproof.impl.radix_tree.ConcurrentRadixTree`` on one lane (the embedded
+  implementation, the gate's default);
+- ``impl-lanes``: the concurrent tree with workers routed to three lanes, used one event
+  at a time (lazy lookup repair at work);
+- ``impl-pool``: ``kvproof.impl.indexer.ThreadPoolIndexer`` with four event threads;
 - ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime``;
 - ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
   implementation, or one of the deliberately broken trees in ``stateful_tests.mutants``.
@@ -71,6 +76,25 @@ def load_target(name: str) -> Target:
         from ..reference import RadixTree
 
         return Target(name, RadixTree)
+    if name == "impl":
+        from ..impl.radix_tree import ConcurrentRadixTree
+
+        return Target(name, ConcurrentRadixTree)
+    if name == "impl-lanes":
+        from .twins import RoutedImpl
+        from ..impl.radix_tree import ConcurrentRadixTree
+
+        def routed() -> Any:
+            return RoutedImpl(ConcurrentRadixTree(lanes=3), 3)
+
+        return Target(name, routed)
+    if name == "impl-pool":
+        from ..impl.indexer import ThreadPoolIndexer
+
+        def pool() -> Any:
+            return ThreadPoolIndexer(threads=4)
+
+        return Target(name, pool)
     if name == "dynamo":
         factory, reason = dynamo_tree_factory()
         return Target(name, factory, reason)
@@ -125,3 +149,10 @@ def remove_worker_dp_rank(tree: Any, worker_id: int, dp_rank: int) -> None:
     from ..spec.events import Cleared
 
     tree.apply_event(worker_id, encode_event(KvCacheEvent(0, Cleared(), dp_rank)))
+
+
+def dispose(tree: Any) -> None:
+    """Release a tree's resources (a thread pool's event threads); a no-op for plain trees."""
+    close = getattr(tree, "close", None)
+    if close is not None:
+        close()

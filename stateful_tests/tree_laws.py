@@ -26,10 +26,17 @@ from .vectors import canonical, dump_entries
 
 def check_dump_rebuild(factory: Callable[[], Any], stream: Stream) -> list[str]:
     """Apply ``stream`` to a fresh tree, rebuild a second tree from its dump, and compare."""
-    tree = factory()
+    tree, rebuilt = factory(), factory()
+    try:
+        return _rebuild(tree, rebuilt, stream)
+    finally:
+        targets.dispose(tree)
+        targets.dispose(rebuilt)
+
+
+def _rebuild(tree: Any, rebuilt: Any, stream: Stream) -> list[str]:
     for op in stream.ops:
         apply_op(tree, op)
-    rebuilt = factory()
     problems = []
     for line in tree.dump_tree_as_events():
         body = json.loads(line)
@@ -103,9 +110,16 @@ def _observe(tree: Any) -> tuple:
 
 def check_bad_input(factory: Callable[[], Any], require_typed: bool = False) -> tuple[int, list[str]]:
     """Throw every bad input at a populated tree; return ``(inputs tried, problems)``."""
+    tree = factory()
+    try:
+        return _bad_input(tree, require_typed)
+    finally:
+        targets.dispose(tree)
+
+
+def _bad_input(tree: Any, require_typed: bool) -> tuple[int, list[str]]:
     from ..spec.events import Block, KvCacheEvent, Stored
 
-    tree = factory()
     for worker, blocks in ((1, [(1, 100), (2, 200), (3, 300), (4, 400)]), (2, [(1, 100), (2, 200), (5, 500)])):
         targets.apply(tree, worker, KvCacheEvent(0, Stored(None, tuple(Block(*b) for b in blocks))))
     before = _observe(tree)

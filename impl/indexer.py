@@ -1,0 +1,166 @@
+"""The thread-pool indexer: N event threads over one concurrent tree, reads on the caller.
+
+- **Sticky routing.** Each worker's events go to one event thread (round robin on first
+  sight, for the indexer's lifetime), so one worker's events are applied in FIFO order on
+  one lane while different workers mutate shared nodes side by side. Routing by worker (not
+  by rank) keeps every rank of a worker on one lane, so ``remove_worker`` is one task.
+- **Decoding on the caller.** A malformed payload is rejected on the caller's thread with a
+  typed error before anything is queued.
+- **Visibility.** ``apply_event`` waits for the lane's acknowledgement and re-raises the
+  event's error there: completion is the visibility boundary. ``submit`` queues without
+  waiting and returns the acknowledgement; ``flush`` waits until every event queued before
+  it has been applied on every lane.
+- **Reads.** ``find_matches`` runs inline on the caller's thread, takes no gate, and passes
+  ``early_exit`` through.
+
+Source: seed 004 "Concurrency Model"; crtc.md §7 "Event routing (ThreadPoolIndexer)".
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..spec.events import KvCacheEvent, check_worker_id, decode_event
+from ..spec.match import OverlapScores
+from . import _sync
+from .radix_tree import ConcurrentRadixTree
+
+
+class Ack:
+    """The acknowledgement of one queued task: ``wait()`` returns once it ran, re-raising its error."""
+
+    __slots__ = ("_done", "error")
+
+    def __init__(self) -> None:
+        self._done = _sync.Event()
+        self.error: BaseException | None = None
+
+    def complete(self, error: BaseException | None = None) -> None:
+        self.error = error
+        self._done.set()
+
+    def wait(self) -> None:
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+
+
+_STOP = object()
+
+
+class ThreadPoolIndexer:
+    """Event threads over a ``ConcurrentRadixTree``, with the ``dynamo._core.RadixTree`` API."""
+
+    def __init__(self, threads: int = 4, tree: ConcurrentRadixTree | None = None) -> None:
+        self.tree = tree or ConcurrentRadixTree(lanes=threads)
+        assert len(self.tree.lanes) >= threads, "the tree needs one lane per event thread"
+        self._channels = [_sync.Channel() for _ in range(threads)]
+        self._routes: dict[int, int] = {}
+        self._routing = _sync.Lock("indexer.routing")
+        self._next = itertools.count()
+        self._threads = [
+            _sync.Thread(self._loop_for(i), name=f"kvproof-event-{i}") for i in range(threads)
+        ]
+
+    # ------------------------------------------------------------------ routing
+
+    def lane_of(self, worker_id: int) -> int:
+        """Return the event thread that owns ``worker_id`` (assigned round robin on first sight)."""
+        lane = self._routes.get(worker_id)
+        if lane is None:
+            with self._routing:
+                lane = self._routes.get(worker_id)
+                if lane is None:
+                    lane = self._routes[worker_id] = next(self._next) % len(self._channels)
+        return lane
+
+    def _loop_for(self, i: int) -> Callable[[], None]:
+        channel, lane = self._channels[i], self.tree.lanes[i]
+
+        def loop() -> None:
+            while True:
+                task = channel.get()
+                if task is _STOP:
+                    return
+                work, ack = task
+                try:
+                    work(lane)
+                except BaseException as exc:  # delivered to the waiter, never lost on the lane
+                    ack.complete(exc)
+                else:
+                    ack.complete()
+
+        return loop
+
+    def _enqueue(self, lane_index: int, work: Callable[[Any], None]) -> Ack:
+        ack = Ack()
+        self._channels[lane_index].put((work, ack))
+        return ack
+
+    # ------------------------------------------------------------------ the API
+
+    def submit(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> Ack:
+        """Queue one event on the worker's lane; return its acknowledgement (errors surface in ``wait``)."""
+        worker_id = check_worker_id(worker_id)
+        if not isinstance(event, KvCacheEvent):
+            event = decode_event(event)
+        return self._enqueue(self.lane_of(worker_id), lambda lane: self.tree.apply_on(lane, worker_id, event))
+
+    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+        """Apply one event and wait until it is visible; raise its typed error if it was rejected."""
+        self.submit(worker_id, event).wait()
+
+    def remove_worker(self, worker_id: int) -> None:
+        worker_id = check_worker_id(worker_id)
+        lane = self.lane_of(worker_id)
+        self._enqueue(lane, lambda l: self.tree.lane(l.index).remove_worker(worker_id)).wait()
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        worker_id = check_worker_id(worker_id)
+        lane = self.lane_of(worker_id)
+        self._enqueue(lane, lambda l: self.tree.lane(l.index).clear_all_blocks(worker_id)).wait()
+
+    def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
+        """Read inline on the caller's thread (no gate, no queue)."""
+        return self.tree.find_matches(sequence, early_exit)
+
+    def flush(self) -> None:
+        """Wait until every event queued before this call has been applied, on every lane."""
+        acks = [self._enqueue(i, lambda lane: None) for i in range(len(self._channels))]
+        for ack in acks:
+            ack.wait()
+
+    def dump_tree_as_events(self) -> list[str]:
+        self.flush()
+        return self.tree.dump_tree_as_events()
+
+    def snapshot(self) -> dict:
+        self.flush()
+        return self.tree.snapshot()
+
+    def check(self) -> None:
+        self.flush()
+        self.tree.check()
+
+    def statistics(self):
+        self.flush()
+        return self.tree.statistics()
+
+    def shape(self) -> list[tuple]:
+        self.flush()
+        return self.tree.shape()
+
+    def close(self) -> None:
+        """Stop the event threads (after the events already queued)."""
+        for channel in self._channels:
+            channel.put(_STOP)
+        for thread in self._threads:
+            thread.join()
+
+    def __enter__(self) -> ThreadPoolIndexer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,125 @@
+"""Per-event-thread worker lookups and their lazy repair.
+
+Each event thread (a *lane*) owns one ``Lane``: for every rank routed to it, a map from
+external block hash to the node that should hold that block. Another lane's split can move
+a hash into a new suffix node below the one an entry names; entries are never validated
+on read, so the staleness is discovered by the locked operation itself (the parent check
+of a store, or a removal run finding the hash gone from the edge) and repaired then:
+
+- ``find_moved(stale, h)``: breadth-first search of the nodes split off the stale node
+  (each split records its suffix). Dynamo scans the stale node's current descendants
+  instead, which fails once a children-clear has detached the suffix; following the split
+  links finds the block wherever it went, so a sequential run with several lanes equals the
+  reference (whose lookups are updated synchronously) exactly.
+- ``repair(stale, h, direction)``: for every rank on this lane, redirect *only the entries
+  that still name the stale node*, over the part of the resolved edge the rank covers:
+  toward the tail (stores: from ``h`` up to the rank's cutoff) or toward the head
+  (removals: from the head up to ``h``, excluding what the removal is about to scrub).
+  An entry that was deleted, or that names another node, is never written: a repair can
+  never restore a scrubbed entry (Dynamo PR #11891).
+
+A failed search rejects a store with ``ParentBlockNotFound`` and makes a removal skip the
+hash (treated as already gone, its entry deleted: the #10774 leak fix).
+
+Source: seed 004 "Lookup Repair"; crtc.md §2 "Per-lane lookup", §6.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from enum import Enum
+
+from ..spec.coverage import current_cutoff
+from ..spec.primitives import Rank
+from . import _sync
+from .node import Node
+
+
+STAT_NAMES = (
+    "splits", "leaf_extensions", "demotions", "reuses", "fanout_inserts", "first_child_inserts",
+    "stale_plan_retries", "repairs", "repair_failures", "children_cleared", "released_dead_nodes",
+    "cutoffs_set", "sticky_refusals", "rejected",
+)
+
+
+class Direction(Enum):
+    TOWARD_TAIL = "toward tail"  # store path
+    TOWARD_HEAD = "toward head"  # remove path
+
+
+class Lane:
+    """One event thread's lookups, repair, and statistics."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.lookups: dict[Rank, dict[int, Node]] = {}
+        # Written only by this lane's thread; every key exists from the start so readers can sum safely.
+        self.stats: Counter[str] = Counter({name: 0 for name in STAT_NAMES})
+        self.guard = _sync.Lock(f"lane{index}.in_use")  # one event at a time per lane (ConflictDetector)
+
+    def lookup_for(self, rank: Rank) -> dict[int, Node]:
+        """Return (registering if new) the rank's lookup on this lane."""
+        lookup = self.lookups.get(rank)
+        if lookup is None:
+            lookup = self.lookups[rank] = {}
+        return lookup
+
+    def point(self, rank: Rank, blocks, node: Node) -> None:
+        """Make the rank's entries for ``blocks`` name ``node``."""
+        lookup = self.lookups[rank]
+        for block in blocks:
+            lookup[block.ext] = node
+
+    def find_moved(self, stale: Node, h: int) -> Node | None:
+        """Return the node that now holds ``h``, following the suffixes split off ``stale`` (breadth first).
+
+        Splits are the only way a block leaves an edge, and every split records its suffix on
+        the node it cut, so the search reaches the block even after a children-clear detached
+        the suffix (where a search of the current children would fail). None means the block
+        was never on ``stale`` (an out-of-contract stream).
+        """
+        queue = deque(list(stale.splits))
+        while queue:
+            node = queue.popleft()
+            if h in node.view.index:
+                return node
+            queue.extend(list(node.splits))
+        return None
+
+    def repair(self, stale: Node, h: int, direction: Direction) -> Node | None:
+        """Resolve ``h`` below ``stale`` and redirect this lane's entries that still name ``stale``."""
+        _sync.yield_point("repair.before_scan")
+        resolved = self.find_moved(stale, h)
+        if resolved is None:
+            self.stats["repair_failures"] += 1
+            return None
+        self.stats["repairs"] += 1
+        self.redirect(stale, resolved, h, direction)
+        _sync.yield_point("repair.after_redirect")
+        return resolved
+
+    def redirect(self, stale: Node, resolved: Node, h: int, direction: Direction) -> None:
+        """Rewrite the covered range of ``resolved`` for every rank, only where an entry still names ``stale``."""
+        view = resolved.view
+        pos = view.index.get(h)
+        if pos is None:
+            return
+        for rank, lookup in self.lookups.items():
+            cut = current_cutoff(view.state, rank)
+            positions = range(pos, cut) if direction is Direction.TOWARD_TAIL else range(0, min(pos, cut))
+            for k in positions:
+                ext = view.state.edge[k].ext
+                if lookup.get(ext) is stale:
+                    lookup[ext] = resolved
+
+    def resolve(self, rank: Rank, h: int, direction: Direction) -> Node | None:
+        """Return the node that holds ``h`` for ``rank``: the entry's node, or its repair (None if neither)."""
+        node = self.lookups.get(rank, {}).get(h)
+        if node is None:
+            return None
+        if h in node.view.index:
+            return node
+        return self.repair(node, h, direction)
+
+    def entry_count(self) -> int:
+        return sum(len(lookup) for lookup in self.lookups.values())

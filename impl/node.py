@@ -1,0 +1,157 @@
+"""One node of the concurrent compressed tree, and its protection.
+
+Design
+------
+A node's *edge state* (the frozen ``spec.coverage.EdgeState`` plus its external-hash
+index) and its *child map* are protected separately, as seed 004 describes ("Node
+internals use separate protection for edge state and child maps"):
+
+- ``view`` -- an immutable ``NodeView(state, index)``. Writers build a new view and publish
+  it with one attribute store, under ``state_lock`` (coverage writers on a shared gate can
+  run side by side and must not lose each other's update). Readers take no lock: one
+  attribute load gives them a view that existed.
+- ``children`` -- a dict keyed by the first local hash of each child's edge. Lookups are
+  single ``dict.get`` calls (atomic under the interpreter lock); inserts and snapshots take
+  ``children_lock``. A split *replaces* the dict (the suffix takes the old one), it never
+  edits it in place.
+- ``gate`` -- the shape gate (``_sync.RWGate``). Shared: planning, coverage updates
+  (promote, cover-prefix), adding a child under a parent that is already internal (prefill
+  fanout). Exclusive: split, leaf extension, first child (sets ``internal``), grouped
+  removal, clearing children, releasing a dead child. Lock order: a parent's gate before a
+  child's; never upgrade a shared hold (release, take exclusive, revalidate).
+- ``version`` -- the shape version. Every change of the edge or of the child map's shape
+  (not coverage) bumps it twice: to an odd value before the change and to the next even
+  value after. Writers use it as a post-commit token: a plan made at version ``v`` commits
+  only if the version is still ``v`` under the gate, otherwise it is stale and retried.
+  Readers use it as a sequence check around one walk step (``ReadStep``): a step whose
+  version was odd or moved does not descend, so a reader never pairs one edge with another
+  edge's children. [Relaxed: find_matches is best effort during splits; it may stop early
+  (undercount), it never credits a block past what a rank held during the read.]
+- ``internal`` -- sticky: set with the first child, never cleared.
+- ``splits`` -- the suffixes split off this node; lazy lookup repair follows them.
+
+Source: seed 004 "Node State", "Concurrency Model"; crtc.md §2, §7 "Per-node protection".
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from ..spec.coverage import EdgeState
+from . import _sync
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """An edge state with its index (external hash -> last position), published as one object."""
+
+    state: EdgeState
+    index: dict[int, int]
+
+    @staticmethod
+    def of(state: EdgeState, previous: NodeView | None = None) -> NodeView:
+        """Return the view of ``state``, reusing ``previous``'s index when the edge is unchanged."""
+        if previous is not None and previous.state.edge is state.edge:
+            return NodeView(state, previous.index)
+        return NodeView(state, {block.ext: i for i, block in enumerate(state.edge)})
+
+
+class Node:
+    """A node of the concurrent tree (see the module docstring for what guards what)."""
+
+    __slots__ = ("view", "children", "internal", "gate", "version", "state_lock", "children_lock", "id", "splits")
+
+    def __init__(self, state: EdgeState) -> None:
+        self.view = NodeView.of(state)
+        self.children: dict[int, Node] = {}
+        self.internal = False  # sticky; written under the exclusive gate
+        self.id = next(_ids)
+        self.gate = _sync.RWGate(f"node{self.id}.shape_gate")
+        self.version = 0  # even when stable; see the module docstring
+        self.state_lock = _sync.Lock(f"node{self.id}.state")
+        self.children_lock = _sync.Lock(f"node{self.id}.children")
+        # Every suffix split off this node, in order (appended under the exclusive gate). Blocks only
+        # ever leave an edge through a split, so a block that was on this edge is on this node or on
+        # a node reachable through these links, whether or not that node is still attached.
+        self.splits: list[Node] = []
+
+    # --------------------------------------------------------------- writers
+
+    def publish(self, state: EdgeState) -> None:
+        """Replace the edge state (caller holds this node's gate, shared or exclusive)."""
+        with self.state_lock:
+            self.view = NodeView.of(state, self.view)
+
+    def update(self, change) -> EdgeState:
+        """Apply ``change(state) -> state`` atomically with respect to other coverage writers."""
+        with self.state_lock:
+            state = change(self.view.state)
+            self.view = NodeView.of(state, self.view)
+            return state
+
+    def begin_shape_change(self) -> None:
+        """Mark the start of an edge or child-map change (caller holds the exclusive gate)."""
+        assert self.gate.held_exclusive(), "shape changes take the exclusive gate"
+        self.version += 1
+
+    def end_shape_change(self) -> None:
+        """Mark the end of a shape change: the version is even again and has moved."""
+        self.version += 1
+
+    def children_snapshot(self) -> list[Node]:
+        """Return the current children (a copy, safe against concurrent inserts)."""
+        with self.children_lock:
+            return list(self.children.values())
+
+    def holders(self) -> frozenset:
+        state = self.view.state
+        return state.full_edge_workers | frozenset(state.worker_cutoffs)
+
+    def __repr__(self) -> str:
+        s = self.view.state
+        return (
+            f"Node#{self.id}([{' '.join(str(b.local) for b in s.edge)}] full={sorted(s.full_edge_workers)} "
+            f"cut={dict(s.worker_cutoffs)} internal={self.internal} v={self.version})"
+        )
+
+
+class ReadStep:
+    """One lock-free walk step over a node, for ``spec.match.find_matches_walk``.
+
+    ``edge_state()`` records the version and the view; ``child()`` descends only if the version
+    was even and has not moved, so the child belongs to the edge the walk just matched.
+    """
+
+    __slots__ = ("node", "version")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.version = -1
+
+    def edge_state(self) -> EdgeState:
+        self.version = self.node.version
+        _sync.yield_point("read.after_version")
+        return self.node.view.state
+
+    def child(self, local: int) -> ReadStep | None:
+        child = self.node.children.get(local)
+        _sync.yield_point("read.after_child")
+        if child is None or self.version % 2 or self.node.version != self.version:
+            return None
+        return ReadStep(child)
+
+
+class RootStep:
+    """The walk's entry: the root has no edge, only children (its map is never replaced)."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Node) -> None:
+        self.root = root
+
+    def child(self, local: int) -> ReadStep | None:
+        child = self.root.children.get(local)
+        return None if child is None else ReadStep(child)

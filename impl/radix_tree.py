@@ -1,0 +1,634 @@
+"""The concurrent compressed radix tree: a drop-in for the reference, safe under many event threads.
+
+It takes every decision from ``spec`` (coverage algebra, store and descend plans, split,
+extension, removal cutoffs, the match walk) and adds what concurrency needs: per-node shape
+gates and versions (``node.py``), per-lane lookups with lazy repair (``lane.py``), and
+plan / validate / commit-or-retry around every shape change. Run sequentially it equals the
+reference exactly (same outcomes, scores, snapshot and shape); under real threads it never
+credits a rank past what the rank held during a read, and at quiescence it equals the
+reference built from the same per-worker event orders (for streams without holes).
+
+Paths (seed 004, "Store Paths"):
+
+- **Prefill fanout**: a child added under a parent that is already internal goes in under
+  the parent's *shared* gate, validated by the parent's version; many lanes add different
+  children side by side.
+- **Decode extension**: appending to a leaf in place needs the exclusive gate, a node that
+  was never internal, the parent hash still at the tail, and the storing rank covering it.
+- **Suffix reuse, split**: a store naming a parent inside an edge reuses the edge (shared
+  gate), extends a leaf (exclusive), or splits at the parent (exclusive) and inserts below.
+- **Removal** changes coverage only (exclusive gate on the node, one cut per grouped run);
+  children are cleared only when no full-edge worker remains; ``internal`` stays set.
+- **Reads** (``find_matches``) take no gate: each step reads a published view and checks the
+  node's version around its child lookup (``node.ReadStep``).
+
+Lanes: ``lane(i)`` is the event interface of event thread ``i`` (its own lookups); the
+tree's own ``apply_event`` uses lane 0, so the tree is also a plain single-threaded drop-in.
+One lane must be used by one thread at a time (``ThreadPoolIndexer`` routes each worker to
+one lane). Whole-tree reads (``dump_tree_as_events``, ``snapshot``, ``check``) expect
+quiescence.
+
+Every place another thread's interleaving matters calls ``_sync.yield_point(name)``.
+
+Source: seed 004; crtc.md §3-§7.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, new_edge, promote, remove_at
+from ..spec.dump import credited_index, dump_chains, tree_shape
+from ..spec.errors import BlockNotFound, InvalidBlockSequence, ParentBlockNotFound
+from ..spec.events import (
+    Cleared,
+    KvCacheEvent,
+    Removed,
+    Stored,
+    check_uint,
+    check_worker_id,
+    decode_event,
+    encode_router_event,
+)
+from ..spec.invariants import edge_position, node_violations, root_violations
+from ..spec.match import OverlapScores, check_query, find_matches_walk
+from ..spec.primitives import U32_MAX, Block, Rank
+from ..spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    may_extend_leaf,
+    plan_descend,
+    plan_store_at,
+    split_at,
+)
+from . import _sync
+from .lane import Direction, Lane
+from .node import Node, RootStep
+
+_EVENT_ERRORS = (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence)
+
+
+def _state_of(node: Node) -> EdgeState:
+    return node.view.state
+
+
+def _children_of(node: Node) -> dict:
+    return node.children
+
+
+@dataclass(frozen=True)
+class ImplStatistics:
+    """What the concurrent tree did, summed over lanes.
+
+    Fields: ``splits``; ``leaf_extensions``; ``demotions``; ``reuses``; ``fanout_inserts``
+    (children added under an internal parent on the shared gate); ``first_child_inserts``
+    (exclusive); ``stale_plan_retries``; ``repairs`` / ``repair_failures``;
+    ``children_cleared``; ``released_dead_nodes``; ``cutoffs_set``; ``sticky_refusals``;
+    ``rejected``; ``gate_shared`` / ``gate_exclusive`` (acquisitions over reachable nodes and
+    the root); ``nodes``.
+    """
+
+    splits: int
+    leaf_extensions: int
+    demotions: int
+    reuses: int
+    fanout_inserts: int
+    first_child_inserts: int
+    stale_plan_retries: int
+    repairs: int
+    repair_failures: int
+    children_cleared: int
+    released_dead_nodes: int
+    cutoffs_set: int
+    sticky_refusals: int
+    rejected: int
+    gate_shared: int
+    gate_exclusive: int
+    nodes: int
+
+
+class ConcurrentRadixTree:
+    """The concurrent compressed radix tree (see the module docstring)."""
+
+    #: Checks the version of a plan before committing it (the negative controls switch it off).
+    validate_plans = True
+
+    def __init__(self, lanes: int = 1) -> None:
+        self.root = Node(EdgeState(()))
+        self.root.internal = True  # the root is a fanout point from the start; it is never extended
+        self.lanes = [Lane(i) for i in range(max(1, lanes))]
+        self._retired = Counter()  # statistics of lanes that no longer exist
+
+    # ------------------------------------------------------------------ API (lane 0)
+
+    def lane(self, index: int) -> LaneHandle:
+        """Return the event interface of lane ``index`` (one thread at a time)."""
+        return LaneHandle(self, self.lanes[index])
+
+    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+        """Apply one KV event on lane 0 (see ``lane`` for concurrent use)."""
+        self.apply_on(self.lanes[0], worker_id, event)
+
+    def remove_worker(self, worker_id: int) -> None:
+        """Drop every rank of ``worker_id`` (whichever lanes hold them) and forget them."""
+        worker_id = check_worker_id(worker_id)
+        for lane in self.lanes:
+            self.drop_ranks(lane, [r for r in lane.lookups if r.worker_id == worker_id], forget=True)
+
+    def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
+        """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
+        rank = Rank(check_worker_id(worker_id), check_uint(dp_rank, "dp_rank", U32_MAX))
+        for lane in self.lanes:
+            self.drop_ranks(lane, [rank] if rank in lane.lookups else [], forget=True)
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
+        worker_id = check_worker_id(worker_id)
+        for lane in self.lanes:
+            self.drop_ranks(lane, [r for r in lane.lookups if r.worker_id == worker_id], forget=False)
+
+    def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
+        """Return every rank's overlap score along ``sequence``; takes no gate, never overcounts."""
+        return OverlapScores(find_matches_walk(RootStep(self.root), check_query(sequence), bool(early_exit)))
+
+    # ------------------------------------------------------------------ events on a lane
+
+    def apply_on(self, lane: Lane, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+        """Apply one event through ``lane``'s lookups; raise the reference's typed errors."""
+        worker_id = check_worker_id(worker_id)
+        if not isinstance(event, KvCacheEvent):
+            event = decode_event(event)
+        rank = Rank(worker_id, event.dp_rank)
+        data = event.data
+        try:
+            if isinstance(data, Stored):
+                self._store(lane, rank, data)
+            elif isinstance(data, Removed):
+                self._remove(lane, rank, data)
+            elif isinstance(data, Cleared):
+                self.drop_ranks(lane, [rank], forget=True)
+            else:
+                raise TypeError(f"not an event: {data!r}")
+        except _EVENT_ERRORS:
+            lane.stats["rejected"] += 1
+            raise
+
+    # ------------------------------------------------------------------ store
+
+    def _store(self, lane: Lane, rank: Rank, stored: Stored) -> None:
+        parent_hash, blocks = stored.parent_hash, stored.blocks
+        # A store may not name its own parent among its blocks (crtc.md §12 item 1, E14).
+        if parent_hash is not None and any(b.ext == parent_hash for b in blocks):
+            raise InvalidBlockSequence(f"block sequence contains its parent hash {parent_hash}")
+        lookup = lane.lookup_for(rank)
+        if parent_hash is None:
+            if blocks:
+                self._insert_below(lane, rank, self.root, blocks, None)
+            return
+        node = lookup.get(parent_hash)
+        if node is None:
+            raise ParentBlockNotFound(f"Failed to find parent block {parent_hash} for {rank}")
+        self._store_at(lane, rank, node, parent_hash, blocks)
+
+    def _store_at(self, lane: Lane, rank: Rank, node: Node, parent_hash: int, blocks: tuple[Block, ...]) -> None:
+        """Store ``blocks`` below ``parent_hash``, which ``node`` holds (or held before a split)."""
+        lookup = lane.lookups[rank]
+        passed = [node]  # every node a repair came through: the entry may name any of them
+        while True:
+            with node.gate.shared():
+                version, view = node.version, node.view
+                pos = view.index.get(parent_hash)
+                if pos is not None and covers(view.state, rank, pos):
+                    if not blocks:
+                        return
+                    plan = plan_store_at(view.state, node.internal, pos, blocks)
+                    if isinstance(plan, Reuse):
+                        lane.stats["reuses"] += 1
+                        node.update(lambda s: cover_prefix(s, rank, plan.cutoff))
+                        lane.point(rank, blocks, node)
+                        return
+            _sync.yield_point("store.after_plan")
+            if pos is None:
+                # The entry is stale: a split moved the parent into a suffix below this node.
+                resolved = lane.repair(node, parent_hash, Direction.TOWARD_TAIL)
+                if resolved is None:
+                    raise ParentBlockNotFound(f"parent block {parent_hash} moved and was not found for {rank}")
+                node = resolved
+                passed.append(node)
+                continue
+            if not covers(view.state, rank, pos):
+                if lookup.get(parent_hash) in passed:
+                    del lookup[parent_hash]
+                raise ParentBlockNotFound(f"parent block {parent_hash} is no longer held by {rank}")
+            if isinstance(plan, InsertBelow):
+                self._insert_below(lane, rank, node, blocks, parent_hash)
+                return
+            with node.gate.exclusive():
+                if self.validate_plans and node.version != version:
+                    lane.stats["stale_plan_retries"] += 1
+                    continue
+                if isinstance(plan, ReuseAndExtend):
+                    self._extend_locked(lane, node, rank, plan.tail)
+                    lane.point(rank, blocks, node)
+                    return
+                assert isinstance(plan, SplitThenInsert)
+                self._split_locked(lane, node, plan.at)
+            self._insert_below(lane, rank, node, blocks, parent_hash)
+            return
+
+    def _insert_below(self, lane: Lane, rank: Rank, parent: Node, remaining: tuple[Block, ...], last: int | None) -> None:
+        """Insert ``remaining`` below ``parent``, whose tail is ``last`` (None: the root)."""
+        while remaining:
+            key = remaining[0].local
+            with parent.gate.shared():
+                version, view = parent.version, parent.view
+                tail = view.state.edge[-1].ext if view.state.edge else None
+                child = parent.children.get(key)
+            _sync.yield_point("store.after_child_plan")
+            if last is not None and tail != last:
+                if last in view.index:
+                    # Someone extended the parent after we planned: re-plan on its edge.
+                    self._store_at(lane, rank, parent, last, remaining)
+                    return
+                resolved = lane.resolve(rank, last, Direction.TOWARD_TAIL)
+                if resolved is None or resolved is parent:
+                    raise ParentBlockNotFound(f"parent block {last} moved and was not found for {rank}")
+                parent = resolved
+                continue
+            if child is not None and not child.holders():
+                self._release_dead_child(lane, parent, key, child)
+                continue
+            if child is None:
+                if parent is not self.root and self._may_extend(parent, rank):
+                    with parent.gate.exclusive():
+                        current = parent.view.state
+                        if (self.validate_plans and parent.version != version) or key in parent.children:
+                            lane.stats["stale_plan_retries"] += 1
+                            continue
+                        if current.edge[-1].ext == last and self._may_extend_state(parent, rank):
+                            self._extend_locked(lane, parent, rank, remaining)
+                            lane.point(rank, remaining, parent)
+                            return
+                    continue
+                if parent.internal and not parent.children and parent is not self.root:
+                    lane.stats["sticky_refusals"] += 1
+                fresh = Node(new_edge(remaining, rank))
+                outcome = self._insert_child(lane, parent, key, fresh, version)
+                if outcome == "inserted":
+                    lane.point(rank, remaining, fresh)
+                    return
+                continue  # "existing" or "stale": look again
+            # Descend into the child found by the first local hash.
+            with child.gate.shared():
+                child_version, child_view = child.version, child.view
+                plan = plan_descend(child_view.state.edge, remaining)
+                if isinstance(plan, CoverPrefix):
+                    child.update(lambda s: cover_prefix(s, rank, plan.m))
+                    lane.point(rank, remaining, child)
+                    return
+                if isinstance(plan, PassThrough):
+                    n = len(child_view.state.edge)
+                    child.update(lambda s: promote(s, rank))
+                    lane.point(rank, remaining[:n], child)
+            _sync.yield_point("store.after_descend_plan")
+            if isinstance(plan, PassThrough):
+                parent, last, remaining = child, child_view.state.edge[-1].ext, remaining[n:]
+                continue
+            assert isinstance(plan, SplitAndAttach)
+            with child.gate.exclusive():
+                if self.validate_plans and child.version != child_version:
+                    lane.stats["stale_plan_retries"] += 1
+                    continue
+                self._split_locked(lane, child, plan.m)
+                child.update(lambda s: promote(s, rank))
+                lane.point(rank, remaining[: plan.m], child)
+                tail_node = Node(new_edge(remaining[plan.m :], rank))
+                child.begin_shape_change()
+                child.children[remaining[plan.m].local] = tail_node
+                child.end_shape_change()
+                lane.point(rank, remaining[plan.m :], tail_node)
+            return
+
+    def _may_extend(self, node: Node, rank: Rank) -> bool:
+        return self._may_extend_state(node, rank)
+
+    def _may_extend_state(self, node: Node, rank: Rank) -> bool:
+        """Decode extension: never internal, and the rank covers the tail (spec.shape.may_extend_leaf)."""
+        return may_extend_leaf(node.internal, node.view.state, rank)
+
+    def _insert_child(self, lane: Lane, parent: Node, key: int, fresh: Node, version: int) -> str:
+        """Add ``fresh`` under ``parent`` if the key is still free: "inserted", "existing" or "stale"."""
+        if parent.internal:
+            with parent.gate.shared():  # prefill fanout: no exclusive ownership of the parent's shape
+                if self.validate_plans and parent.version != version:
+                    lane.stats["stale_plan_retries"] += 1
+                    return "stale"
+                with parent.children_lock:
+                    if key in parent.children:
+                        return "existing"
+                    parent.children[key] = fresh
+                lane.stats["fanout_inserts"] += 1
+                return "inserted"
+        _sync.yield_point("store.before_first_child")
+        with parent.gate.exclusive():
+            if self.validate_plans and parent.version != version:
+                lane.stats["stale_plan_retries"] += 1
+                return "stale"
+            if key in parent.children:
+                return "existing"
+            parent.begin_shape_change()
+            with parent.children_lock:
+                parent.children[key] = fresh
+            parent.internal = True
+            parent.end_shape_change()
+            lane.stats["first_child_inserts"] += 1
+            return "inserted"
+
+    def _release_dead_child(self, lane: Lane, parent: Node, key: int, child: Node) -> None:
+        """Unlink a child nobody holds, so a store builds a fresh node (docs/dynamo-findings.md F1)."""
+        with parent.gate.exclusive():
+            with child.gate.exclusive():
+                if parent.children.get(key) is not child or child.holders():
+                    return
+                parent.begin_shape_change()
+                child.begin_shape_change()
+                with parent.children_lock:
+                    del parent.children[key]
+                child.end_shape_change()
+                parent.end_shape_change()
+        lane.stats["released_dead_nodes"] += 1
+
+    def _extend_locked(self, lane: Lane, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
+        """Append ``tail`` to a leaf (exclusive gate held): the rank becomes full, other full ranks are cut."""
+        before = node.view.state
+        node.begin_shape_change()
+        node.publish(extend_leaf(before, rank, tail))
+        node.end_shape_change()
+        lane.stats["leaf_extensions"] += 1
+        lane.stats["demotions"] += len(before.full_edge_workers - {rank})
+
+    def _split_locked(self, lane: Lane, node: Node, p: int) -> None:
+        """Split ``node`` before ``p`` (exclusive gate held): it keeps the prefix, a new suffix takes every child."""
+        prefix, suffix_state = split_at(node.view.state, p)
+        suffix = Node(suffix_state)
+        suffix.children = node.children  # the same child objects move down, not copies
+        suffix.internal = node.internal  # as the reference (and Dynamo's RadixTree) do
+        node.splits.append(suffix)
+        node.begin_shape_change()
+        node.children = {suffix_state.edge[0].local: suffix}
+        node.internal = True
+        node.publish(prefix)
+        node.end_shape_change()
+        lane.stats["splits"] += 1
+        # Only the splitting lane redirects its own entries now; other lanes repair lazily.
+        for rank in suffix_state.full_edge_workers | frozenset(suffix_state.worker_cutoffs):
+            lookup = lane.lookups.get(rank)
+            if lookup is None:
+                continue
+            for block in suffix_state.edge[: current_cutoff(suffix_state, rank)]:
+                if lookup.get(block.ext) is node:
+                    lookup[block.ext] = suffix
+
+    # ------------------------------------------------------------------ remove
+
+    def _remove(self, lane: Lane, rank: Rank, removed: Removed) -> None:
+        lookup = lane.lookup_for(rank)
+        hashes = removed.block_hashes
+        scrubbed: set[int] = set()
+        first_error: BlockNotFound | None = None
+        i = 0
+        while i < len(hashes):
+            h = hashes[i]
+            node = lookup.get(h)
+            if node is None:
+                if h not in scrubbed:
+                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
+                i += 1
+                continue
+            owners = (node,)
+            consumed = self._remove_run(lane, rank, node, owners, hashes, i, scrubbed)
+            while consumed is None:
+                # The entry is stale: follow the hash to where splits moved it and run there. The
+                # resolved node can itself be split before we lock it, so keep following (each
+                # step moves down a finite chain of splits); entries may name any node passed.
+                resolved = lane.repair(owners[-1], h, Direction.TOWARD_HEAD)
+                if resolved is None:
+                    if lookup.get(h) in owners:
+                        del lookup[h]  # treated as already gone: no entry may leak (#10774)
+                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
+                    consumed = 1
+                    break
+                owners += (resolved,)
+                consumed = self._remove_run(lane, rank, resolved, owners, hashes, i, scrubbed)
+            i += consumed
+        if first_error is not None:
+            raise first_error
+
+    def _remove_run(
+        self, lane: Lane, rank: Rank, node: Node, owners: tuple[Node, ...], hashes: tuple[int, ...], i: int, scrubbed: set[int]
+    ) -> int | None:
+        """Remove the run of hashes starting at ``i`` that this node holds; return how many were consumed.
+
+        Returns None when the first hash is not on the node's edge (a stale entry). The run takes
+        the following hashes whose entries name one of ``owners`` (this node, or the stale nodes a
+        repair came through), while the first one is covered; one cut at the minimum position
+        (crtc.md §4.1; docs/dynamo-findings.md F3).
+        """
+        lookup = lane.lookups[rank]
+        _sync.yield_point("remove.before_gate")
+        with node.gate.exclusive():
+            view = node.view
+            pos = view.index.get(hashes[i])
+            if pos is None:
+                return None
+            low, low_hash, j = pos, hashes[i], i + 1
+            first_covered = covers(view.state, rank, pos)
+            while first_covered and j < len(hashes) and lookup.get(hashes[j]) in owners:
+                p = view.index.get(hashes[j])
+                if p is None or not covers(view.state, rank, p):
+                    break
+                if p < low:
+                    low, low_hash = p, hashes[j]
+                j += 1
+            for h in hashes[i:j]:
+                if lookup.get(h) in owners:
+                    del lookup[h]
+            state, uncovered = remove_at(view.state, rank, low)
+            if uncovered:
+                node.publish(state)
+                if state.worker_cutoffs.get(rank):
+                    lane.stats["cutoffs_set"] += 1
+                stale = [b.ext for b in view.state.edge[uncovered.start : uncovered.stop]]
+            else:
+                stale = [low_hash]
+            self._scrub(lookup, stale, scrubbed)
+            self._clear_children_if_unheld(lane, node)
+        return j - i
+
+    def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
+        """Delete the rank's entries for blocks it no longer covers, by hash (as the reference does)."""
+        for ext in stale:
+            lookup.pop(ext, None)
+            scrubbed.add(ext)
+
+    def _clear_children_if_unheld(self, lane: Lane, node: Node) -> None:
+        """Drop the children of a node no rank holds in full (exclusive gate held); internal stays set."""
+        if node.children and not node.view.state.full_edge_workers:
+            node.begin_shape_change()
+            node.children = {}
+            node.end_shape_change()
+            lane.stats["children_cleared"] += 1
+
+    # ------------------------------------------------------------------ clear / remove rank
+
+    def drop_ranks(self, lane: Lane, ranks: list[Rank], forget: bool) -> None:
+        """Remove ``ranks`` from every node that holds them.
+
+        A rank holds a node only if it stored into it (its lookup names the node) or the node
+        is a suffix split off such a node, so the sweep visits the nodes the ranks' lookups
+        name and follows their split links: the rank's own footprint, as the reference walks
+        its lookups, not the whole forest. A node's split links are read *under its exclusive
+        gate, after the ranks were dropped from it*: a later split copies a state without
+        them, an earlier one left its suffix in the list. (Reading the links first would miss
+        a suffix split off in between and leave the ranks' coverage on it: the stress test
+        found exactly that with an earlier, forest-snapshot sweep.)
+        """
+        if not ranks:
+            return
+        targets = set(ranks)
+        queue = deque(node for rank in ranks for node in lane.lookups.get(rank, {}).values())
+        seen: set[int] = set()
+        while queue:
+            node = queue.popleft()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            _sync.yield_point("drop.before_gate")
+            with node.gate.exclusive():
+                if targets & node.holders():
+                    state = node.view.state
+                    for rank in targets:
+                        state = drop_worker(state, rank)
+                    node.publish(state)
+                    self._clear_children_if_unheld(lane, node)
+                queue.extend(node.splits)
+        for rank in ranks:
+            if forget:
+                lane.lookups.pop(rank, None)
+            elif rank in lane.lookups:
+                lane.lookups[rank] = {}
+
+    def _forest(self) -> list[Node]:
+        """Return every node reachable from the root (children snapshots under shared gates)."""
+        out, queue = [], deque(self.root.children_snapshot())
+        while queue:
+            node = queue.popleft()
+            out.append(node)
+            with node.gate.shared():
+                queue.extend(node.children_snapshot())
+        return out
+
+    # ------------------------------------------------------------------ whole-tree reads (quiescent)
+
+    def dump_tree_as_events(self) -> list[str]:
+        """Return the tree as replayable ``RouterEvent`` JSON strings (quiescent; same rules as the reference)."""
+        return [
+            encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
+            for i, (rank, stored) in enumerate(dump_chains(self.root, _state_of, _children_of))
+        ]
+
+    def snapshot(self) -> dict[Rank, frozenset[int]]:
+        """Return the spec's abstract index (quiescent): per rank, the blocks a query can credit."""
+        return credited_index(self.root, _state_of, _children_of)
+
+    def shape(self) -> list[tuple]:
+        """Return the reachable tree as ``(path, edge, full, cutoffs, internal)`` tuples (quiescent)."""
+        return tree_shape(self.root, _state_of, _children_of, lambda n: n.internal)
+
+    def statistics(self) -> ImplStatistics:
+        """Return the counters of every lane plus the gate acquisitions of reachable nodes."""
+        total = Counter(self._retired)
+        for lane in self.lanes:
+            total.update(lane.stats)
+        nodes = self._forest()
+        gates = [self.root.gate.statistics()] + [n.gate.statistics() for n in nodes]
+        fields = ImplStatistics.__dataclass_fields__
+        values = {name: total[name] for name in fields if name not in ("gate_shared", "gate_exclusive", "nodes")}
+        return ImplStatistics(
+            **values,
+            gate_shared=sum(g.shared for g in gates),
+            gate_exclusive=sum(g.exclusive for g in gates),
+            nodes=len(nodes),
+        )
+
+    def cutoff_nodes(self) -> int:
+        return sum(1 for n in self._forest() if n.view.state.worker_cutoffs)
+
+    def sticky_internal_nodes(self) -> int:
+        return sum(1 for n in self._forest() if n.internal and not n.children)
+
+    def check(self, lookups: bool = True) -> None:
+        """Assert every invariant (quiescent; an expensive no-op when sound).
+
+        Structure: the spec's node predicates on every reachable node, the root's, stable
+        (even) versions and released gates. Lookups: every lane entry names a node that holds
+        the block and that the rank covers there, or a stale node whose subtree does (a lane
+        never keeps an entry for a block its rank no longer holds).
+        """
+        problems = [f"root: {name}" for name in root_violations(self.root.view.state, self._child_states(self.root))]
+        for node in [self.root] + self._forest():
+            if node is not self.root:
+                for name in node_violations(node.view.state, node.internal, self._child_states(node), node.view.index):
+                    problems.append(f"{node!r}: {name}")
+            if node.version % 2:
+                problems.append(f"{node!r}: shape version {node.version} is odd at quiescence")
+            if node.gate.held_exclusive() or node.gate.held_shared():
+                problems.append(f"{node!r}: shape gate still held")
+        if lookups:
+            for lane in self.lanes:
+                for rank, lookup in lane.lookups.items():
+                    for ext, node in lookup.items():
+                        if not self._entry_is_sound(node, rank, ext):
+                            problems.append(f"lane {lane.index} entry {rank}[{ext}] -> {node!r} names no holder")
+        if problems:
+            raise AssertionError("ConcurrentRadixTree.check failed:\n  " + "\n  ".join(problems[:20]))
+
+    def _entry_is_sound(self, node: Node, rank: Rank, ext: int) -> bool:
+        """Check one lane entry: the node, or the suffix a split moved the block to, holds it for the rank."""
+        pos = edge_position(node.view.state.edge, ext)
+        if pos is None:
+            moved = Lane(-1).find_moved(node, ext)
+            if moved is None:
+                return False
+            node, pos = moved, edge_position(moved.view.state.edge, ext)
+        return covers(node.view.state, rank, pos)
+
+    def _child_states(self, node: Node) -> dict[int, EdgeState]:
+        return {key: child.view.state for key, child in node.children.items()}
+
+
+class LaneHandle:
+    """The event interface of one lane: what one event thread calls."""
+
+    __slots__ = ("tree", "lane")
+
+    def __init__(self, tree: ConcurrentRadixTree, lane: Lane) -> None:
+        self.tree, self.lane = tree, lane
+
+    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+        self.tree.apply_on(self.lane, worker_id, event)
+
+    def remove_worker(self, worker_id: int) -> None:
+        self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=True)
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=False)

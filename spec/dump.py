@@ -1,0 +1,100 @@
+"""Whole-tree reads as pure functions: the dump, and the abstract index a query can credit.
+
+Both walk any tree given two accessors: ``state_of(node) -> EdgeState`` and
+``children_of(node) -> Mapping[first local hash, node]``. The sequential reference and the
+concurrent implementation call the same functions, so their dumps and snapshots follow one
+rule.
+
+**Dump.** Breadth first from the root's children. Chains are merged: a node with no cutoffs
+whose only live child (a child some rank holds) has no cutoffs and the same full set is
+written together with that child. Each full rank gets one ``stored`` event for the merged
+edge, each cutoff rank one for ``edge[:cutoff]``; ``parent_hash`` is the last block of the
+parent chain (None under the root). A rank is written below a parent only if it holds every
+node above in full, so the dump is replayable: applied in order to an empty tree it is
+accepted event by event and rebuilds the same index.
+
+**Index.** For each rank, the external hashes of the blocks a query can credit it with: a
+node's whole edge (full rank) or its cutoff prefix, when the rank holds every node above in
+full. This is the tree's abstract state, compared with ``spec.contract``.
+
+Source: crtc.md §5, §7 "Dump (newest)"; Dynamo test ``dump_skips_ranks_that_do_not_cover_the_parent``;
+docs/dynamo-findings.md F2 (where 1.6.1's dump departs from this rule).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from .coverage import EdgeState, holders
+from .events import Stored
+from .primitives import Rank
+
+N = TypeVar("N")
+StateOf = Callable[[Any], EdgeState]
+ChildrenOf = Callable[[Any], Mapping[int, Any]]
+
+
+def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[tuple[Rank, Stored]]:
+    """Return the dump as ``(rank, Stored)`` pairs, parents before children."""
+    out: list[tuple[Rank, Stored]] = []
+    queue: deque = deque((child, None, None) for child in children_of(root).values())
+    while queue:
+        node, parent_hash, eligible = queue.popleft()
+        state = state_of(node)
+        blocks = list(state.edge)
+        tail = node
+        while not state_of(tail).worker_cutoffs:
+            live = [c for c in children_of(tail).values() if holders(state_of(c))]
+            if len(live) != 1:
+                break
+            nxt = state_of(live[0])
+            if nxt.worker_cutoffs or nxt.full_edge_workers != state.full_edge_workers:
+                break
+            tail = live[0]
+            blocks.extend(nxt.edge)
+        full = state.full_edge_workers if eligible is None else state.full_edge_workers & eligible
+        for rank in sorted(full):
+            out.append((rank, Stored(parent_hash, tuple(blocks))))
+        for rank, k in sorted(state.worker_cutoffs.items()):
+            if eligible is None or rank in eligible:
+                out.append((rank, Stored(parent_hash, state.edge[:k])))
+        if full:
+            for child in children_of(tail).values():
+                queue.append((child, blocks[-1].ext, frozenset(full)))
+    return out
+
+
+def credited_index(root: N, state_of: StateOf, children_of: ChildrenOf) -> dict[Rank, frozenset[int]]:
+    """Return, per rank, the external hashes a query can credit it with."""
+    index: dict[Rank, set[int]] = {}
+    stack: list = [(c, None) for c in children_of(root).values()]
+    while stack:
+        node, active = stack.pop()
+        state = state_of(node)
+        full = state.full_edge_workers if active is None else state.full_edge_workers & active
+        for rank in full:
+            index.setdefault(rank, set()).update(b.ext for b in state.edge)
+        for rank, k in state.worker_cutoffs.items():
+            if active is None or rank in active:
+                index.setdefault(rank, set()).update(b.ext for b in state.edge[:k])
+        if full:
+            stack.extend((c, frozenset(full)) for c in children_of(node).values())
+    return {rank: frozenset(blocks) for rank, blocks in index.items()}
+
+
+def tree_shape(root: N, state_of: StateOf, children_of: ChildrenOf, internal_of: Callable[[Any], bool]) -> list[tuple]:
+    """Return the reachable tree as a sorted list of ``(path of first locals, edge, full, cutoffs, internal)``.
+
+    Two trees with equal shapes answer every query alike, ``early_exit`` included.
+    """
+    out = []
+    stack: list = [((), c) for c in children_of(root).values()]
+    while stack:
+        path, node = stack.pop()
+        state = state_of(node)
+        key = path + (state.edge[0].local,)
+        out.append((key, state.edge, state.full_edge_workers, dict(state.worker_cutoffs), internal_of(node)))
+        stack.extend((key, c) for c in children_of(node).values())
+    return sorted(out, key=repr)

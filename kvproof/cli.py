@@ -19,7 +19,7 @@ from pathlib import Path
 DEFAULT_TARGET = "impl"
 
 # Rule families beyond the radix tree add subcommands from their own modules.
-EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer"]
+EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer", ".cli_proofs"]
 
 
 def _target(name: str):

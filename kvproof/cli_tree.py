@@ -19,32 +19,39 @@ def cmd_stress(args: argparse.Namespace) -> int:
         if tree_class is None:
             print(f"kvproof: unknown mutant {args.mutant!r}; one of {[m.__name__ for m in IMPL_MUTANTS]}", file=sys.stderr)
             return 2
-    runs, caught, last = max(1, args.runs), 0, None
+    modes = ["strict", "chaos"] if args.mode == "both" else [args.mode]
+    runs, caught = max(1, args.runs), 0
+    reports = []
     for run in range(runs):
-        config = StressConfig(
-            ops=args.ops, seed=args.seed + run, writers=args.writers, readers=args.readers, mode=args.mode,
-            check_every=args.check_every, yield_sleep=args.yield_sleep,
-        )
-        last = run_stress(config, tree_class) if tree_class else run_stress(config)
-        caught += last.failed
-        if runs > 1:
-            print(f"run {run + 1}/{runs} seed={config.seed}: {last.summary_line()}", flush=True)
-    assert last is not None
-    for problem in last.problems[:5]:
-        print(f"  problem: {problem}")
+        for mode in modes:
+            config = StressConfig(
+                ops=args.ops // len(modes), seed=args.seed + run, writers=args.writers, readers=args.readers,
+                mode=mode, check_every=args.check_every, yield_sleep=args.yield_sleep,
+            )
+            report = run_stress(config, tree_class) if tree_class else run_stress(config)
+            reports.append(report)
+            caught += report.failed
+            print(f"run {run + 1}/{runs} {mode} seed={config.seed}: {report.summary_line()} ({report.seconds:.1f} s)", flush=True)
+            for problem in report.problems[:5]:
+                print(f"  problem: {problem}")
     if args.json:
-        Path(args.json).write_text(json.dumps(last.to_json(), indent=1))
+        Path(args.json).write_text(json.dumps([r.to_json() for r in reports], indent=1))
     if tree_class is not None:
-        print(f"mutant {args.mutant}: caught in {caught} of {runs} runs ({args.mode}, {args.ops} ops each)")
+        print(f"mutant {args.mutant}: caught in {caught} of {len(reports)} runs ({args.mode}, {args.ops} ops each)")
         return 0 if caught else 1
-    stats = {k: v for k, v in last.statistics.items() if v}
-    print(f"seconds={last.seconds:.1f} seed={args.seed} mode={args.mode} writers={args.writers} readers={args.readers} "
-          f"checkpoints={last.checkpoints}")
-    print(f"statistics: {stats}")
-    if last.failed:
+    ops, reads = sum(r.ops for r in reports), sum(r.reads for r in reports)
+    overcounts, breaks = sum(r.overcounts for r in reports), sum(r.parity_breaks for r in reports)
+    stats: dict = {}
+    for r in reports:
+        for k, v in r.statistics.items():
+            stats[k] = stats.get(k, 0) + v
+    print(f"seconds={sum(r.seconds for r in reports):.1f} seed={args.seed} modes={'+'.join(modes)} "
+          f"writers={args.writers} readers={args.readers} checkpoints={sum(r.checkpoints for r in reports)}")
+    print(f"statistics: { {k: v for k, v in stats.items() if v} }")
+    if any(r.failed for r in reports):
         print(f"replay the workload: kvproof stress --ops {args.ops} --seed {args.seed} --mode {args.mode}")
-    print(last.summary_line())
-    return 1 if last.failed else 0
+    print(f"stress: ops={ops} reads={reads} overcounts={overcounts} parity_breaks={breaks}")
+    return 1 if any(r.failed for r in reports) else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -66,7 +73,8 @@ def register(sub) -> None:
     stress = sub.add_parser("stress", help="real-thread stress of the concurrent tree")
     stress.add_argument("--ops", type=int, default=20_000)
     stress.add_argument("--seed", type=int, default=1)
-    stress.add_argument("--mode", choices=["strict", "chaos"], default="chaos")
+    stress.add_argument("--mode", choices=["strict", "chaos", "both"], default="both",
+                        help="strict: no holes, exact parity with the reference; chaos: holes and churn; both: half each")
     stress.add_argument("--writers", type=int, default=8)
     stress.add_argument("--readers", type=int, default=4)
     stress.add_argument("--check-every", type=int, default=250, help="operations per writer between quiescent checks")
@@ -76,10 +84,15 @@ def register(sub) -> None:
     stress.add_argument("--json", default=None)
     stress.set_defaults(func=cmd_stress)
 
-    bench = sub.add_parser("bench", help="throughput, side by side: the trees (default) or the state round trip")
-    bench.add_argument("what", nargs="?", choices=["tree", "roundtrip"], default="tree")
+    bench = sub.add_parser("bench", help="throughput, side by side: the trees, or `bench roundtrip` for the state round trip")
     bench.add_argument("--streams", type=int, default=60)
     bench.add_argument("--seed", type=int, default=1)
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument("--json", default=None)
-    bench.set_defaults(func=cmd_bench)
+    bench.set_defaults(func=cmd_bench, what="tree")
+    kinds = bench.add_subparsers(dest="what")
+    roundtrip = kinds.add_parser("roundtrip", help="select/load GB/s against a plain copy, per backend")
+    from .bench_deepinfer import add_bench_roundtrip_arguments
+
+    add_bench_roundtrip_arguments(roundtrip)
+    roundtrip.set_defaults(func=cmd_bench, what="roundtrip")

@@ -24,11 +24,12 @@ state_roundtrip.md §1 "Capacity model", §4.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
+from .arith import PY, Arith
 from .deepinfer_errors import InvalidQuantity
 from .quantities import as_count, as_rational, in_range
 
@@ -78,14 +79,29 @@ def decode_demand(w: Workload) -> Fraction:
     return w.arrival_rate * w.output_length / (w.utilisation * w.decode_rate)
 
 
+def whole_gpus(numerator: Any, denominator: Any, ops: Arith = PY) -> Any:
+    """Return the demand ``numerator / denominator`` rounded up to whole GPU equivalents (the least
+    ``g`` with ``g * denominator >= numerator``), in exact integer arithmetic.
+
+    The caller passes a non-negative numerator and a positive denominator (a ``Fraction``'s
+    parts). ``proofs/`` proves it is the least sufficient count for all integers; rounding a
+    float instead can overshoot by one (docs/deepinfer-findings.md D2).
+
+    Source: §11.2.1 "GP = ⌈...⌉, GD = ⌈...⌉".
+    """
+    return ops.floordiv(numerator + denominator - 1, denominator)
+
+
 def prefill_gpus(w: Workload) -> int:
     """Return GP, the prefill demand rounded up to whole GPU equivalents."""
-    return math.ceil(prefill_demand(w))
+    demand = prefill_demand(w)
+    return whole_gpus(demand.numerator, demand.denominator)
 
 
 def decode_gpus(w: Workload) -> int:
     """Return GD, the decode demand rounded up to whole GPU equivalents."""
-    return math.ceil(decode_demand(w))
+    demand = decode_demand(w)
+    return whole_gpus(demand.numerator, demand.denominator)
 
 
 LAB23_WORKLOAD = dict(

@@ -25,7 +25,9 @@ Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State",
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from .arith import PY, Arith
 from .primitives import EMPTY_MAP, Block, FrozenMap, Rank
 
 
@@ -86,6 +88,18 @@ def promote(state: EdgeState, rank: Rank) -> EdgeState:
     return EdgeState(state.edge, state.full_edge_workers | {rank}, state.worker_cutoffs.delete(rank))
 
 
+def raised_cutoff(current: Any, c: Any, n: Any, ops: Arith = PY) -> Any:
+    """Return a rank's cutoff after it is told it holds ``edge[0:c]`` of an ``n``-block edge: it only ever rises.
+
+    ``c`` at or below the current cutoff (``c == 0`` included) changes nothing; ``c >= n``
+    makes the rank full (cutoff ``n``); otherwise the cutoff becomes ``c``. The kernel of
+    ``cover_prefix``; ``proofs/`` proves it for all integers.
+
+    Source: crtc.md §2 ``cover_prefix``.
+    """
+    return ops.ite(c <= current, current, ops.ite(c >= n, n, c))
+
+
 def cover_prefix(state: EdgeState, rank: Rank, c: int) -> EdgeState:
     """Return ``state`` with ``rank`` holding at least ``edge[0:c]``; coverage only ever rises.
 
@@ -97,13 +111,9 @@ def cover_prefix(state: EdgeState, rank: Rank, c: int) -> EdgeState:
     Source: crtc.md §2 ``cover_prefix``; E36 (re-storing a sub-prefix changes nothing).
     """
     assert c >= 0
-    if c == 0 or rank in state.full_edge_workers:
-        return state
-    if c >= len(state.edge):
-        return promote(state, rank)
-    if state.worker_cutoffs.get(rank, 0) >= c:
-        return state
-    return EdgeState(state.edge, state.full_edge_workers, state.worker_cutoffs.set(rank, c))
+    current = current_cutoff(state, rank)
+    new = raised_cutoff(current, c, len(state.edge))
+    return state if new == current else with_cutoff(state, rank, new)
 
 
 def with_cutoff(state: EdgeState, rank: Rank, k: int) -> EdgeState:
@@ -128,15 +138,16 @@ def drop_worker(state: EdgeState, rank: Rank) -> EdgeState:
     return with_cutoff(state, rank, 0)
 
 
-def removal_cutoff(old_cutoff: int, pos: int) -> int:
+def removal_cutoff(old_cutoff: Any, pos: Any, ops: Arith = PY) -> Any:
     """Return the cutoff after removing the block at ``pos`` from a rank holding ``old_cutoff`` blocks.
 
     The removal cutoff rule: a block at or past the current cutoff is already gone (no-op);
-    otherwise the rank keeps exactly the blocks before it.
+    otherwise the rank keeps exactly the blocks before it. ``proofs/`` proves it never raises
+    coverage and is idempotent, for all integers.
 
     Source: seed 004 "Removal"; crtc.md §4.1.
     """
-    return pos if pos < old_cutoff else old_cutoff
+    return ops.ite(pos < old_cutoff, pos, old_cutoff)
 
 
 def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]:

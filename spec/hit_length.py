@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from .arith import PY, Arith
 from .deepinfer_errors import InvalidQuantityType
 from .quantities import as_count
 
@@ -82,10 +84,21 @@ def hit_lengths(length: int, cached: int, has_swa: bool, *, reserve: int = RESER
     block = as_count("block", block, minimum=1)
     if not isinstance(has_swa, bool):
         raise InvalidQuantityType(f"has_swa must be a bool, not {type(has_swa).__name__} {has_swa!r}")
-    cap = max(0, length - reserve)
-    block_hit = min(cap, cached) // block * block
-    compute_hit = block_hit if has_swa else max(0, block_hit - block)
-    return HitLengths(block_hit, compute_hit)
+    return HitLengths(*hit_formula(length, cached, has_swa, reserve, block))
+
+
+def hit_formula(length: Any, cached: Any, has_swa: Any, reserve: Any, block: Any, ops: Arith = PY) -> tuple[Any, Any]:
+    """Return ``(block_hit, compute_hit)`` by the Q&A formula: the kernel of ``hit_lengths``.
+
+    The caller has checked ``length, cached, reserve >= 0`` and ``block >= 1``. ``proofs/``
+    proves the lab 24 laws of this very function for all integers (tooling.md §6).
+
+    Source: Listing 11.9; §11.4 formula for L1 and H.
+    """
+    cap = ops.max(0, length - reserve)
+    block_hit = ops.floordiv(ops.min(cap, cached), block) * block
+    compute_hit = ops.ite(has_swa, block_hit, ops.max(0, block_hit - block))
+    return block_hit, compute_hit
 
 
 def aligned_candidates(length: int, cached: int, *, reserve: int = RESERVE, block: int = BLOCK) -> list[int]:

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
+from .arith import PY, Arith
 from .coverage import EdgeState
 from .errors import InvalidArgument, InvalidArgumentType
 from .primitives import U64_MAX, Rank
@@ -90,6 +91,25 @@ def find_matches_walk(root: NodeView, query: Sequence[int], early_exit: bool = F
     for rank in active:
         scores[rank] = depth
     return scores
+
+
+def chain_score(lengths: Sequence[Any], matched: Sequence[Any], cutoffs: Sequence[Any], ops: Arith = PY) -> Any:
+    """Return one rank's score along a chain of nodes, from its cutoff on each.
+
+    Node ``i`` has an edge of ``lengths[i]`` blocks, of which the query matches
+    ``matched[i]`` (the walk reaches node ``i + 1`` only if node ``i`` matched whole), and the
+    rank holds ``cutoffs[i]`` of them (``lengths[i]``: full). While the rank holds every node
+    so far in full it is credited each node's matched length; on the first node it does not
+    hold in full it is credited ``min(cutoff, matched)`` and drops out. This is the per-rank
+    statement of ``find_matches_walk`` (a law in ``stateful_tests/laws.py`` checks they agree);
+    ``proofs/`` proves it never exceeds what the rank holds along the query.
+    """
+    score, alive = 0, True
+    for n, m, c in zip(lengths, matched, cutoffs):
+        full = c == n
+        score = score + ops.ite(alive, ops.ite(full, m, ops.min(c, m)), 0)
+        alive = ops.all(alive, full, m == n)
+    return score
 
 
 def early_exit_agrees(full: dict[Rank, int], early: dict[Rank, int]) -> bool:

@@ -17,10 +17,37 @@ Source: seed 004 "Store Paths", "Suffix Reuse And Splitting"; crtc.md §3.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
-from .coverage import EdgeState, covers
+from .arith import PY, Arith
+from .coverage import EdgeState, covers, current_cutoff, holders
 from .primitives import Block, FrozenMap, Rank
+
+
+def prefix_cutoff(c: Any, p: Any, ops: Arith = PY) -> Any:
+    """Return how much of a split's prefix ``edge[:p]`` a rank with cutoff ``c`` holds (``p``: full)."""
+    return ops.min(c, p)
+
+
+def suffix_cutoff(c: Any, p: Any, ops: Arith = PY) -> Any:
+    """Return how much of a split's suffix ``edge[p:]`` a rank with cutoff ``c`` holds: the remainder past ``p``."""
+    return ops.ite(c > p, c - p, 0)
+
+
+def extended_cutoff(c: Any, storing: Any, n: Any, tail: Any, ops: Arith = PY) -> Any:
+    """Return a rank's cutoff after a leaf of ``n`` blocks is extended by ``tail`` blocks.
+
+    The storing rank becomes full (``n + tail``); every other rank keeps exactly the blocks
+    it held, so a full one is demoted to a cutoff at the old length.
+    """
+    return ops.ite(storing, n + tail, c)
+
+
+def state_with_cutoffs(edge: tuple[Block, ...], cutoffs: dict[Rank, int]) -> EdgeState:
+    """Return the edge state in which each rank holds ``edge[:cutoffs[rank]]`` (full at ``len``, absent at 0)."""
+    full = frozenset(r for r, k in cutoffs.items() if k == len(edge))
+    partial = {r: k for r, k in cutoffs.items() if 0 < k < len(edge)}
+    return EdgeState(edge, full, FrozenMap(partial))
 
 
 def split_at(state: EdgeState, p: int) -> tuple[EdgeState, EdgeState]:
@@ -32,43 +59,33 @@ def split_at(state: EdgeState, p: int) -> tuple[EdgeState, EdgeState]:
     - A cutoff ``k >= p`` becomes full on the prefix and leaves ``k - p`` on the suffix when
       that is positive.
 
+    Per rank this is ``prefix_cutoff`` and ``suffix_cutoff``; ``proofs/`` proves that together
+    they preserve every rank's covered prefix of the concatenated edge.
+
     Children (not part of the edge state) all move to the suffix; the prefix gets the suffix
     as its only child and becomes internal.
 
     Source: crtc.md §3.5 ``split_off_suffix``; Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``.
     """
     assert 0 < p < len(state.edge), "split position must be strictly inside the edge"
-    prefix_full = set(state.full_edge_workers)
-    prefix_cutoffs: dict[Rank, int] = {}
-    suffix_cutoffs: dict[Rank, int] = {}
-    for rank, k in state.worker_cutoffs.items():
-        if k < p:
-            prefix_cutoffs[rank] = k
-        else:
-            prefix_full.add(rank)
-            if k > p:
-                suffix_cutoffs[rank] = k - p
-    prefix = EdgeState(state.edge[:p], frozenset(prefix_full), FrozenMap(prefix_cutoffs))
-    suffix = EdgeState(state.edge[p:], state.full_edge_workers, FrozenMap(suffix_cutoffs))
+    before = {r: current_cutoff(state, r) for r in holders(state)}
+    prefix = state_with_cutoffs(state.edge[:p], {r: prefix_cutoff(c, p) for r, c in before.items()})
+    suffix = state_with_cutoffs(state.edge[p:], {r: suffix_cutoff(c, p) for r, c in before.items()})
     return prefix, suffix
 
 
 def extend_leaf(state: EdgeState, rank: Rank, tail: tuple[Block, ...]) -> EdgeState:
     """Append ``tail`` to the edge; ``rank`` becomes full and every other full rank is cut at the old length.
 
-    Ranks that already had a cutoff keep it. Only a leaf that was never internal may be
-    extended (``may_extend_leaf``).
+    Ranks that already had a cutoff keep it (``extended_cutoff``). Only a leaf that was never
+    internal may be extended (``may_extend_leaf``).
 
     Source: crtc.md §3.2(c), §3.3 step 2; seed 004 "Decode Extension".
     """
     assert tail, "extension needs at least one block"
-    old_len = len(state.edge)
-    cutoffs = dict(state.worker_cutoffs)
-    for other in state.full_edge_workers:
-        if other != rank:
-            cutoffs[other] = old_len
-    cutoffs.pop(rank, None)
-    return EdgeState(state.edge + tuple(tail), frozenset((rank,)), FrozenMap(cutoffs))
+    n = len(state.edge)
+    cutoffs = {r: extended_cutoff(current_cutoff(state, r), r == rank, n, len(tail)) for r in holders(state) | {rank}}
+    return state_with_cutoffs(state.edge + tuple(tail), cutoffs)
 
 
 def may_extend_leaf(internal: bool, state: EdgeState, rank: Rank) -> bool:
@@ -218,6 +235,10 @@ __all__ = [
     "child_key",
     "common_local_prefix",
     "extend_leaf",
+    "extended_cutoff",
+    "prefix_cutoff",
+    "state_with_cutoffs",
+    "suffix_cutoff",
     "may_extend_leaf",
     "plan_descend",
     "plan_store_at",

@@ -67,7 +67,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
+
+from .arith import PY, Arith
 
 from .deepinfer_errors import LayoutError, StateArgumentError, StateArgumentType, TruncationGuardError
 from .quantities import as_count
@@ -150,9 +152,23 @@ class StateLayout:
             raise LayoutError(str(exc)) from None
 
 
-def pad(n: int, align: int) -> int:
-    """Return ``n`` rounded up to a multiple of ``align``."""
-    return -(-n // align) * align
+def pad(n: Any, align: Any, ops: Arith = PY) -> Any:
+    """Return ``n >= 0`` rounded up to a multiple of ``align >= 1`` (a kernel ``proofs/`` proves)."""
+    return ops.floordiv(n + align - 1, align) * align
+
+
+def region_sizes(tensor_nbytes: Sequence[Any], dropped: Sequence[Any], ops: Arith = PY) -> tuple[Any, Any]:
+    """Return ``(stored size, handoff size)``: the stored form holds the segments not dropped, the CE
+    handoff holds them all (the kernel of ``sizes``; ``proofs/`` proves stored <= handoff, with
+    equality exactly when no dropped segment holds a byte).
+
+    Source: Listings 11.4-11.5 (``state_size_to_disk`` vs ``total_bytes_inference``).
+    """
+    stored = handoff = 0
+    for n, gone in zip(tensor_nbytes, dropped):
+        stored = stored + ops.ite(gone, 0, n)
+        handoff = handoff + n
+    return stored, handoff
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +241,7 @@ def sizes(layout: StateLayout) -> Sizes:
     dropped = [p for p in ps if p.segment.dropped]
     dropped_rings = [p for p in dropped if isinstance(p.segment, Ring)]
     dropped_raws = [p for p in dropped if isinstance(p.segment, Raw)]
-    disk = sum(p.tensor_nbytes for p in stored)
-    total = sum(p.tensor_nbytes for p in ps)
+    disk, total = region_sizes([p.tensor_nbytes for p in ps], [p.segment.dropped for p in ps])
     cache_row = sum(p.cache_nbytes for p in ps)
     if dropped_raws:
         cache_off, tensor_off = dropped_raws[0].cache_offset, dropped_raws[0].tensor_offset

@@ -23,7 +23,7 @@ from ..spec.coverage import (
     remove_at,
 )
 from ..spec.invariants import NODE_PREDICATES
-from ..spec.match import early_exit_agrees, find_matches_walk
+from ..spec.match import chain_score, early_exit_agrees, find_matches_walk
 from ..spec.primitives import Block, FrozenMap, Rank
 from ..spec.shape import (
     CoverPrefix,
@@ -196,26 +196,26 @@ class _Root:
 
 
 def model_score(chain: list[EdgeState], query: list[int], rank: Rank) -> int:
-    """Score one rank independently: walk the chain while it holds every node in full, add its cutoff where it stops."""
-    score = pos = 0
+    """Score one rank with the spec's per-rank kernel ``chain_score`` over the nodes the query reaches."""
+    lengths, matched, cutoffs, pos = [], [], [], 0
     for state in chain:
         if pos >= len(query) or state.edge[0].local != query[pos]:
             break
         m = 1
         while m < min(len(state.edge), len(query) - pos) and state.edge[m].local == query[pos + m]:
             m += 1
-        if rank not in state.full_edge_workers:
-            return score + min(state.worker_cutoffs.get(rank, 0), m)
-        score += m
+        lengths.append(len(state.edge))
+        matched.append(m)
+        cutoffs.append(current_cutoff(state, rank))
         if m < len(state.edge):
             break
         pos += m
-    return score
+    return chain_score(lengths, matched, cutoffs)
 
 
 @given(st.lists(edge_states(min_len=1, max_len=4), min_size=1, max_size=5), st.data())
 def law_match_walk_equals_the_per_rank_model(chain: list[EdgeState], data) -> None:
-    """The match walk always intersects: each rank scores exactly its independent model score, and early exit differs only for one survivor."""
+    """The match walk equals the per-rank kernel ``chain_score`` (always intersecting), and early exit differs only for one survivor."""
     _count()
     path = [b.local for s in chain for b in s.edge]
     n = data.draw(st.integers(1, len(path)))

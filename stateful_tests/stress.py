@@ -31,6 +31,7 @@ seed and the command.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import time
@@ -91,7 +92,9 @@ class StressReport:
         return body
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def ext(path: Path) -> int:
+    """Return the external hash of the last block of ``path`` (memoized: paths recur constantly)."""
     return seq_hash(path)
 
 
@@ -123,10 +126,31 @@ class RandomYields:
             time.sleep(0)
 
 
-class Holdings:
-    """What one writer's ranks hold, with holding intervals on the shared clock (guarded by ``lock``)."""
+class ReadWindows:
+    """The clock ticks at which in-flight reads started, so closed intervals nobody can see are pruned.
 
-    def __init__(self) -> None:
+    A reader publishes 0 (which blocks all pruning) *before* taking its start tick, then the
+    tick itself, and clears its slot when its check is done: a writer pruning in between can
+    only drop intervals that ended before the read started.
+    """
+
+    def __init__(self, readers: int = 0) -> None:
+        self.starts: list[int | None] = [None] * readers  # one slot per reader: fixed size, no resizing races
+
+    def oldest(self, now: int) -> int:
+        return min((t for t in list(self.starts) if t is not None), default=now)
+
+
+class Holdings:
+    """What one writer's ranks hold, with holding intervals on the shared clock (guarded by ``lock``).
+
+    A closed interval that ended before every read in flight started can no longer matter to
+    any read (later reads start later still), so ``close`` prunes it: the lists stay short on
+    runs of millions of operations.
+    """
+
+    def __init__(self, windows: ReadWindows | None = None) -> None:
+        self.windows = windows or ReadWindows()
         self.lock = _sync.Lock("holdings")
         self.held: dict[Rank, dict[int, Path]] = {}
         self.kids: dict[Rank, Counter] = {}
@@ -157,6 +181,10 @@ class Holdings:
                 spans = self.intervals[rank][h]
                 if spans and spans[-1][1] is None:
                     spans[-1][1] = now
+                oldest = self.windows.oldest(now)
+                spans[:] = [span for span in spans if span[1] is None or span[1] > oldest]
+                if not spans:
+                    del self.intervals[rank][h]
 
     def close_all(self, rank: Rank, now: int) -> None:
         self.close(rank, list(self.held.get(rank, {})), now)
@@ -176,14 +204,14 @@ class Holdings:
 class Writer:
     """One writer thread's workload: its lane, its ranks, its engine model, its event log."""
 
-    def __init__(self, index: int, config: StressConfig, pool: list[Path], tree: Any, clock) -> None:
+    def __init__(self, index: int, config: StressConfig, pool: list[Path], tree: Any, clock, windows: ReadWindows) -> None:
         self.index = index
         self.config = config
         self.rng = random.Random(f"stress-writer:{config.seed}:{index}")
         self.pool = pool
         self.lane = tree.lane(index)
         self.clock = clock
-        self.holdings = Holdings()
+        self.holdings = Holdings(windows)
         base = index * config.workers_per_writer + 1
         self.workers = list(range(base, base + config.workers_per_writer))
         self.ranks = [Rank(w, dp) for w in self.workers for dp in (0, 1)]
@@ -306,7 +334,8 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
     pool = prompt_pool(config.seed)
     tree = tree_class(lanes=config.writers)
     clock = itertools.count(1)
-    writers = [Writer(i, config, pool, tree, clock) for i in range(config.writers)]
+    windows = ReadWindows(config.readers)
+    writers = [Writer(i, config, pool, tree, clock, windows) for i in range(config.writers)]
     owner = {r: w for w in writers for r in w.ranks}
     reference = RadixTree()
     contract: law.ContractState = law.EMPTY_CONTRACT
@@ -322,7 +351,9 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
             query = query[: rng.randint(1, len(query))]
             chain = [ext(tuple(query[: i + 1])) for i in range(len(query))]
             early = rng.random() < 0.25
+            windows.starts[k] = 0  # block pruning while the start tick is taken
             t0 = next(clock)
+            windows.starts[k] = t0  # from now on only intervals that ended before t0 may be pruned
             scores = tree.find_matches(query, early).scores
             t1 = next(clock)
             read_counts[k] += 1
@@ -331,6 +362,7 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
                 bound = 0 if w is None else w.holdings.bound(Rank(*rank), chain, t0, t1)
                 if score > bound:
                     overcounts.append(f"{rank} scored {score} on {query} (early_exit={early}) but held at most {bound} during the read")
+            windows.starts[k] = None
 
     per_writer = max(1, config.ops // config.writers)
     barrier_in = [_sync.Event() for _ in writers]

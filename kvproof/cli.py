@@ -19,7 +19,7 @@ from pathlib import Path
 DEFAULT_TARGET = "reference"
 
 # Rule families beyond the radix tree add subcommands from their own modules.
-EXTRA_COMMAND_MODULES: list[str] = []
+EXTRA_COMMAND_MODULES: list[str] = [".cli_sequences"]
 
 
 def _target(name: str):

@@ -2,6 +2,7 @@
 
     kvproof check   [--target T] [--profile ci|deep] [--seed S] [--only NAME] [--json FILE] [--allow-skip]
     kvproof conform dynamo [--target T] [--streams N] [--seed S] [--stream K] [--json FILE]
+    kvproof conform slot-tracker [--scenarios N] [--seed S] [--json FILE]
     kvproof vectors [--target T]
 
 ``--target`` is ``reference``, ``dynamo``, or ``module.path:Factory`` for any tree with the
@@ -19,7 +20,7 @@ from pathlib import Path
 DEFAULT_TARGET = "impl"
 
 # Rule families beyond the radix tree add subcommands from their own modules.
-EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer", ".cli_proofs"]
+EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer", ".cli_sequences", ".cli_proofs"]
 
 
 def _target(name: str):
@@ -139,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["conform", "slot-tracker"]:  # the slot tracker's conformance has its own options
+        argv = ["conform-slot-tracker", *argv[2:]]
     args = build_parser().parse_args(argv)
     return args.func(args)
 

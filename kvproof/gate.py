@@ -222,7 +222,7 @@ TREE_CHECKS: list[Check] = [
 # Rule families beyond the radix tree contribute their checks from their own modules
 # (``kvproof/gate_<area>.py``, each exporting ``CHECKS``); they run after the tree's and do
 # not depend on the tree target.
-EXTRA_CHECK_MODULES: list[str] = [".gate_deepinfer", ".gate_proofs"]
+EXTRA_CHECK_MODULES: list[str] = [".gate_deepinfer", ".gate_sequences", ".gate_proofs"]
 
 
 def all_checks() -> list[Check]:

@@ -1,0 +1,537 @@
+"""A sequential slot tracker with incremental bookkeeping: the reference the concurrent tracker must equal.
+
+It keeps what Dynamo's ``ActiveSequences`` keeps, updated in O(1) or O(blocks) per event
+instead of recomputed, and must agree with ``spec.slot_tracker`` on every read at every time:
+
+- ``PrefillTracker``: the FIFO of prefills (an insertion-ordered dict), the running token
+  sum, the running count of unmodeled prefills, the running modeled-ms sum (each duration
+  truncated to whole ms before it is added), and the anchor as ``(request_id, since)``;
+- ``BlockTrie``: a prefix trie keyed by hash lineage with an owner count per node, which
+  reports exactly which paths appear (the store delta) and disappear (the remove delta),
+  and keeps ``active_blocks`` as a counter;
+- ``ActiveSequences``: one slot's requests (``spec.sequences.RequestRecord``), its prefill
+  tracker, its trie and its expiry clock;
+- ``SlotTracker``: the WorkerTable (worker id -> dp range, slot -> ActiveSequences), the
+  RequestIndex (request id -> slot) and the PromptRegistry (slot -> membership set and
+  load snapshot), which every mutation updates from its delta right after the slot
+  changes, as the seed's write pipeline does.
+
+The reads decay tokens and modeled time from the registry's load snapshots with the
+reference's own arithmetic (``decayed_tokens``, ``remaining_modeled_ms``), not the spec's.
+
+Complexity: add O(blocks) plus expiry (O(requests) when due, at most once per 30 s);
+mark O(1) (front) or O(prefills) (middle removal is a dict delete: O(1)); free O(blocks);
+reads O(slots) plus O(query) per slot for potential loads.
+
+API (all times and durations are int nanoseconds; see ``spec.sequence_inputs``)::
+
+    t = SlotTracker(expiry=DEFAULT_EXPIRY)
+    t.register_worker(worker_id, dp_start, dp_size, now)     t.unregister_worker(worker_id)
+    t.add_request(SequenceRequest(...), now)                 t.mark_prefill_completed(rid, now, worker=None)
+    t.free(rid, now, worker=None) -> bool                    t.force_expiry(now)
+    t.loads(now)  t.potential_loads(query, new_isl_tokens, now)  t.modeled_remaining_prefill_times(now)
+    t.snapshot() -> spec SlotTrackerState   t.registry_snapshot() -> spec PromptRegistryState   t.check()
+
+Source: sequences.md §2 (state and mutations), §3-§4 (reads), §5 (projection), §6
+(asserted invariants), §10 (implementation notes); seed 000.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..spec import slot_tracker as law
+from ..spec.prefill import AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, PrefillState, is_prefill_tracked
+from ..spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
+from ..spec.sequence_errors import (
+    DuplicateRequest,
+    DuplicateWorker,
+    MissingExpectedDuration,
+    RequestNotFound,
+    TokenLoadOverflow,
+    UnknownWorker,
+    WorkerNotFound,
+    WrongWorker,
+)
+from ..spec.sequence_inputs import (
+    NANOS_PER_MILLI,
+    NANOS_PER_SEC,
+    SequenceRequest,
+    check_instant,
+    check_request_id,
+    check_sequence_request,
+    check_token_sequence,
+    check_uint,
+    check_worker,
+)
+from ..spec.sequence_invariants import is_block_membership_exact, read_model_lag, write_model_violations
+from ..spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY, ActiveSequencesState, Path, RequestRecord, WorkerLoadSnapshot
+from ..spec.slot_tracker import PotentialLoad, WorkerLoad
+
+Rank = WorkerWithDpRank
+
+
+# ----------------------------------------------------------------------------- reads (own arithmetic)
+
+
+def _whole_ms(nanos: int) -> int:
+    return min(nanos // NANOS_PER_MILLI, U64_MAX)
+
+
+def _f64_secs(nanos: int) -> float:
+    return nanos // NANOS_PER_SEC + (nanos % NANOS_PER_SEC) / 1e9
+
+
+def decayed_tokens(snapshot: PrefillLoadSnapshot, now: int) -> int:
+    """Return the active prefill tokens of a load snapshot at ``now`` (aggregate or anchor-only decay)."""
+    front = snapshot.anchor
+    if front is None:
+        return 0
+    e = now - front.since if now > front.since else 0
+    a, d = front.tokens, front.duration
+    if snapshot.total_modeled_ms is not None:  # every prefill modeled: spill at the anchor's rate
+        done = a if d == 0 else min(a * e // d, U64_MAX)
+        return snapshot.tokens_sum - done if snapshot.tokens_sum > done else 0
+    if d is None:
+        left = a
+    elif d == 0:
+        left = 0
+    else:
+        left = math.ceil(a * min(1.0, max(0.0, 1.0 - _f64_secs(e) / _f64_secs(d))))
+    return snapshot.tokens_sum - a + left
+
+
+def remaining_modeled_ms(snapshot: PrefillLoadSnapshot, now: int) -> int:
+    """Return the modeled remaining prefill ms of a load snapshot at ``now``; raise ``MissingExpectedDuration``."""
+    total = snapshot.total_modeled_ms
+    if total is None:
+        raise MissingExpectedDuration()
+    if snapshot.anchor is None:
+        return total
+    e = now - snapshot.anchor.since if now > snapshot.anchor.since else 0
+    return max(total - _whole_ms(e), 0)
+
+
+# ----------------------------------------------------------------------------- prefill tracker
+
+
+class PrefillTracker:
+    """One slot's prefills with running sums and the anchor (sequences.md §2 "PrefillLoadTracker")."""
+
+    __slots__ = ("entries", "tokens_sum", "unmodeled", "modeled_ms", "anchor_id", "anchor_since")
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[int, int | None]] = {}  # FIFO: insertion order is admission order
+        self.tokens_sum = 0
+        self.unmodeled = 0
+        self.modeled_ms = 0  # exact running sum of whole-ms durations; the snapshot saturates it
+        self.anchor_id: str | None = None
+        self.anchor_since: int | None = None
+
+    # -- rules a mutant may break (each one line of the law)
+
+    def _credit(self, since: int, duration: int, now: int) -> int:
+        return min(since + duration, now)
+
+    def _reanchor_time(self, old_since: int, now: int) -> int:
+        return now
+
+    def _duration_ms(self, duration: int) -> int:
+        return _whole_ms(duration)
+
+    # -- events
+
+    def insert(self, rid: str, tokens: int, duration: int | None, now: int) -> None:
+        self.entries[rid] = (tokens, duration)
+        self.tokens_sum += tokens
+        if duration is None:
+            self.unmodeled += 1
+        else:
+            self.modeled_ms += self._duration_ms(duration)
+        if self.anchor_id is None:
+            self.anchor_id, self.anchor_since = rid, now
+
+    def remove(self, rid: str, now: int) -> bool:
+        entry = self.entries.pop(rid, None)
+        if entry is None:
+            return False
+        tokens, duration = entry
+        self.tokens_sum -= tokens
+        if duration is None:
+            self.unmodeled -= 1
+        else:
+            self.modeled_ms -= self._duration_ms(duration)
+        if rid == self.anchor_id:
+            if self.entries:
+                self.anchor_id = next(iter(self.entries))
+                self.anchor_since = self._reanchor_time(self.anchor_since, now)  # type: ignore[arg-type]
+            else:
+                self.anchor_id = self.anchor_since = None
+        elif duration is not None:
+            self.anchor_since = self._credit(self.anchor_since, duration, now)  # type: ignore[arg-type]
+        return True
+
+    # -- views
+
+    def snapshot(self) -> PrefillLoadSnapshot:
+        total = None if self.unmodeled else min(self.modeled_ms, U64_MAX)
+        anchor = None
+        if self.anchor_id is not None:
+            tokens, duration = self.entries[self.anchor_id]
+            anchor = AnchorSnapshot(tokens, duration, self.anchor_since)  # type: ignore[arg-type]
+        return PrefillLoadSnapshot(self.tokens_sum, anchor, total)
+
+    def state(self) -> PrefillState:
+        order = tuple(PrefillEntry(rid, t, d) for rid, (t, d) in self.entries.items())
+        return PrefillState(order, self.anchor_since)
+
+    def check(self) -> None:
+        """Assert the running values equal their recomputation (an expensive no-op when sound)."""
+        values = list(self.entries.values())
+        assert self.tokens_sum == sum(t for t, _ in values), "prefill tokens sum drifted"
+        assert self.unmodeled == sum(d is None for _, d in values), "unmodeled count drifted"
+        assert self.modeled_ms == sum(self._duration_ms(d) for _, d in values if d is not None), "modeled ms drifted"
+        front = next(iter(self.entries), None)
+        assert self.anchor_id == front, f"anchor {self.anchor_id!r} is not the front {front!r}"
+        assert (self.anchor_since is None) == (front is None), "anchor time without an anchor"
+
+
+# ----------------------------------------------------------------------------- block trie
+
+
+class _TrieNode:
+    __slots__ = ("children", "owners")
+
+    def __init__(self) -> None:
+        self.children: dict[int, _TrieNode] = {}
+        self.owners = 0  # requests whose prompt passes through (or ends at) this node
+
+
+class BlockTrie:
+    """Block paths of one slot, counted by lineage, with exact appear / disappear deltas."""
+
+    __slots__ = ("root", "active_blocks")
+
+    def __init__(self) -> None:
+        self.root = _TrieNode()
+        self.active_blocks = 0
+
+    def acquire(self, blocks: tuple[int, ...]) -> list[Path]:
+        """Add one owner to every path of ``blocks``; return the paths that newly appeared."""
+        node, stored = self.root, []
+        for i, h in enumerate(blocks):
+            child = node.children.get(h)
+            if child is None:
+                child = node.children[h] = _TrieNode()
+            if child.owners == 0:
+                stored.append(blocks[: i + 1])
+                self.active_blocks += 1
+            child.owners += 1
+            node = child
+        return stored
+
+    def release(self, blocks: tuple[int, ...]) -> list[Path]:
+        """Remove one owner from every path of ``blocks``; return the paths that disappeared."""
+        node, removed = self.root, []
+        for i, h in enumerate(blocks):
+            child = node.children[h]
+            child.owners -= 1
+            if child.owners == 0:
+                del node.children[h]
+                removed.append(blocks[: i + 1])
+                self.active_blocks -= 1
+                # Every deeper node of this prompt has no other owner either: count them out.
+                removed += [blocks[: j + 1] for j in range(i + 1, len(blocks))]
+                self.active_blocks -= len(blocks) - i - 1
+                break
+            node = child
+        return removed
+
+    def paths(self) -> set[Path]:
+        out: set[Path] = set()
+        stack: list[tuple[_TrieNode, Path]] = [(self.root, ())]
+        while stack:
+            node, path = stack.pop()
+            for h, child in node.children.items():
+                out.add(path + (h,))
+                stack.append((child, path + (h,)))
+        return out
+
+    def check(self, prompts: list[tuple[int, ...]]) -> None:
+        """Assert owner counts equal the number of prompts through each node and the counter is exact."""
+        expected: dict[Path, int] = {}
+        for blocks in prompts:
+            for i in range(len(blocks)):
+                expected[blocks[: i + 1]] = expected.get(blocks[: i + 1], 0) + 1
+        seen: dict[Path, int] = {}
+        stack: list[tuple[_TrieNode, Path]] = [(self.root, ())]
+        while stack:
+            node, path = stack.pop()
+            for h, child in node.children.items():
+                assert child.owners > 0, f"unowned node {path + (h,)}"
+                seen[path + (h,)] = child.owners
+                stack.append((child, path + (h,)))
+        assert seen == expected, f"trie owners {seen} != prompts {expected}"
+        assert self.active_blocks == len(seen), f"active_blocks {self.active_blocks} != {len(seen)}"
+
+
+# ----------------------------------------------------------------------------- one slot
+
+
+class ActiveSequences:
+    """The authoritative state of one (worker, dp_rank) slot (sequences.md §2)."""
+
+    prefill_class: type[PrefillTracker] = PrefillTracker
+    trie_class: type[BlockTrie] = BlockTrie
+
+    def __init__(self, now: int) -> None:
+        self.requests: dict[str, RequestRecord] = {}
+        self.prefill = self.prefill_class()
+        self.trie = self.trie_class()
+        self.last_expiry_check = now
+
+    # -- rules a mutant may break
+
+    def _is_tracked(self, request: SequenceRequest) -> bool:
+        return is_prefill_tracked(request.track_prefill_tokens, request.prefill_load_hint)
+
+    def _expiry_due(self, now: int) -> bool:
+        return now - self.last_expiry_check >= CHECK_EXPIRY_FREQUENCY
+
+    def _free_prefill(self, rid: str, now: int) -> None:
+        self.prefill.remove(rid, now)
+
+    # -- events; each returns the membership delta (stored, removed) for the registry
+
+    def would_overflow(self, request: SequenceRequest) -> bool:
+        hint = request.prefill_load_hint
+        return self._is_tracked(request) and self.prefill.tokens_sum + hint.initial_effective_prefill_tokens > U64_MAX  # type: ignore[union-attr]
+
+    def add(self, request: SequenceRequest, now: int, expiry: int | None) -> tuple[list[str], list[Path], list[Path]]:
+        if request.request_id in self.requests:
+            return [], [], []
+        expired, removed = self.force_expiry(now, expiry)
+        blocks = request.token_sequence or ()
+        self.requests[request.request_id] = RequestRecord(blocks, now, request.expected_output_tokens)
+        stored = self.trie.acquire(blocks)
+        if self._is_tracked(request):
+            hint = request.prefill_load_hint
+            self.prefill.insert(request.request_id, hint.initial_effective_prefill_tokens, hint.expected_prefill_duration, now)  # type: ignore[union-attr]
+        return expired, stored, removed
+
+    def mark_prefill_completed(self, rid: str, now: int) -> bool:
+        return self.prefill.remove(rid, now)
+
+    def free(self, rid: str, now: int) -> list[Path] | None:
+        self._free_prefill(rid, now)
+        record = self.requests.pop(rid, None)
+        if record is None:
+            return None
+        return self.trie.release(record.blocks)
+
+    def force_expiry(self, now: int, expiry: int | None) -> tuple[list[str], list[Path]]:
+        if expiry is None or not self._expiry_due(now):
+            return [], []
+        expired = [rid for rid, r in self.requests.items() if r.started_at < now - expiry]
+        removed: list[Path] = []
+        for rid in expired:
+            removed += self.free(rid, now) or []
+        self.last_expiry_check = now
+        return expired, removed
+
+    # -- views
+
+    def load_snapshot(self) -> WorkerLoadSnapshot:
+        return WorkerLoadSnapshot(self.trie.active_blocks, len(self.requests), self.prefill.snapshot())
+
+    def state(self) -> ActiveSequencesState:
+        return ActiveSequencesState(FrozenMap(self.requests), self.prefill.state(), self.last_expiry_check)
+
+    def check(self) -> None:
+        self.prefill.check()
+        self.trie.check([r.blocks for r in self.requests.values()])
+        assert set(self.prefill.entries) <= set(self.requests), "a prefill without its request"
+        assert is_block_membership_exact(self.trie.paths(), self.state()), "trie paths differ from request prompts"
+
+
+# ----------------------------------------------------------------------------- the tracker
+
+
+class _View:
+    __slots__ = ("membership", "load")
+
+    def __init__(self) -> None:
+        self.membership: set[Path] = set()
+        self.load = WorkerLoadSnapshot()
+
+
+class SlotTracker:
+    """The multi-worker tracker of one model and routing group, sequential and exact."""
+
+    sequences_class: type[ActiveSequences] = ActiveSequences
+
+    def __init__(self, expiry: int | None = DEFAULT_EXPIRY) -> None:
+        self.expiry = law.new_slot_tracker(expiry).expiry  # validates
+        self.ranges: dict[int, law.DpRange] = {}
+        self.slots: dict[Rank, ActiveSequences] = {}
+        self.index: dict[str, Rank] = {}
+        self.registry: dict[Rank, _View] = {}
+
+    # -- rules a mutant may break
+
+    def _decayed_tokens(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        return decayed_tokens(snapshot, now)
+
+    def _remaining_ms(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        return remaining_modeled_ms(snapshot, now)
+
+    def _check_not_booked(self, rid: str) -> None:
+        owner = self.index.get(rid)
+        if owner is not None:
+            raise DuplicateRequest(rid, owner)
+
+    def _publish(self, rank: Rank, stored: list[Path], removed: list[Path]) -> None:
+        """Project one slot's delta into the registry: removes, then stores, then the load."""
+        view = self.registry[rank]
+        view.membership.difference_update(removed)
+        view.membership.update(stored)
+        view.load = self.slots[rank].load_snapshot()
+
+    # -- topology
+
+    def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
+        wid = check_uint(worker_id, "worker_id")
+        dp = law.check_dp_range(dp_start, dp_size)
+        now = check_instant(now)
+        if wid in self.ranges:
+            raise DuplicateWorker(wid)
+        self.ranges[wid] = dp
+        for rank in law.dp_ranks(wid, dp):
+            self.slots[rank] = self.sequences_class(now)
+            self.registry[rank] = _View()
+
+    def unregister_worker(self, worker_id: object) -> None:
+        wid = check_uint(worker_id, "worker_id")
+        dp = self.ranges.pop(wid, None)
+        if dp is None:
+            raise UnknownWorker(wid)
+        gone = set(law.dp_ranks(wid, dp))
+        for rank in gone:
+            del self.slots[rank], self.registry[rank]
+        for rid in [rid for rid, w in self.index.items() if w in gone]:
+            del self.index[rid]
+
+    # -- lifecycle
+
+    def add_request(self, request: object, now: object) -> None:
+        request = check_sequence_request(request)
+        now = check_instant(now)
+        slot = self.slots.get(request.worker)
+        if slot is None:
+            raise WorkerNotFound(request.worker)
+        self._check_not_booked(request.request_id)
+        if slot.would_overflow(request):
+            raise TokenLoadOverflow(f"prefill tokens of {request.worker!r} would pass u64")
+        self.index[request.request_id] = request.worker
+        expired, stored, removed = slot.add(request, now, self.expiry)
+        for rid in expired:
+            self.index.pop(rid, None)
+        self._publish(request.worker, stored, removed)
+
+    def _owner(self, rid: str, worker: object) -> Rank | None:
+        owner = self.index.get(rid)
+        if worker is not None:
+            named = check_worker(worker)
+            if owner is not None and named != owner:
+                raise WrongWorker(rid, named, owner)
+        return owner
+
+    def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
+        rid = check_request_id(request_id)
+        now = check_instant(now)
+        owner = self._owner(rid, worker)
+        if owner is None:
+            raise RequestNotFound(rid)
+        if self.slots[owner].mark_prefill_completed(rid, now):
+            self._publish(owner, [], [])
+
+    def free(self, request_id: object, now: object, worker: object = None) -> bool:
+        rid = check_request_id(request_id)
+        now = check_instant(now)
+        owner = self._owner(rid, worker)
+        if owner is None:
+            return False
+        del self.index[rid]
+        removed = self.slots[owner].free(rid, now)
+        self._publish(owner, [], removed or [])
+        return True
+
+    def force_expiry(self, now: object) -> None:
+        now = check_instant(now)
+        for rank, slot in self.slots.items():
+            expired, removed = slot.force_expiry(now, self.expiry)
+            for rid in expired:
+                self.index.pop(rid, None)
+            if expired:
+                self._publish(rank, [], removed)
+
+    # -- reads (from the registry, the read model)
+
+    def loads(self, now: object) -> FrozenMap[Rank, WorkerLoad]:
+        now = check_instant(now)
+        return FrozenMap({
+            rank: WorkerLoad(self._decayed_tokens(v.load.prefill, now), v.load.active_blocks, v.load.active_requests)
+            for rank, v in self.registry.items()
+        })
+
+    def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
+        q = check_token_sequence(query) or ()
+        isl = check_uint(new_isl_tokens, "new_isl_tokens")
+        now = check_instant(now)
+        out = {}
+        for rank, v in self.registry.items():
+            depth = 0
+            while depth < len(q) and q[: depth + 1] in v.membership:
+                depth += 1
+            tokens = min(self._decayed_tokens(v.load.prefill, now) + isl, U64_MAX)
+            out[rank] = PotentialLoad(tokens, v.load.active_blocks + len(q) - depth, v.load.active_requests)
+        return FrozenMap(out)
+
+    def modeled_remaining_prefill_times(self, now: object) -> FrozenMap[Rank, Any]:
+        now = check_instant(now)
+        out: dict[Rank, Any] = {}
+        for rank, v in self.registry.items():
+            try:
+                out[rank] = self._remaining_ms(v.load.prefill, now)
+            except MissingExpectedDuration as missing:
+                out[rank] = missing
+        return FrozenMap(out)
+
+    # -- abstraction and invariants
+
+    def snapshot(self) -> law.SlotTrackerState:
+        """Return the authoritative state as the spec's abstract value."""
+        return law.SlotTrackerState(
+            law.WorkerTable(FrozenMap(self.ranges)),
+            FrozenMap(self.index),
+            FrozenMap({rank: slot.state() for rank, slot in self.slots.items()}),
+            self.expiry,
+        )
+
+    def registry_snapshot(self) -> law.PromptRegistryState:
+        """Return the PromptRegistry (the read model) as the spec's abstract value."""
+        return law.PromptRegistryState(FrozenMap({
+            rank: law.WorkerView(frozenset(v.membership), v.load) for rank, v in self.registry.items()
+        }))
+
+    def check(self) -> None:
+        """Assert every invariant; the registry must equal the projection (always, being sequential)."""
+        for slot in self.slots.values():
+            slot.check()
+        state = self.snapshot()
+        bad = write_model_violations(state)
+        assert not bad, f"write model violates {bad}"
+        lag = read_model_lag(self.registry_snapshot(), state)
+        assert not lag, f"registry differs from the projection: {lag}"
+

@@ -1,0 +1,29 @@
+"""Pytest fixtures of the active-sequence tests (imported by the test modules that use them)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def slot_tracker_oracle():
+    """Skip visibly when ``python -m dynamo.slot_tracker`` (or pyzmq / msgpack) is missing; fail under KVPROOF_REQUIRE_DYNAMO=1."""
+    from kvproof.stateful_tests.slot_tracker_oracle import oracle_unavailable
+
+    reason = oracle_unavailable()
+    if reason:
+        if os.environ.get("KVPROOF_REQUIRE_DYNAMO"):
+            pytest.fail(f"KVPROOF_REQUIRE_DYNAMO is set but the slot tracker oracle {reason}")
+        pytest.skip(reason)
+    return True
+
+
+@pytest.fixture(scope="session")
+def slot_tracker_process(slot_tracker_oracle):
+    """One running ``python -m dynamo.slot_tracker`` (with its replica feed) shared by the session's tests."""
+    from kvproof.stateful_tests.slot_tracker_oracle import SlotTrackerProcess
+
+    with SlotTrackerProcess() as process:
+        yield process

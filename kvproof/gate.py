@@ -7,7 +7,7 @@ problem and the command that replays it), or is skipped with a visible reason. A
 never a pass: ``kvproof check`` exits non-zero on any failure, and on any skip unless
 ``--allow-skip`` is given.
 
-Profiles: ``ci`` is deterministic (fixed seed, derandomized Hypothesis) and sized for a
+Profiles: ``ci`` is deterministic (a fixed seed for every Hypothesis run and stream) and sized for a
 2-core CI machine; ``deep`` explores more with a fresh seed, printed so that a failure
 can be replayed with ``--seed``.
 """
@@ -30,15 +30,15 @@ class Profile:
     machine_steps: int
     conform_streams: int
     dump_streams: int
-    derandomize: bool
+    fixed_seed: bool  # ci: seed 1 unless --seed; deep: a fresh seed, printed
     stress_ops: int
 
 
 PROFILES = {
     "ci": Profile("ci", law_examples=300, machine_examples=150, machine_steps=40, conform_streams=500,
-                  dump_streams=100, derandomize=True, stress_ops=8_000),
+                  dump_streams=100, fixed_seed=True, stress_ops=8_000),
     "deep": Profile("deep", law_examples=2000, machine_examples=500, machine_steps=60, conform_streams=2000,
-                    dump_streams=500, derandomize=False, stress_ops=100_000),
+                    dump_streams=500, fixed_seed=False, stress_ops=100_000),
 }
 
 
@@ -95,7 +95,7 @@ def _spec_laws(ctx: Context, row: Row) -> None:
     from .stateful_tests.laws import LAWS, run_law
 
     for law in LAWS:
-        row.examples += run_law(law, ctx.profile.law_examples, ctx.profile.derandomize)
+        row.examples += run_law(law, ctx.profile.law_examples, ctx.seed)
         row.checks += 1
 
 
@@ -112,19 +112,11 @@ def _vectors(ctx: Context, row: Row) -> None:
 
 
 def _contract_machine(ctx: Context, row: Row) -> None:
-    from hypothesis.stateful import run_state_machine_as_test
-
     from .stateful_tests.machines import contract_machine_for, machine_settings
+    from .stateful_tests.seeding import run_machine
 
     machine = contract_machine_for(ctx.factory)
-    the_settings = machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps, ctx.profile.derandomize)
-    if ctx.profile.derandomize:
-        run_state_machine_as_test(machine, settings=the_settings)
-    else:
-        from hypothesis import seed as hypothesis_seed
-        from hypothesis.stateful import get_state_machine_test
-
-        hypothesis_seed(ctx.seed)(get_state_machine_test(machine, settings=the_settings))()
+    run_machine(machine, machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
 
@@ -171,20 +163,12 @@ def _conformance(ctx: Context, row: Row) -> None:
 
 
 def _impl_twin(ctx: Context, row: Row) -> None:
-    from hypothesis.stateful import run_state_machine_as_test
-
     from .stateful_tests.machines import contract_machine_for, machine_settings
+    from .stateful_tests.seeding import run_machine
     from .stateful_tests.twins import impl_vs_reference
 
     machine = contract_machine_for(impl_vs_reference(3))
-    the_settings = machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps, ctx.profile.derandomize)
-    if ctx.profile.derandomize:
-        run_state_machine_as_test(machine, settings=the_settings)
-    else:
-        from hypothesis import seed as hypothesis_seed
-        from hypothesis.stateful import get_state_machine_test
-
-        hypothesis_seed(ctx.seed)(get_state_machine_test(machine, settings=the_settings))()
+    run_machine(machine, machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
 
@@ -274,7 +258,7 @@ def run_gate(
 ) -> GateReport:
     """Run every check (or those whose layer or name contains ``only``) against one target."""
     if seed is None:
-        seed = 1 if profile.derandomize else random.SystemRandom().randrange(1, 2**31)
+        seed = 1 if profile.fixed_seed else random.SystemRandom().randrange(1, 2**31)
     command = f"kvproof check --target {target_name} --profile {profile.name} --seed {seed}"
     ctx = Context(target_name, factory, profile, seed, command)
     report = GateReport(target_name, profile.name, seed)

@@ -20,22 +20,16 @@ def _spec_laws(ctx: Context, row: Row) -> None:
     from .stateful_tests.sequence_laws import LAWS, run_law
 
     for law in LAWS:
-        row.examples += run_law(law, max(20, ctx.profile.law_examples // 3), ctx.profile.derandomize)
+        row.examples += run_law(law, max(20, ctx.profile.law_examples // 3), ctx.seed)
         row.checks += 1
 
 
 def _machine(ctx: Context, row: Row) -> None:
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis.stateful import get_state_machine_test, run_state_machine_as_test
-
+    from .stateful_tests.seeding import run_machine
     from .stateful_tests.sequence_machine import sequence_machine_for, sequence_machine_settings
 
     machine = sequence_machine_for()
-    the_settings = sequence_machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps, ctx.profile.derandomize)
-    if ctx.profile.derandomize:
-        run_state_machine_as_test(machine, settings=the_settings)
-    else:
-        hypothesis_seed(ctx.seed)(get_state_machine_test(machine, settings=the_settings))()
+    run_machine(machine, sequence_machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
 

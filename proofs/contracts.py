@@ -19,10 +19,14 @@ from fractions import Fraction
 from ..spec.capacity import whole_gpus
 from ..spec.coverage import EdgeState, cover_prefix, current_cutoff, raised_cutoff, removal_cutoff
 from ..spec.hit_length import HitCase, hit_by_search, hit_formula
+from ..reference.sequences import decayed_tokens as reference_decayed_tokens
+from ..reference.sequences import remaining_modeled_ms as reference_remaining_modeled_ms
 from ..spec.match import chain_score
+from ..spec.prefill import AnchorSnapshot, PrefillLoadSnapshot, credited_anchor_since, modeled_remaining_prefill_ms, remaining_ms
 from ..spec.primitives import Block, FrozenMap, Rank
 from ..spec.shape import extended_cutoff, prefix_cutoff, state_with_cutoffs, suffix_cutoff
 from ..spec.state_layout import pad
+from ..spec.token_load import active_prefill_tokens, all_modeled_tokens
 
 
 def check_raised_cutoff(current: int, c: int, n: int) -> int:
@@ -132,6 +136,39 @@ def check_pad(n: int, align: int) -> int:
     return pad(n, align)
 
 
+def check_remaining_ms(total_ms: int, anchor_since: int, now: int) -> int:
+    """The modeled remaining time is never negative and never above the backlog.
+
+    pre: 0 <= total_ms
+    pre: 0 <= anchor_since
+    pre: 0 <= now
+    post: 0 <= __return__ <= total_ms
+    """
+    return remaining_ms(total_ms, anchor_since, now)
+
+
+def check_credited_anchor_since(anchor_since: int, duration: int, now: int) -> int:
+    """A credit moves the anchor forward by the removed duration, never past the removal time.
+
+    pre: 0 <= anchor_since <= now
+    pre: 0 <= duration
+    post: anchor_since <= __return__ <= now
+    post: __return__ <= anchor_since + duration
+    """
+    return credited_anchor_since(anchor_since, duration, now)
+
+
+def check_all_modeled_tokens(tokens_sum: int, anchor_tokens: int, duration: int, elapsed: int) -> int:
+    """The all-modeled token load stays within [0, total tracked tokens].
+
+    pre: 0 <= anchor_tokens <= tokens_sum
+    pre: 0 <= duration
+    pre: 0 <= elapsed
+    post: 0 <= __return__ <= tokens_sum
+    """
+    return all_modeled_tokens(tokens_sum, anchor_tokens, duration, elapsed)
+
+
 # ----------------------------------------------------------------------------- diffbehavior pairs
 # Each pair returns None outside the rule's domain, so that diffbehavior compares only inputs
 # the rule is defined for.
@@ -178,8 +215,51 @@ def diff_cover_prefix_on_a_state(current: int, c: int, n: int) -> int | None:
     return current_cutoff(cover_prefix(EdgeState(edge, full, cut), Rank(1), c), Rank(1))
 
 
+def _prefill_snapshot(tokens_sum: int, anchor_tokens: int, duration: int, since: int, total_ms: int) -> PrefillLoadSnapshot:
+    return PrefillLoadSnapshot(tokens_sum, AnchorSnapshot(anchor_tokens, duration, since), total_ms)
+
+
+def _prefill_domain(total_ms: int, since: int, now: int) -> bool:
+    return 0 <= total_ms <= 10**9 and 0 <= since <= 10**15 and 0 <= now <= 10**15
+
+
+def diff_spec_remaining_ms(total_ms: int, since: int, now: int) -> int | None:
+    if not _prefill_domain(total_ms, since, now):
+        return None
+    return modeled_remaining_prefill_ms(_prefill_snapshot(0, 1, 1, since, total_ms), now)
+
+
+def diff_reference_remaining_ms(total_ms: int, since: int, now: int) -> int | None:
+    """The reference tracker's own arithmetic for the same read."""
+    if not _prefill_domain(total_ms, since, now):
+        return None
+    return reference_remaining_modeled_ms(_prefill_snapshot(0, 1, 1, since, total_ms), now)
+
+
+def _token_domain(tokens_sum: int, anchor_tokens: int, duration_ms: int, elapsed_ms: int) -> bool:
+    # Small whole-ms values: the region where spillover matters (elapsed past the anchor's duration)
+    # is then within easy reach of the symbolic search.
+    return 0 <= anchor_tokens <= tokens_sum <= 64 and 0 <= duration_ms <= 16 and 0 <= elapsed_ms <= 64
+
+
+def diff_spec_tokens(tokens_sum: int, anchor_tokens: int, duration_ms: int, elapsed_ms: int) -> int | None:
+    if not _token_domain(tokens_sum, anchor_tokens, duration_ms, elapsed_ms):
+        return None
+    snapshot = _prefill_snapshot(tokens_sum, anchor_tokens, duration_ms * 1_000_000, 0, 0)
+    return active_prefill_tokens(snapshot, elapsed_ms * 1_000_000)
+
+
+def diff_reference_tokens(tokens_sum: int, anchor_tokens: int, duration_ms: int, elapsed_ms: int) -> int | None:
+    if not _token_domain(tokens_sum, anchor_tokens, duration_ms, elapsed_ms):
+        return None
+    snapshot = _prefill_snapshot(tokens_sum, anchor_tokens, duration_ms * 1_000_000, 0, 0)
+    return reference_decayed_tokens(snapshot, elapsed_ms * 1_000_000)
+
+
 DIFF_PAIRS = [
     ("diff_hit_formula", "diff_hit_search", "spec.hit_length.hit_formula vs the aligned-candidate search"),
     ("diff_whole_gpus", "diff_ceil_fraction", "spec.capacity.whole_gpus vs math.ceil of the exact fraction"),
     ("diff_raised_cutoff", "diff_cover_prefix_on_a_state", "spec.coverage.raised_cutoff vs cover_prefix on an edge state"),
+    ("diff_spec_remaining_ms", "diff_reference_remaining_ms", "spec.prefill.modeled_remaining_prefill_ms vs the reference tracker's read"),
+    ("diff_spec_tokens", "diff_reference_tokens", "spec.token_load.active_prefill_tokens vs the reference tracker's read (all modeled)"),
 ]

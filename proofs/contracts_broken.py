@@ -8,7 +8,13 @@ rule is wrong would prove nothing when it is right.
 from __future__ import annotations
 
 from ..spec.hit_length import hit_formula
-from .contracts import diff_cover_prefix_on_a_state, diff_hit_search, diff_whole_gpus  # noqa: F401  (diffbehavior targets)
+from .contracts import (  # noqa: F401  (diffbehavior targets)
+    diff_cover_prefix_on_a_state,
+    diff_hit_search,
+    diff_reference_remaining_ms,
+    diff_reference_tokens,
+    diff_whole_gpus,
+)
 
 
 def check_raised_cutoff(current: int, c: int, n: int) -> int:
@@ -62,10 +68,25 @@ def diff_cutoff_can_drop(current: int, c: int, n: int) -> int | None:
     return n if c >= n else c
 
 
+def diff_remaining_unclipped(total_ms: int, since: int, now: int) -> int | None:
+    if not (0 <= total_ms <= 10**9 and 0 <= since <= 10**15 and 0 <= now <= 10**15):
+        return None
+    return total_ms - max(0, now - since) // 1_000_000
+
+
+def diff_tokens_capped_at_anchor(tokens_sum: int, anchor_tokens: int, duration_ms: int, elapsed_ms: int) -> int | None:
+    if not (0 <= anchor_tokens <= tokens_sum <= 64 and 0 <= duration_ms <= 16 and 0 <= elapsed_ms <= 64):
+        return None
+    done = anchor_tokens if duration_ms == 0 else min(anchor_tokens * elapsed_ms // duration_ms, anchor_tokens)  # no spillover
+    return tokens_sum - done
+
+
 DIFF_PAIRS = [
     ("diff_hit_without_backoff", "diff_hit_search", "a hit rule without the SWA back-off vs the search"),
     ("diff_gpus_floor", "diff_whole_gpus", "floor vs the exact ceiling"),
     ("diff_cutoff_can_drop", "diff_cover_prefix_on_a_state", "a cutoff rule that can lower coverage vs cover_prefix"),
+    ("diff_remaining_unclipped", "diff_reference_remaining_ms", "a remaining-time read without the clip vs the reference"),
+    ("diff_tokens_capped_at_anchor", "diff_reference_tokens", "a token load without spillover vs the reference"),
 ]
 
 
@@ -130,3 +151,35 @@ def check_pad(n: int, align: int) -> int:
     post: __return__ >= n
     """
     return n // align * align
+
+
+def check_remaining_ms(total_ms: int, anchor_since: int, now: int) -> int:
+    """Broken: no clip at zero.
+
+    pre: 0 <= total_ms
+    pre: 0 <= anchor_since
+    pre: 0 <= now
+    post: 0 <= __return__ <= total_ms
+    """
+    return total_ms - max(0, now - anchor_since) // 1_000_000
+
+
+def check_credited_anchor_since(anchor_since: int, duration: int, now: int) -> int:
+    """Broken: no cap at the removal time.
+
+    pre: 0 <= anchor_since <= now
+    pre: 0 <= duration
+    post: anchor_since <= __return__ <= now
+    """
+    return anchor_since + duration
+
+
+def check_all_modeled_tokens(tokens_sum: int, anchor_tokens: int, duration: int, elapsed: int) -> int:
+    """Broken: no clip at zero.
+
+    pre: 0 <= anchor_tokens <= tokens_sum
+    pre: 0 <= duration
+    pre: 0 <= elapsed
+    post: 0 <= __return__ <= tokens_sum
+    """
+    return tokens_sum - (anchor_tokens if duration == 0 else anchor_tokens * elapsed // duration)

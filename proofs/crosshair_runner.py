@@ -49,7 +49,8 @@ def _crosshair(*args: str, timeout: float) -> tuple[int, str]:
 def _kernel_of(function) -> str:
     source = inspect.getsource(function)
     for name in ("raised_cutoff", "removal_cutoff", "prefix_cutoff", "extended_cutoff", "state_with_cutoffs",
-                 "chain_score", "hit_formula", "whole_gpus", "pad"):
+                 "chain_score", "hit_formula", "whole_gpus", "pad", "remaining_ms", "credited_anchor_since",
+                 "all_modeled_tokens"):
         if f"{name}(" in source.split('"""')[-1]:
             return "prefix_cutoff, suffix_cutoff" if name == "prefix_cutoff" else name
     return function.__name__.removeprefix("check_")
@@ -60,6 +61,7 @@ MODULE_OF = {
     "prefix_cutoff, suffix_cutoff": "spec.shape",
     "extended_cutoff": "spec.shape", "state_with_cutoffs": "spec.shape", "chain_score": "spec.match",
     "hit_formula": "spec.hit_length", "whole_gpus": "spec.capacity", "pad": "spec.state_layout",
+    "remaining_ms": "spec.prefill", "credited_anchor_since": "spec.prefill", "all_modeled_tokens": "spec.token_load",
 }
 
 

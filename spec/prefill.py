@@ -38,10 +38,12 @@ prefill time".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from .arith import PY, Arith
 from .primitives import U64_MAX
 from .sequence_errors import MissingExpectedDuration
-from .sequence_inputs import PrefillLoadHint, floor_ms
+from .sequence_inputs import NANOS_PER_MILLI, PrefillLoadHint, floor_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +125,12 @@ def find_prefill(state: PrefillState, request_id: str) -> PrefillEntry | None:
     return next((e for e in state.order if e.request_id == request_id), None)
 
 
-def elapsed_since(since: int, now: int) -> int:
+def elapsed_since(since: Any, now: Any, ops: Arith = PY) -> Any:
     """Return ``now - since`` in nanoseconds, or 0 when ``now`` is earlier (saturating).
 
     Source: sequences.md §3 step 4 (``saturating_duration_since``); §10 item 3.
     """
-    return max(0, now - since)
+    return ops.max(0, now - since)
 
 
 # ----------------------------------------------------------------------------- handlers
@@ -144,7 +146,7 @@ def on_prefill_insert(state: PrefillState, entry: PrefillEntry, now: int) -> Pre
     return PrefillState(state.order + (entry,), since)
 
 
-def credited_anchor_since(anchor_since: int, duration: int, now: int) -> int:
+def credited_anchor_since(anchor_since: Any, duration: Any, now: Any, ops: Arith = PY) -> Any:
     """Return the anchor's effective time after a modeled non-anchor of ``duration`` leaves at ``now``.
 
     The anchor moves forward by the removed duration, capped at the removal time.
@@ -153,7 +155,7 @@ def credited_anchor_since(anchor_since: int, duration: int, now: int) -> int:
     seed 000 ("shifting the effective anchor forward by the removed request's modeled
     duration, capped at the removal time").
     """
-    return min(anchor_since + duration, now)
+    return ops.min(anchor_since + duration, now)
 
 
 def on_prefill_remove(state: PrefillState, request_id: str, now: int) -> PrefillState:
@@ -224,5 +226,18 @@ def modeled_remaining_prefill_ms(snapshot: PrefillLoadSnapshot, now: int) -> int
         return snapshot.total_modeled_ms
     if snapshot.anchor.duration is None:
         raise MissingExpectedDuration()  # unreachable after the first check; kept as upstream does
-    elapsed_ms = floor_ms(elapsed_since(snapshot.anchor.since, now))
-    return max(0, snapshot.total_modeled_ms - elapsed_ms)
+    return remaining_ms(snapshot.total_modeled_ms, snapshot.anchor.since, now)
+
+
+def remaining_ms(total_ms: Any, anchor_since: Any, now: Any, ops: Arith = PY) -> Any:
+    """Return ``max(0, total_ms - floor_ms(max(0, now - anchor_since)))``: the kernel of the modeled-time read.
+
+    Elapsed nanoseconds since the anchor's effective time are truncated to whole ms and taken
+    off the *aggregate* backlog; only the result clips at zero. ``proofs/`` proves it never
+    negative, never rising as time passes, continuous across a credit, and equal to draining
+    the prefills one after another, for any number of them.
+
+    Source: sequences.md §3 "Read" steps 4-5, "Formula".
+    """
+    elapsed_ms = ops.floordiv(elapsed_since(anchor_since, now, ops), NANOS_PER_MILLI)
+    return ops.max(0, total_ms - elapsed_ms)

@@ -39,13 +39,15 @@ paragraph); experiments R1-R24 (sequences-oracle/).
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from .arith import PY, Arith
 from .prefill import PrefillLoadSnapshot, elapsed_since
 from .primitives import U64_MAX
 from .sequence_inputs import secs_f64
 
 
-def completed_tokens(tokens: int, duration: int, elapsed: int) -> int:
+def completed_tokens(tokens: Any, duration: Any, elapsed: Any, ops: Arith = PY) -> Any:
     """Return the tokens an anchor of ``tokens`` over ``duration`` has completed after ``elapsed`` (all-modeled mode).
 
     ``floor(tokens * elapsed / duration)`` in integer nanoseconds, not capped at ``tokens``
@@ -53,9 +55,19 @@ def completed_tokens(tokens: int, duration: int, elapsed: int) -> int:
 
     Source: sequences.md §4 step 2.
     """
-    if duration == 0:
-        return tokens
-    return min(tokens * elapsed // duration, U64_MAX)
+    # The division only runs with a positive duration (``ite`` evaluates both sides in proofs,
+    # where a zero divisor is an unconstrained term the branch never selects).
+    return ops.ite(duration == 0, tokens, ops.min(ops.floordiv(tokens * elapsed, ops.max(duration, 1)), U64_MAX))
+
+
+def all_modeled_tokens(tokens_sum: Any, anchor_tokens: Any, anchor_duration: Any, elapsed: Any, ops: Arith = PY) -> Any:
+    """Return the all-modeled active tokens: ``max(0, sum - completed_tokens(...))`` (aggregate spillover).
+
+    ``proofs/`` proves it stays within ``[0, sum]`` and never rises as time passes.
+
+    Source: sequences.md §4 step 2.
+    """
+    return ops.max(0, tokens_sum - completed_tokens(anchor_tokens, anchor_duration, elapsed, ops))
 
 
 def anchor_remaining_tokens(tokens: int, duration: int | None, elapsed: int) -> int:
@@ -88,5 +100,5 @@ def active_prefill_tokens(snapshot: PrefillLoadSnapshot, now: int) -> int:
     elapsed = elapsed_since(front.since, now)
     if is_all_modeled(snapshot):
         assert front.duration is not None
-        return max(0, snapshot.tokens_sum - completed_tokens(front.tokens, front.duration, elapsed))
+        return all_modeled_tokens(snapshot.tokens_sum, front.tokens, front.duration, elapsed)
     return snapshot.tokens_sum - front.tokens + anchor_remaining_tokens(front.tokens, front.duration, elapsed)

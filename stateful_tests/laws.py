@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hypothesis import given, settings
+
+from .seeding import run_given
 from hypothesis import strategies as st
 
 from ..spec.coverage import (
@@ -245,8 +247,8 @@ LAWS: list[Callable[[], None]] = [
 ]
 
 
-def run_law(law: Callable[[], None], examples: int, derandomize: bool = True) -> int:
+def run_law(law: Callable[[], None], examples: int, seed: int | None = None) -> int:
     """Run one law for ``examples`` examples; return how many ran. Raises on a counterexample."""
     before = EXAMPLES["count"]
-    settings(max_examples=examples, derandomize=derandomize, database=None, deadline=None, print_blob=True)(law)()
+    run_given(law, settings(max_examples=examples, database=None, deadline=None, print_blob=True), seed)
     return EXAMPLES["count"] - before

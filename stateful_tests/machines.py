@@ -116,7 +116,7 @@ class TreeContractMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ rules
 
     @initialize(
-        base=st.lists(LOCALS, min_size=2, max_size=4).map(tuple),
+        base=st.lists(LOCALS, min_size=3, max_size=5).map(tuple),
         ranks=st.permutations([Rank(1, 0), Rank(1, 1), Rank(2, 0), Rank(3, 0)]),
         tails=st.lists(st.lists(LOCALS, min_size=1, max_size=2).map(tuple), min_size=3, max_size=3),
         data=st.data(),
@@ -127,9 +127,11 @@ class TreeContractMachine(RuleBasedStateMachine):
         """Plant every interesting shape, with drawn hashes, before the free-running rules take over.
 
         Two ranks share a leaf and one extends it (a demotion); a third branches inside the
-        shared edge (a split); one evicts a block mid-chain (a cutoff and a hole); finally every
-        holder evicts one block of the shared prefix (its children are cleared and it stays
-        internal: the sticky case). Each step is drawn, so the shapes differ run to run.
+        shared edge (a split); one evicts a block mid-chain (a cutoff and a hole); every holder
+        evicts one block of the shared prefix (its children are cleared and it stays internal:
+        the sticky case); then one rank refills that prefix and stores below it, which must add
+        a child rather than extend (a sticky refusal). Each step is drawn, so the shapes differ
+        run to run.
         """
         a, b, c = ranks[:3]
         leaf = base + tails[0]
@@ -137,16 +139,23 @@ class TreeContractMachine(RuleBasedStateMachine):
         self._store(b, leaf, 0)
         self._store(a, leaf + tails[1], len(leaf))
         self._check_now()
-        at = data.draw(st.integers(1, len(base) - 1), label="branch_at")
+        at = data.draw(st.integers(2, len(base) - 1), label="branch_at")
         other = data.draw(st.sampled_from([x for x in (1, 2, 3) if x != base[at]]), label="branch_local")
         self._store(c, base[:at] + (other,) + tails[2], 0)
         self._check_now()
         mid = data.draw(st.integers(1, len(leaf) - 1), label="evict_at")
         self._evict(b, [ext(leaf[: mid + 1])])
         self._check_now()
-        shared = ext(base[: data.draw(st.integers(1, at), label="shared_depth")])
+        # Evicted at position 1 or later, so the holders keep a cutoff: the node stays alive (a node
+        # nobody holds would be released on the next store, not refused).
+        shared = ext(base[: data.draw(st.integers(2, at), label="shared_depth")])
         for rank in sorted(r for r, h in self.state.items() if shared in h.held):
             self._evict(rank, [shared])
+        self._check_now()
+        # Refill the evicted prefix and store below it: the node is internal and childless now,
+        # so the store must add a child instead of extending it (a sticky refusal).
+        self._store(a, base[:at], 0)
+        self._store(a, base[:at] + (other,) + tails[1], at)
         self._check_now()
         self.seen_at_start = self._phenomena()
 
@@ -335,12 +344,11 @@ def contract_machine_for(factory: Callable[[], Any], name: str | None = None) ->
     return type(cls_name, (TreeContractMachine,), {"factory": staticmethod(factory), "runs": [], "rule_runs": []})
 
 
-def machine_settings(examples: int = 60, steps: int = 30, derandomize: bool = True) -> settings:
-    """Return the settings the gate runs machines with (deterministic by default)."""
+def machine_settings(examples: int = 60, steps: int = 30) -> settings:
+    """Return the settings machines run with; determinism comes from the seed (``seeding.run_machine``)."""
     return settings(
         max_examples=examples,
         stateful_step_count=steps,
-        derandomize=derandomize,
         database=None,
         deadline=None,
         print_blob=True,

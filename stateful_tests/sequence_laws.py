@@ -22,6 +22,8 @@ from typing import Any
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from .seeding import run_given
+
 from ..spec.primitives import U64_MAX, WorkerWithDpRank
 from ..spec.sequence_errors import (
     DuplicateRequest,
@@ -490,7 +492,7 @@ LAWS_BY_NAME = {law.__name__: law for law in LAWS}
 def run_law(
     law: Callable[..., Callable[[], None]],
     examples: int,
-    derandomize: bool = True,
+    seed: int | None = None,
     make: Callable[..., Any] = SpecSlotTracker,
     shrink: bool = True,
 ) -> int:
@@ -500,5 +502,5 @@ def run_law(
     """
     before = EXAMPLES["count"]
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
-    settings(max_examples=examples, derandomize=derandomize, database=None, deadline=None, print_blob=True, phases=phases)(law(make))()
+    run_given(law(make), settings(max_examples=examples, database=None, deadline=None, print_blob=True, phases=phases), seed)
     return EXAMPLES["count"] - before

@@ -321,12 +321,11 @@ def sequence_machine_for(subjects: dict[str, Callable[..., Any]] | None = None, 
     return type(name or "SequenceMachine_" + "_".join(chosen), (SequenceMachine,), {"subject_factories": chosen, "runs": []})
 
 
-def sequence_machine_settings(examples: int = 60, steps: int = 40, derandomize: bool = True) -> settings:
-    """Return the settings the gate and the tests run the machine with (deterministic by default)."""
+def sequence_machine_settings(examples: int = 60, steps: int = 40) -> settings:
+    """Return the settings the machine runs with; determinism comes from the seed (``seeding.run_machine``)."""
     return settings(
         max_examples=examples,
         stateful_step_count=steps,
-        derandomize=derandomize,
         database=None,
         deadline=None,
         print_blob=True,

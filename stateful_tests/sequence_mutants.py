@@ -351,8 +351,7 @@ CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when
 def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300) -> list[tuple[str, str, str, str, str]]:
     """Return, per mutant: value scenarios failing, machine seeds catching, law seeds catching, stress seeds catching."""
     from hypothesis import Phase, settings
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis.stateful import get_state_machine_test
+    from .seeding import run_given, run_machine
 
     from .sequence_laws import LAWS_BY_NAME
     from .sequence_machine import sequence_machine_for, sequence_machine_settings
@@ -367,9 +366,9 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
             firsts = []
             for s in seeds:
                 cls = sequence_machine_for({"mutant": mutant})
-                quick = settings(sequence_machine_settings(machine_runs, 40, derandomize=False), phases=[Phase.generate])
+                quick = settings(sequence_machine_settings(machine_runs, 40), phases=[Phase.generate])
                 try:
-                    hypothesis_seed(s)(get_state_machine_test(cls, settings=quick))()
+                    run_machine(cls, quick, s)
                 except Exception:
                     firsts.append(len(cls.runs) + 1)
             median = sorted(firsts)[len(firsts) // 2] if firsts else "-"
@@ -377,9 +376,9 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
         if mutant in LAW_OF:
             caught = 0
             for s in seeds:
-                quick = settings(max_examples=law_histories, derandomize=False, database=None, deadline=None, phases=[Phase.generate])
+                quick = settings(max_examples=law_histories, database=None, deadline=None, phases=[Phase.generate])
                 try:
-                    hypothesis_seed(s)(quick(LAWS_BY_NAME[LAW_OF[mutant]](mutant)))()
+                    run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
                 except Exception:
                     caught += 1
             law = f"{caught}/{len(seeds)}"

@@ -2,7 +2,7 @@
 
 import pytest
 from hypothesis import Phase
-from hypothesis.stateful import run_state_machine_as_test
+from kvproof.stateful_tests.seeding import run_machine
 
 from kvproof.impl import _sync
 from kvproof.impl.indexer import ThreadPoolIndexer
@@ -45,7 +45,7 @@ def test_impl_reproduces_observed_behaviour(scenario):
 def test_impl_equals_the_reference_step_by_step_with_three_lanes():
     """Outcomes, scores (both modes), snapshot, dump and shape after every step; lazy repair at work."""
     machine = contract_machine_for(impl_vs_reference(3))
-    run_state_machine_as_test(machine, settings=machine_settings(150, 40))
+    run_machine(machine, machine_settings(150, 40))
     assert len(machine.runs) >= 150
 
 
@@ -127,7 +127,7 @@ def test_negative_control_the_lockstep_twin_catches(mutant):
     quick = machine_settings(150, 40)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: no shrinking
     with pytest.raises((AssertionError, TwinMismatch)):
-        run_state_machine_as_test(machine, settings=quick)
+        run_machine(machine, quick)
 
 
 def test_yield_points_are_named_and_reached():

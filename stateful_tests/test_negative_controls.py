@@ -2,7 +2,7 @@
 
 import pytest
 from hypothesis import Phase
-from hypothesis.stateful import run_state_machine_as_test
+from kvproof.stateful_tests.seeding import run_machine
 
 from kvproof.stateful_tests.conformance import conform
 from kvproof.stateful_tests.machines import contract_machine_for, machine_settings
@@ -19,7 +19,7 @@ def test_contract_machine_catches(mutant):
     quick = machine_settings(100, 30)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: skip shrinking
     with pytest.raises(Exception):
-        run_state_machine_as_test(contract_machine_for(mutant), settings=quick)
+        run_machine(contract_machine_for(mutant), quick)
 
 
 @pytest.mark.dynamo

@@ -5,7 +5,7 @@ reads, missing durations, expiry, duplicates, unknown workers, fenced frees and 
 import os
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
+from kvproof.stateful_tests.seeding import run_machine
 
 from kvproof.stateful_tests.sequence_machine import PHENOMENA, sequence_machine_for, sequence_machine_settings
 
@@ -15,7 +15,7 @@ DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
 @pytest.fixture(scope="module")
 def machine():
     m = sequence_machine_for()
-    run_state_machine_as_test(m, settings=sequence_machine_settings(600 if DEEP else 150, 40, derandomize=not DEEP))
+    run_machine(m, sequence_machine_settings(600 if DEEP else 150, 40))
     return m
 
 

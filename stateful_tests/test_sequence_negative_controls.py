@@ -3,7 +3,7 @@ sequence_mutants.CAUGHT_BY says. The two the issue names: NoCreditCap and Spillo
 
 import pytest
 from hypothesis import Phase
-from hypothesis.stateful import run_state_machine_as_test
+from kvproof.stateful_tests.seeding import run_machine
 
 from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401  (fixtures)
 from kvproof.stateful_tests.sequence_laws import LAWS_BY_NAME, run_law
@@ -28,7 +28,7 @@ def test_machine_catches(mutant):
     quick = sequence_machine_settings(200, 40)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: skip shrinking
     with pytest.raises(Exception):
-        run_state_machine_as_test(sequence_machine_for({"mutant": mutant}), settings=quick)
+        run_machine(sequence_machine_for({"mutant": mutant}), quick)
 
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "values" in CAUGHT_BY[m]], ids=_ids)

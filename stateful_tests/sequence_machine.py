@@ -36,6 +36,7 @@ from ..spec.primitives import WorkerWithDpRank
 from ..spec.sequence_errors import SequenceError
 from ..spec.sequence_inputs import PrefillLoadHint, SequenceRequest, millis, secs
 from ..spec.sequences import DEFAULT_EXPIRY
+from .machines import machine_settings
 from .sequence_model import TARGETS, SpecSlotTracker
 
 RIDS = ("r0", "r1", "r2", "r3", "r4", "r5")
@@ -322,12 +323,5 @@ def sequence_machine_for(subjects: dict[str, Callable[..., Any]] | None = None, 
 
 
 def sequence_machine_settings(examples: int = 60, steps: int = 40) -> settings:
-    """Return the settings the machine runs with; determinism comes from the seed (``seeding.run_machine``)."""
-    return settings(
-        max_examples=examples,
-        stateful_step_count=steps,
-        database=None,
-        deadline=None,
-        print_blob=True,
-        report_multiple_bugs=False,
-    )
+    """Return the settings the machine runs with: the tree machine's, with 40 steps by default."""
+    return machine_settings(examples, steps)

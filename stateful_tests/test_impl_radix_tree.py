@@ -14,7 +14,7 @@ from kvproof.stateful_tests.impl_mutants import ExtendsInternalNode, NoVersionCh
 from kvproof.stateful_tests.interleave import race
 from kvproof.stateful_tests.machines import contract_machine_for, machine_settings
 from kvproof.stateful_tests.twins import TwinMismatch, impl_vs_reference
-from kvproof.stateful_tests.vectors import SCENARIOS, run_scenario
+from kvproof.stateful_tests.vectors import SCENARIOS, checked_after_every_event, run_scenario
 
 
 def stored(parent, *locals_, start=()):
@@ -26,20 +26,9 @@ def removed(*hashes):
     return KvCacheEvent(0, Removed(tuple(hashes)))
 
 
-class CheckedImpl(ConcurrentRadixTree):
-    lookups = True
-
-    def apply_event(self, worker_id, event):
-        try:
-            return super().apply_event(worker_id, event)
-        finally:
-            self.check(lookups=self.lookups)
-
-
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_impl_reproduces_observed_behaviour(scenario):
-    factory = type("T", (CheckedImpl,), {"lookups": "out of contract" not in scenario.source})
-    assert run_scenario(factory, scenario) == []
+    assert run_scenario(checked_after_every_event(ConcurrentRadixTree, scenario), scenario) == []
 
 
 def test_impl_equals_the_reference_step_by_step_with_three_lanes():

@@ -6,25 +6,12 @@ from kvproof.reference import RadixTree
 from kvproof.spec.errors import InvalidArgument, InvalidArgumentType, KvProofError, MalformedEvent
 from kvproof.stateful_tests.streams import generate
 from kvproof.stateful_tests.tree_laws import check_bad_input, check_dump_rebuild
-from kvproof.stateful_tests.vectors import SCENARIOS, run_scenario, run_step
-
-
-class CheckedTree(RadixTree):
-    """The reference with check() after every event; lookups are only checked on in-contract vectors."""
-
-    lookups = True
-
-    def apply_event(self, worker_id, event):
-        try:
-            return super().apply_event(worker_id, event)
-        finally:
-            self.check(lookups=self.lookups)
+from kvproof.stateful_tests.vectors import SCENARIOS, checked_after_every_event, run_scenario, run_step
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 def test_reference_reproduces_observed_behaviour(scenario):
-    factory = type("T", (CheckedTree,), {"lookups": "out of contract" not in scenario.source})
-    assert run_scenario(factory, scenario) == []
+    assert run_scenario(checked_after_every_event(RadixTree, scenario), scenario) == []
 
 
 def test_statistics_count_the_shape_rules():

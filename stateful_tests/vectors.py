@@ -184,6 +184,23 @@ def run_step(tree: Any, step: Step, event_id: int) -> str | None:
     raise TypeError(step)
 
 
+def checked_after_every_event(tree_class: type, scenario: Scenario) -> type:
+    """Return ``tree_class`` with ``check()`` after every event.
+
+    Lookup invariants are checked only on in-contract scenarios: colliding hashes strand
+    entries in Dynamo too (crtc.md §13 E8, E33).
+    """
+    lookups = "out of contract" not in scenario.source
+
+    def apply_event(self: Any, worker_id: int, event: Any) -> None:
+        try:
+            tree_class.apply_event(self, worker_id, event)
+        finally:
+            self.check(lookups=lookups)
+
+    return type(f"Checked{tree_class.__name__}", (tree_class,), {"apply_event": apply_event})
+
+
 def run_scenario(factory: Callable[[], Any], scenario: Scenario) -> list[str]:
     """Replay ``scenario`` on a fresh tree; return one line per mismatching step (empty: it passed)."""
     tree = factory()

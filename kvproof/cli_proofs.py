@@ -12,13 +12,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
     from .proofs.registry import CI, DEEP, readme, run_all, table
 
     rows = run_all(DEEP if args.profile == "deep" else CI, crosshair=not args.no_crosshair)
-    print(f"{'property':<72} {'spec function':<40}")
-    for r in rows:
-        print(f"  {r.method:<22} {r.function:<48} bounds: {r.bounds}")
-        print(f"    {r.property}")
-        print(f"    {r.result}; control {r.control}  {r.counterexample[:110]}  ({r.seconds:.2f} s)")
-    print()
     print(table(rows))
+    if args.verbose:
+        for r in rows:
+            print(f"\n{r.property}\n  {r.method} on {r.function}; bounds: {r.bounds}\n  {r.result}; control {r.control}: {r.counterexample}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) | {"ok": r.ok} for r in rows], indent=1))
     if args.write_readme:
@@ -37,4 +34,5 @@ def register(sub) -> None:
     prove.add_argument("--json", default=None)
     prove.add_argument("--no-crosshair", action="store_true", help="Z3 proofs only")
     prove.add_argument("--write-readme", action="store_true", help="regenerate proofs/README.md from the table")
+    prove.add_argument("-v", "--verbose", action="store_true", help="also print each claim in full with its counterexample")
     prove.set_defaults(func=cmd_prove)

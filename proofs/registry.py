@@ -67,11 +67,21 @@ def run_all(budget: Budget = CI, crosshair: bool = True) -> list[Row]:
     return rows
 
 
-def table(rows: list[Row], seconds: bool = True) -> str:
-    lines = [f"{'property':<72} {'method':<22} {'seconds':>7}  result"]
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def table(rows: list[Row]) -> str:
+    """Return the table: property, spec function, method, bounds, seconds, result (and the control's verdict)."""
+    widths = (54, 44, 22, 44)
+    head = ("property", "spec function", "method", "bounds")
+    lines = ["  ".join(f"{h:<{w}}" for h, w in zip(head, widths)) + f"  {'seconds':>7}  result"]
     for r in rows:
-        prop = r.property if len(r.property) <= 72 else r.property[:69] + "..."
-        lines.append(f"{prop:<72} {r.method:<22} {r.seconds:>7.2f}  {r.result}; control {r.control}")
+        cells = (r.property, r.function, r.method, r.bounds)
+        lines.append(
+            "  ".join(f"{_cut(c, w):<{w}}" for c, w in zip(cells, widths))
+            + f"  {r.seconds:>7.2f}  {r.result}; control {r.control}"
+        )
     total = sum(r.seconds for r in rows)
     lines.append(f"{len(rows)} checks, {sum(r.ok for r in rows)} ok, total {total:.1f} s "
                  f"(Z3 {sum(r.seconds for r in rows if r.method == 'Z3'):.2f} s)")

@@ -47,6 +47,23 @@ class Direction(Enum):
     TOWARD_HEAD = "toward head"  # remove path
 
 
+def find_moved(stale: Node, h: int) -> Node | None:
+    """Return the node that now holds ``h``, following the suffixes split off ``stale`` (breadth first).
+
+    Splits are the only way a block leaves an edge, and every split records its suffix on
+    the node it cut, so the search reaches the block even after a children-clear detached
+    the suffix (where a search of the current children would fail). None means the block
+    was never on ``stale`` (an out-of-contract stream).
+    """
+    queue = deque(list(stale.splits))
+    while queue:
+        node = queue.popleft()
+        if h in node.view.index:
+            return node
+        queue.extend(list(node.splits))
+    return None
+
+
 class Lane:
     """One event thread's lookups, repair, and statistics."""
 
@@ -55,7 +72,6 @@ class Lane:
         self.lookups: dict[Rank, dict[int, Node]] = {}
         # Written only by this lane's thread; every key exists from the start so readers can sum safely.
         self.stats: Counter[str] = Counter({name: 0 for name in STAT_NAMES})
-        self.guard = _sync.Lock(f"lane{index}.in_use")  # one event at a time per lane (ConflictDetector)
 
     def lookup_for(self, rank: Rank) -> dict[int, Node]:
         """Return (registering if new) the rank's lookup on this lane."""
@@ -70,26 +86,10 @@ class Lane:
         for block in blocks:
             lookup[block.ext] = node
 
-    def find_moved(self, stale: Node, h: int) -> Node | None:
-        """Return the node that now holds ``h``, following the suffixes split off ``stale`` (breadth first).
-
-        Splits are the only way a block leaves an edge, and every split records its suffix on
-        the node it cut, so the search reaches the block even after a children-clear detached
-        the suffix (where a search of the current children would fail). None means the block
-        was never on ``stale`` (an out-of-contract stream).
-        """
-        queue = deque(list(stale.splits))
-        while queue:
-            node = queue.popleft()
-            if h in node.view.index:
-                return node
-            queue.extend(list(node.splits))
-        return None
-
     def repair(self, stale: Node, h: int, direction: Direction) -> Node | None:
         """Resolve ``h`` below ``stale`` and redirect this lane's entries that still name ``stale``."""
         _sync.yield_point("repair.before_scan")
-        resolved = self.find_moved(stale, h)
+        resolved = find_moved(stale, h)
         if resolved is None:
             self.stats["repair_failures"] += 1
             return None
@@ -120,6 +120,3 @@ class Lane:
         if h in node.view.index:
             return node
         return self.repair(node, h, direction)
-
-    def entry_count(self) -> int:
-        return sum(len(lookup) for lookup in self.lookups.values())

@@ -71,7 +71,7 @@ from ..spec.shape import (
     split_at,
 )
 from . import _sync
-from .lane import Direction, Lane
+from .lane import Direction, Lane, find_moved
 from .node import Node, RootStep
 
 _EVENT_ERRORS = (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence)
@@ -126,7 +126,6 @@ class ConcurrentRadixTree:
         self.root = Node(EdgeState(()))
         self.root.internal = True  # the root is a fanout point from the start; it is never extended
         self.lanes = [Lane(i) for i in range(max(1, lanes))]
-        self._retired = Counter()  # statistics of lanes that no longer exist
 
     # ------------------------------------------------------------------ API (lane 0)
 
@@ -274,7 +273,7 @@ class ConcurrentRadixTree:
                         if (self.validate_plans and parent.version != version) or key in parent.children:
                             lane.stats["stale_plan_retries"] += 1
                             continue
-                        if current.edge[-1].ext == last and self._may_extend_state(parent, rank):
+                        if current.edge[-1].ext == last and self._may_extend(parent, rank):
                             self._extend_locked(lane, parent, rank, remaining)
                             lane.point(rank, remaining, parent)
                             return
@@ -319,9 +318,6 @@ class ConcurrentRadixTree:
             return
 
     def _may_extend(self, node: Node, rank: Rank) -> bool:
-        return self._may_extend_state(node, rank)
-
-    def _may_extend_state(self, node: Node, rank: Rank) -> bool:
         """Decode extension: never internal, and the rank covers the tail (spec.shape.may_extend_leaf)."""
         return may_extend_leaf(node.internal, node.view.state, rank)
 
@@ -556,7 +552,7 @@ class ConcurrentRadixTree:
 
     def statistics(self) -> ImplStatistics:
         """Return the counters of every lane plus the gate acquisitions of reachable nodes."""
-        total = Counter(self._retired)
+        total: Counter[str] = Counter()
         for lane in self.lanes:
             total.update(lane.stats)
         nodes = self._forest()
@@ -606,7 +602,7 @@ class ConcurrentRadixTree:
         """Check one lane entry: the node, or the suffix a split moved the block to, holds it for the rank."""
         pos = edge_position(node.view.state.edge, ext)
         if pos is None:
-            moved = Lane(-1).find_moved(node, ext)
+            moved = find_moved(node, ext)
             if moved is None:
                 return False
             node, pos = moved, edge_position(moved.view.state.edge, ext)

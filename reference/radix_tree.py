@@ -271,14 +271,6 @@ class RadixTree:
         """Return how many reachable nodes are internal but childless (kept closed to extension)."""
         return sum(1 for _, node in self._reachable_nodes() if node.internal and not node.children)
 
-    def ranks(self) -> frozenset[Rank]:
-        """Return every rank the tree has registered."""
-        return frozenset(self._lookups)
-
-    def lookup_size(self, rank: Rank) -> int:
-        """Return how many lookup entries ``rank`` has."""
-        return len(self._lookups.get(rank, ()))
-
     # ------------------------------------------------------------------ store
 
     def _apply_stored(self, rank: Rank, stored: Stored) -> None:

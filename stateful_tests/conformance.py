@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from typing import Any
 
-from ..spec.events import KvCacheEvent, Removed, Stored, event_data_json
+from ..spec.events import Removed, Stored, event_data_json
 from . import targets
 from .streams import EventOp, Op, Stream, StreamProfile, apply_op, describe, generate
 from .vectors import canonical, dump_entries, replayable

@@ -17,6 +17,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, Verbosity, settings
 
+# The real slot tracker, started once per session for every test that needs it.
+from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
+
 settings.register_profile("default", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])

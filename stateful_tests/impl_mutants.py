@@ -45,7 +45,7 @@ class RepairRestoresEntries(ConcurrentRadixTree):
 class ExtendsInternalNode(ConcurrentRadixTree):
     """Decode extension ignores the sticky internal flag (only the tail coverage is checked)."""
 
-    def _may_extend_state(self, node, rank) -> bool:
+    def _may_extend(self, node, rank) -> bool:
         state = node.view.state
         return covers(state, rank, len(state.edge) - 1)
 

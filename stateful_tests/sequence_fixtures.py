@@ -1,4 +1,4 @@
-"""Pytest fixtures of the active-sequence tests (imported by the test modules that use them)."""
+"""Pytest fixtures of the active-sequence tests (registered once, in ``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,13 @@ def slot_tracker_oracle():
     return True
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def slot_tracker_process(slot_tracker_oracle):
-    """One running ``python -m dynamo.slot_tracker`` (with its replica feed) shared by the session's tests."""
+    """A running ``python -m dynamo.slot_tracker`` (with its replica feed), fresh for each test module.
+
+    Module scope on purpose: scenarios assume an empty tracker, and the workers one module
+    registers would otherwise still be there for the next.
+    """
     from kvproof.stateful_tests.slot_tracker_oracle import SlotTrackerProcess
 
     with SlotTrackerProcess() as process:

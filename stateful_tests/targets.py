@@ -136,21 +136,6 @@ def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[
     return {tuple(rank): score for rank, score in tree.find_matches(query, early_exit).scores.items()}
 
 
-def remove_worker_dp_rank(tree: Any, worker_id: int, dp_rank: int) -> None:
-    """Drop one rank: natively where the target has the operation, by a ``cleared`` event otherwise.
-
-    The 1.6.1 binding has no ``remove_worker_dp_rank``; its ``cleared`` event is the same
-    per-rank removal (crtc.md §12 item 6).
-    """
-    native = getattr(tree, "remove_worker_dp_rank", None)
-    if native is not None:
-        native(worker_id, dp_rank)
-        return
-    from ..spec.events import Cleared
-
-    tree.apply_event(worker_id, encode_event(KvCacheEvent(0, Cleared(), dp_rank)))
-
-
 def dispose(tree: Any) -> None:
     """Release a tree's resources (a thread pool's event threads); a no-op for plain trees."""
     close = getattr(tree, "close", None)

@@ -17,7 +17,7 @@ from kvproof.stateful_tests.twins import TwinMismatch, impl_vs_reference
 from kvproof.stateful_tests.vectors import SCENARIOS, checked_after_every_event, run_scenario
 
 
-def stored(parent, *locals_, start=()):
+def stored(parent, *locals_):
     """A store of Dynamo-test blocks (block hash = 100 * local) below ``parent``."""
     return KvCacheEvent(0, Stored(parent, tuple(Block(x, 100 * x) for x in locals_)))
 

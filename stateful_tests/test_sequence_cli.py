@@ -4,7 +4,6 @@ import pytest
 
 from kvproof.cli import build_parser, main
 from kvproof.cli_sequences import CONFORM_SLOT_TRACKER_ARGUMENTS, conform_slot_tracker_main
-from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle  # noqa: F401  (fixture)
 
 
 def test_conform_slot_tracker_parses_its_arguments():
@@ -24,7 +23,7 @@ def test_gate_rows_are_registered():
 
 
 @pytest.mark.dynamo
-def test_conform_slot_tracker_prints_the_summary_last(slot_tracker_oracle, capsys, tmp_path):  # noqa: F811
+def test_conform_slot_tracker_prints_the_summary_last(slot_tracker_oracle, capsys, tmp_path):
     out = tmp_path / "report.json"
     assert main(["conform-slot-tracker", "--scenarios", "2", "--seed", "5", "--parallel", "2", "--json", str(out)]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]

@@ -5,7 +5,6 @@ import pytest
 from hypothesis import Phase
 from kvproof.stateful_tests.seeding import run_machine
 
-from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401  (fixtures)
 from kvproof.stateful_tests.sequence_laws import LAWS_BY_NAME, run_law
 from kvproof.stateful_tests.sequence_machine import sequence_machine_for, sequence_machine_settings
 from kvproof.stateful_tests.sequence_mutants import (
@@ -63,7 +62,7 @@ def test_every_mutant_is_caught_by_something():
 
 @pytest.mark.dynamo
 @pytest.mark.parametrize("mutant", [NoCreditCap, SpilloverWhenUnmodeled], ids=_ids)
-def test_conformance_catches(slot_tracker_process, mutant):  # noqa: F811
+def test_conformance_catches(slot_tracker_process, mutant):
     from kvproof.stateful_tests.slot_tracker_oracle import conform_slot_tracker
 
     family = 1 if mutant is NoCreditCap else 3  # the "credit" and "mixed" scenario templates

@@ -4,13 +4,12 @@ jitter, blocks, request counts and status codes exactly. Skips visibly without t
 
 import pytest
 
-from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401  (fixtures)
 from kvproof.stateful_tests.slot_tracker_oracle import TEMPLATES, conform_slot_tracker, generate_scenario
 
 pytestmark = pytest.mark.dynamo
 
 
-def test_the_reference_conforms(slot_tracker_process):  # noqa: F811
+def test_the_reference_conforms(slot_tracker_process):
     report = conform_slot_tracker(10, 1, parallel=10, oracle=slot_tracker_process)
     for m in report.mismatches:
         print(m.report(1, 10))
@@ -19,7 +18,7 @@ def test_the_reference_conforms(slot_tracker_process):  # noqa: F811
     assert report.mismatches == []
 
 
-def test_the_concurrent_implementation_conforms(slot_tracker_process):  # noqa: F811
+def test_the_concurrent_implementation_conforms(slot_tracker_process):
     from kvproof.impl.slot_tracker import SlotTracker
 
     report = conform_slot_tracker(5, 2, parallel=5, oracle=slot_tracker_process, model_factory=SlotTracker)

@@ -5,7 +5,6 @@ import http.client
 
 import pytest
 
-from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle  # noqa: F401  (fixture)
 from kvproof.stateful_tests.slot_tracker_oracle import SlotTrackerProcess
 
 pytestmark = pytest.mark.dynamo
@@ -13,7 +12,7 @@ U64_MAX = 2**64 - 1
 
 
 @pytest.fixture(scope="module")
-def tracker(slot_tracker_oracle):  # noqa: F811
+def tracker(slot_tracker_oracle):
     with SlotTrackerProcess() as process:
         yield process
 

@@ -584,7 +584,3 @@ SCENARIOS: list[Scenario] = [
         Query([1, 2, 3, 4], {W2: 4, (3, 0): 2}),
     ]),
 ]
-
-
-def scenario_names() -> list[str]:
-    return [s.name for s in SCENARIOS]

@@ -35,7 +35,7 @@ from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.match import early_exit_agrees
 from ..spec.primitives import Block, Rank
 from . import targets
-from .vectors import seq_hash
+from .vectors import ext
 
 LOCALS = st.integers(1, 3)
 RANKS = st.sampled_from([Rank(1, 0), Rank(1, 1), Rank(2, 0), Rank(3, 0)])
@@ -53,10 +53,6 @@ PHENOMENA = (
     "rejected",
 )
 
-
-def ext(path: tuple[int, ...]) -> int:
-    """Return the external hash of the last block of ``path`` (derived from the whole prefix)."""
-    return seq_hash(path)
 
 
 class TreeContractMachine(RuleBasedStateMachine):

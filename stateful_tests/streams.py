@@ -29,14 +29,13 @@ Shape of the workload (after Dynamo's harness, crtc.md §10 "Generation"):
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.primitives import Block, Rank
 from . import targets
-from .vectors import seq_hash
+from .vectors import ext
 
 Path = tuple[int, ...]
 
@@ -119,10 +118,6 @@ def stream_rng(seed: int, index: int) -> random.Random:
     """Return the generator for stream ``index`` of run ``seed`` (independent of every other stream)."""
     return random.Random(f"kvproof-stream:{seed}:{index}")
 
-
-def ext(path: Sequence[int]) -> int:
-    """Return the external hash of the last block of ``path`` (derived from the whole local prefix)."""
-    return seq_hash(path)
 
 
 def blocks_of(path: Path, start: int, stop: int) -> tuple[Block, ...]:

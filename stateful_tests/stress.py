@@ -31,7 +31,6 @@ seed and the command.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import random
 import time
@@ -45,7 +44,7 @@ from ..reference import RadixTree
 from ..spec import contract as law
 from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.primitives import Block, Rank
-from .vectors import seq_hash
+from .vectors import ext
 
 Path = tuple[int, ...]
 
@@ -91,11 +90,6 @@ class StressReport:
         body["config"] = asdict(self.config)
         return body
 
-
-@functools.lru_cache(maxsize=1 << 18)
-def ext(path: Path) -> int:
-    """Return the external hash of the last block of ``path`` (memoized: paths recur constantly)."""
-    return seq_hash(path)
 
 
 def prompt_pool(seed: int) -> list[Path]:

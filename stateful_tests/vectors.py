@@ -14,6 +14,8 @@ whose external hashes are derived from the whole local prefix (``seq_hash``).
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -39,6 +41,12 @@ def seq_hash(prefix: Sequence[int]) -> int:
     for x in prefix:
         h = ((h ^ (x + 0x9E3779B97F4A7C15)) * 1099511628211) % (1 << 63)
     return h
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def ext(path: tuple[int, ...]) -> int:
+    """Return the external hash of the last block of ``path`` (memoized: generated paths recur constantly)."""
+    return seq_hash(path)
 
 
 def seq(*locals_: int, start: Sequence[int] = ()) -> list[tuple[int, int]]:

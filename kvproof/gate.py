@@ -111,14 +111,19 @@ def _vectors(ctx: Context, row: Row) -> None:
         raise Failed(f"{len(problems)} steps differ; first: {problems[0]}")
 
 
-def _contract_machine(ctx: Context, row: Row) -> None:
+def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row) -> None:
+    """Drive trees made by ``factory`` with the contract machine under the profile's budget and seed."""
     from .stateful_tests.machines import contract_machine_for, machine_settings
     from .stateful_tests.seeding import run_machine
 
-    machine = contract_machine_for(ctx.factory)
+    machine = contract_machine_for(factory)
     run_machine(machine, machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
+
+
+def _contract_machine(ctx: Context, row: Row) -> None:
+    _run_contract_machine(ctx.factory, ctx, row)
 
 
 def _dump_rebuild(ctx: Context, row: Row) -> None:
@@ -163,14 +168,9 @@ def _conformance(ctx: Context, row: Row) -> None:
 
 
 def _impl_twin(ctx: Context, row: Row) -> None:
-    from .stateful_tests.machines import contract_machine_for, machine_settings
-    from .stateful_tests.seeding import run_machine
     from .stateful_tests.twins import impl_vs_reference
 
-    machine = contract_machine_for(impl_vs_reference(3))
-    run_machine(machine, machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
-    row.examples = len(machine.runs)
-    row.checks = sum(run["_checks"] for run in machine.runs)
+    _run_contract_machine(impl_vs_reference(3), ctx, row)
 
 
 def _impl_stress(ctx: Context, row: Row) -> None:

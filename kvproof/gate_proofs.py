@@ -5,12 +5,10 @@ from __future__ import annotations
 from .gate import Check, Context, Failed, Row
 
 
-def _rows(ctx: Context, crosshair: bool):
-    from .proofs.registry import CI, DEEP, run_all
+def _budget(ctx: Context):
+    from .proofs.registry import CI, DEEP
 
-    budget = DEEP if ctx.profile.name == "deep" else CI
-    rows = run_all(budget, crosshair=crosshair)
-    return [r for r in rows if (r.method == "Z3") != crosshair]
+    return DEEP if ctx.profile.name == "deep" else CI
 
 
 def _report(rows, row: Row) -> None:
@@ -23,11 +21,15 @@ def _report(rows, row: Row) -> None:
 
 
 def _z3(ctx: Context, row: Row) -> None:
-    _report(_rows(ctx, crosshair=False), row)
+    from .proofs.registry import run_z3
+
+    _report(run_z3(_budget(ctx)), row)
 
 
 def _crosshair(ctx: Context, row: Row) -> None:
-    _report(_rows(ctx, crosshair=True), row)
+    from .proofs.registry import run_crosshair
+
+    _report(run_crosshair(_budget(ctx)), row)
 
 
 CHECKS = [

@@ -169,6 +169,23 @@ def check_all_modeled_tokens(tokens_sum: int, anchor_tokens: int, duration: int,
     return all_modeled_tokens(tokens_sum, anchor_tokens, duration, elapsed)
 
 
+CHECKED = {
+    "check_raised_cutoff": "spec.coverage.raised_cutoff",
+    "check_removal_cutoff": "spec.coverage.removal_cutoff",
+    "check_split_cutoffs": "spec.shape.prefix_cutoff, spec.shape.suffix_cutoff",
+    "check_extended_cutoff": "spec.shape.extended_cutoff",
+    "check_state_with_cutoffs": "spec.shape.state_with_cutoffs",
+    "check_chain_score": "spec.match.chain_score",
+    "check_hit_formula": "spec.hit_length.hit_formula",
+    "check_whole_gpus": "spec.capacity.whole_gpus",
+    "check_pad": "spec.state_layout.pad",
+    "check_remaining_ms": "spec.prefill.remaining_ms",
+    "check_credited_anchor_since": "spec.prefill.credited_anchor_since",
+    "check_all_modeled_tokens": "spec.token_load.all_modeled_tokens",
+}
+"""The spec kernel each contract checks (the table's "spec function" column)."""
+
+
 # ----------------------------------------------------------------------------- diffbehavior pairs
 # Each pair returns None outside the rule's domain, so that diffbehavior compares only inputs
 # the rule is defined for.

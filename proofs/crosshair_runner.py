@@ -46,25 +46,6 @@ def _crosshair(*args: str, timeout: float) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr).strip()
 
 
-def _kernel_of(function) -> str:
-    source = inspect.getsource(function)
-    for name in ("raised_cutoff", "removal_cutoff", "prefix_cutoff", "extended_cutoff", "state_with_cutoffs",
-                 "chain_score", "hit_formula", "whole_gpus", "pad", "remaining_ms", "credited_anchor_since",
-                 "all_modeled_tokens"):
-        if f"{name}(" in source.split('"""')[-1]:
-            return "prefix_cutoff, suffix_cutoff" if name == "prefix_cutoff" else name
-    return function.__name__.removeprefix("check_")
-
-
-MODULE_OF = {
-    "raised_cutoff": "spec.coverage", "removal_cutoff": "spec.coverage", "prefix_cutoff": "spec.shape",
-    "prefix_cutoff, suffix_cutoff": "spec.shape",
-    "extended_cutoff": "spec.shape", "state_with_cutoffs": "spec.shape", "chain_score": "spec.match",
-    "hit_formula": "spec.hit_length", "whole_gpus": "spec.capacity", "pad": "spec.state_layout",
-    "remaining_ms": "spec.prefill", "credited_anchor_since": "spec.prefill", "all_modeled_tokens": "spec.token_load",
-}
-
-
 def _line_ranges(module) -> dict[str, range]:
     ranges = {}
     for name, function in vars(module).items():
@@ -113,13 +94,10 @@ def run_contracts(per_condition_timeout: float = 1.0) -> list[CrossHairRow]:
             errors = [m for m in refuted.get(name, []) if m.startswith("error:")]
             control = "caught" if errors else "MISSED"
             witness = errors[0].removeprefix("error: ") if errors else ""
-        function = getattr(contracts, name)
-        kernel = _kernel_of(function)
-        doc = (function.__doc__ or "").strip().splitlines()
-        claim = doc[0] if doc and not doc[0].startswith(("pre:", "post:")) else f"the contract of {kernel}"
+        claim = (getattr(contracts, name).__doc__ or name).strip().splitlines()[0]
         detail = witness if result != "REFUTED" else next(m for m in messages if m.startswith("error:"))
         rows.append(CrossHairRow(
-            name, claim, f"{MODULE_OF.get(kernel, 'spec')}.{kernel}", "CrossHair check",
+            name, claim, contracts.CHECKED[name], "CrossHair check",
             f"symbolic, {per_condition_timeout:g} s per condition", result, control, share, detail,
         ))
     return rows
@@ -127,7 +105,7 @@ def run_contracts(per_condition_timeout: float = 1.0) -> list[CrossHairRow]:
 
 def run_diffs(per_condition_timeout: float = 2.0) -> list[CrossHairRow]:
     rows = []
-    controls = {b: (x, y) for x, y, b in [(p[0], p[1], i) for i, p in enumerate(contracts_broken.DIFF_PAIRS)]}
+    broken = contracts_broken.DIFF_PAIRS  # pair i's broken twin is broken[i]
     for i, (left, right, claim) in enumerate(contracts.DIFF_PAIRS):
         started = time.perf_counter()
         code, out = _crosshair(
@@ -136,8 +114,8 @@ def run_diffs(per_condition_timeout: float = 2.0) -> list[CrossHairRow]:
         )
         result = "no difference" if code == 0 else "differs" if code == 1 else "error"
         control, witness = "none", ""
-        if i in controls:
-            bl, br = controls[i]
+        if i < len(broken):
+            bl, br, _ = broken[i]
             bcode, bout = _crosshair(
                 "diffbehavior", f"{PACKAGE}.contracts_broken.{bl}", f"{PACKAGE}.contracts_broken.{br}",
                 "--per_condition_timeout", str(per_condition_timeout), timeout=60 + 20 * per_condition_timeout,

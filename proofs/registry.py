@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import deepinfer, tree_rules
+from . import deepinfer, prefill, tree_rules
 from .harness import Proof, run
 
-Z3_PROOFS: list[Proof] = tree_rules.PROOFS + deepinfer.PROOFS
+Z3_PROOFS: list[Proof] = tree_rules.PROOFS + deepinfer.PROOFS + prefill.PROOFS
 
 
 @dataclass
@@ -39,31 +39,31 @@ CI = Budget()
 DEEP = Budget(z3_timeout_ms=60_000, crosshair_condition_s=10.0, crosshair_diff_s=30.0)
 
 
-def _z3_families() -> list[Proof]:
-    proofs = list(Z3_PROOFS)
-    try:
-        from . import prefill  # the active-sequence rules, when that rule family is present
-    except ImportError:
-        return proofs
-    return proofs + prefill.PROOFS
+def run_z3(budget: Budget = CI) -> list[Row]:
+    """Run every Z3 proof with its negative control."""
+    rows = []
+    for proof in Z3_PROOFS:
+        r = run(proof, budget.z3_timeout_ms)
+        shown = ", ".join(part for part in r.counterexample.split(", ") if not part.startswith(("div0", "mod0")))
+        rows.append(Row(proof.claim, proof.functions, "Z3", proof.bounds, r.seconds, r.result, r.control,
+                        f"control ({proof.broken_rule}): {shown}" if r.result == "proved" else shown))
+    return rows
+
+
+def run_crosshair(budget: Budget = CI) -> list[Row]:
+    """Run every CrossHair contract and diffbehavior pair with its broken twin."""
+    from .crosshair_runner import run_contracts, run_diffs
+
+    return [
+        Row(c.claim, c.functions, c.method, c.bounds, c.seconds, c.result, c.control,
+            f"control: {c.counterexample}" if c.control == "caught" else c.counterexample)
+        for c in run_contracts(budget.crosshair_condition_s) + run_diffs(budget.crosshair_diff_s)
+    ]
 
 
 def run_all(budget: Budget = CI, crosshair: bool = True) -> list[Row]:
-    """Run every Z3 proof (with its negative control) and, unless told not to, every CrossHair check."""
-    rows = []
-    for proof in _z3_families():
-        r = run(proof, budget.z3_timeout_ms)
-        shown = r.counterexample
-        shown = ", ".join(part for part in shown.split(", ") if not part.startswith(("div0", "mod0")))
-        rows.append(Row(proof.claim, proof.functions, "Z3", proof.bounds, r.seconds, r.result, r.control,
-                        f"control ({proof.broken_rule}): {shown}" if r.result == "proved" else shown))
-    if crosshair:
-        from .crosshair_runner import run_contracts, run_diffs
-
-        for c in run_contracts(budget.crosshair_condition_s) + run_diffs(budget.crosshair_diff_s):
-            rows.append(Row(c.claim, c.functions, c.method, c.bounds, c.seconds, c.result, c.control,
-                            f"control: {c.counterexample}" if c.control == "caught" else c.counterexample))
-    return rows
+    """Run every Z3 proof and, unless told not to, every CrossHair check."""
+    return run_z3(budget) + (run_crosshair(budget) if crosshair else [])
 
 
 def _cut(text: str, width: int) -> str:

@@ -35,7 +35,7 @@ from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.match import early_exit_agrees
 from ..spec.primitives import Block, Rank
 from . import targets
-from .vectors import ext
+from .vectors import ext, held_prefix
 
 LOCALS = st.integers(1, 3)
 RANKS = st.sampled_from([Rank(1, 0), Rank(1, 1), Rank(2, 0), Rank(3, 0)])
@@ -214,7 +214,7 @@ class TreeContractMachine(RuleBasedStateMachine):
             return
         path = data.draw(st.sampled_from(paths), label="path")
         held = law.holdings(self.state, rank).held
-        n = law.longest_prefix_in([ext(path[: i + 1]) for i in range(len(path))], held)
+        n = held_prefix(path, held)
         start = data.draw(st.integers(0, n - 1), label="start")
         stop = data.draw(st.integers(start + 1, n), label="stop")
         run = [ext(path[: i + 1]) for i in range(start, stop)]

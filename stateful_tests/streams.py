@@ -35,7 +35,7 @@ from typing import Any, Union
 from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.primitives import Block, Rank
 from . import targets
-from .vectors import ext
+from .vectors import ext, held_prefix
 
 Path = tuple[int, ...]
 
@@ -160,11 +160,7 @@ class _Engines:
         return self.held.setdefault(rank, {})
 
     def held_prefix(self, rank: Rank, path: Path) -> int:
-        held = self.held.get(rank, {})
-        n = 0
-        while n < len(path) and ext(path[: n + 1]) in held:
-            n += 1
-        return n
+        return held_prefix(path, self.held.get(rank, {}))
 
     def event(self, rank: Rank, data) -> EventOp:
         self.event_id += 1

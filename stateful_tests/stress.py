@@ -44,7 +44,7 @@ from ..reference import RadixTree
 from ..spec import contract as law
 from ..spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ..spec.primitives import Block, Rank
-from .vectors import ext
+from .vectors import ext, held_prefix
 
 Path = tuple[int, ...]
 
@@ -219,11 +219,7 @@ class Writer:
         self.rejected_must_apply: list[str] = []
 
     def held_prefix(self, rank: Rank, path: Path) -> int:
-        held = self.holdings.held.get(rank, {})
-        n = 0
-        while n < len(path) and ext(path[: n + 1]) in held:
-            n += 1
-        return n
+        return held_prefix(path, self.holdings.held.get(rank, {}))
 
     def send(self, rank: Rank, data: Any) -> str:
         self.event_id += 1

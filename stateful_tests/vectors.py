@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from ..spec.contract import longest_prefix_in
 from ..spec.events import Cleared, KvCacheEvent, Removed, Stored, decode_router_event
 from ..spec.primitives import Block
 from . import targets
@@ -47,6 +48,11 @@ def seq_hash(prefix: Sequence[int]) -> int:
 def ext(path: tuple[int, ...]) -> int:
     """Return the external hash of the last block of ``path`` (memoized: generated paths recur constantly)."""
     return seq_hash(path)
+
+
+def held_prefix(path: tuple[int, ...], held: Mapping[int, object] | frozenset[int]) -> int:
+    """Return how many leading blocks of ``path`` are in ``held`` (by external hash), hashing only as far as needed."""
+    return longest_prefix_in((ext(path[: i + 1]) for i in range(len(path))), held)
 
 
 def seq(*locals_: int, start: Sequence[int] = ()) -> list[tuple[int, int]]:

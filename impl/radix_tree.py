@@ -140,8 +140,8 @@ class ConcurrentRadixTree:
     def remove_worker(self, worker_id: int) -> None:
         """Drop every rank of ``worker_id`` (whichever lanes hold them) and forget them."""
         worker_id = check_worker_id(worker_id)
-        for lane in self.lanes:
-            self.drop_ranks(lane, [r for r in lane.lookups if r.worker_id == worker_id], forget=True)
+        for index in range(len(self.lanes)):
+            self.lane(index).remove_worker(worker_id)
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
@@ -152,8 +152,8 @@ class ConcurrentRadixTree:
     def clear_all_blocks(self, worker_id: int) -> None:
         """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
         worker_id = check_worker_id(worker_id)
-        for lane in self.lanes:
-            self.drop_ranks(lane, [r for r in lane.lookups if r.worker_id == worker_id], forget=False)
+        for index in range(len(self.lanes)):
+            self.lane(index).clear_all_blocks(worker_id)
 
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Return every rank's overlap score along ``sequence``; takes no gate, never overcounts."""

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hypothesis import given, settings
-
-from .seeding import run_given
 from hypothesis import strategies as st
 
 from ..spec.coverage import (
@@ -40,6 +38,7 @@ from ..spec.shape import (
     plan_store_at,
     split_at,
 )
+from .seeding import run_given
 
 RANKS = [Rank(w, d) for w in (1, 2, 3) for d in (0, 1)]
 EXAMPLES = {"count": 0}

@@ -57,3 +57,42 @@ def test_check_catches_a_corrupted_tree():
     node.state = EdgeState(node.state.edge, node.state.full_edge_workers, FrozenMap({Rank(2): 2}))
     with pytest.raises(AssertionError, match="is_cutoffs_strictly_inside"):
         tree.check()
+
+
+class _DumpDropsLastEvent(RadixTree):
+    def dump_tree_as_events(self):
+        return super().dump_tree_as_events()[:-1]
+
+
+class _AcceptsGarbage(RadixTree):
+    def apply_event(self, worker_id, event):
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            pass
+
+
+class _BadInputLeavesATrace(RadixTree):
+    def apply_event(self, worker_id, event):
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            super().apply_event(9, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}')
+            raise
+
+
+def test_negative_control_the_dump_law_catches_a_lossy_dump():
+    assert any(check_dump_rebuild(_DumpDropsLastEvent, generate(11, i)) for i in range(10))
+
+
+@pytest.mark.dynamo
+def test_negative_control_the_dump_law_catches_dynamos_unreplayable_dump(dynamo_tree):
+    """docs/dynamo-findings.md F2: the package's own dump breaks the law."""
+    assert any(check_dump_rebuild(dynamo_tree, generate(5, i)) for i in range(20))
+
+
+def test_negative_control_the_bad_input_law_catches_acceptance_and_side_effects():
+    _, accepted = check_bad_input(_AcceptsGarbage, require_typed=True)
+    _, traced = check_bad_input(_BadInputLeavesATrace, require_typed=True)
+    assert any("accepted" in p for p in accepted)
+    assert any("changed the tree" in p for p in traced)

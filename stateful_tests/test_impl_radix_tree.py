@@ -38,8 +38,8 @@ def test_impl_equals_the_reference_step_by_step_with_three_lanes():
     assert len(machine.runs) >= 150
 
 
-def test_prefill_fanout_under_an_internal_parent_never_takes_the_exclusive_gate():
-    with ThreadPoolIndexer(threads=4) as pool:
+def _fanout_keeps_the_exclusive_gate_free(tree_class) -> None:
+    with ThreadPoolIndexer(threads=4, tree=tree_class(lanes=4)) as pool:
         pool.apply_event(1, stored(None, 1, 2, 3, 4))
         pool.apply_event(2, stored(None, 1, 2, 3, 5))  # splits: [1 2 3] is now internal
         parent = pool.tree.root.children[1]
@@ -55,14 +55,50 @@ def test_prefill_fanout_under_an_internal_parent_never_takes_the_exclusive_gate(
         assert len(parent.children) == 18
 
 
-def test_decode_extension_appends_in_place():
-    tree = ConcurrentRadixTree()
+def _decode_extends_in_place(tree_class) -> None:
+    tree = tree_class()
     tree.apply_event(1, stored(None, 1, 2, 3))
     for x in (4, 5, 6):
         tree.apply_event(1, stored(100 * (x - 1), x))
     stats = tree.statistics()
     assert stats.leaf_extensions == 3 and stats.nodes == 1
     assert tree.find_matches([1, 2, 3, 4, 5, 6]).scores == {(1, 0): 6}
+
+
+class _FanoutUnderTheExclusiveGate(ConcurrentRadixTree):
+    """Every child insert takes the parent's exclusive gate (no prefill fanout)."""
+
+    def _insert_child(self, lane, parent, key, fresh, version):
+        with parent.gate.exclusive():
+            if key in parent.children:
+                return "existing"
+            parent.begin_shape_change()
+            parent.children[key] = fresh
+            parent.internal = True
+            parent.end_shape_change()
+            return "inserted"
+
+
+class _NeverExtends(ConcurrentRadixTree):
+    """Decode always adds a child instead of extending the leaf."""
+
+    def _may_extend(self, node, rank) -> bool:
+        return False
+
+
+def test_prefill_fanout_under_an_internal_parent_never_takes_the_exclusive_gate():
+    _fanout_keeps_the_exclusive_gate_free(ConcurrentRadixTree)
+
+
+def test_decode_extension_appends_in_place():
+    _decode_extends_in_place(ConcurrentRadixTree)
+
+
+def test_negative_controls_for_the_intended_paths():
+    with pytest.raises(AssertionError):
+        _fanout_keeps_the_exclusive_gate_free(_FanoutUnderTheExclusiveGate)
+    with pytest.raises(AssertionError):
+        _decode_extends_in_place(_NeverExtends)
 
 
 def _extend_while_planning(tree_class):

@@ -41,6 +41,25 @@ from ..spec.shape import (
 from .seeding import run_given
 
 RANKS = [Rank(w, d) for w in (1, 2, 3) for d in (0, 1)]
+
+
+def law(*strategies: st.SearchStrategy) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Declare a law: its plain body and the strategies of its arguments.
+
+    Each run wraps the body afresh (``fresh``), so settings and a seed can be applied to every
+    run; decorating one shared ``@given`` function would allow only a single run per process.
+    """
+
+    def declare(body: Callable[..., None]) -> Callable[..., None]:
+        body.strategies = strategies  # type: ignore[attr-defined]
+        return body
+
+    return declare
+
+
+def fresh(body: Callable[..., None]) -> Callable[[], None]:
+    """Return a new Hypothesis test of a law's body (see ``law``)."""
+    return given(*body.strategies)(body)  # type: ignore[attr-defined]
 EXAMPLES = {"count": 0}
 
 
@@ -68,7 +87,7 @@ def _count() -> None:
     EXAMPLES["count"] += 1
 
 
-@given(edge_states(), st.sampled_from(RANKS), st.integers(0, 10))
+@law(edge_states(), st.sampled_from(RANKS), st.integers(0, 10))
 def law_cover_prefix_only_raises(state: EdgeState, rank: Rank, c: int) -> None:
     """cover_prefix never lowers any rank's coverage, sets the rank to at least min(c, len), and keeps the invariants."""
     _count()
@@ -79,7 +98,7 @@ def law_cover_prefix_only_raises(state: EdgeState, rank: Rank, c: int) -> None:
     assert all(current_cutoff(after, r) == current_cutoff(state, r) for r in RANKS if r != rank)
 
 
-@given(edge_states(), st.sampled_from(RANKS), st.data())
+@law(edge_states(), st.sampled_from(RANKS), st.data())
 def law_removal_never_raises_and_is_idempotent(state: EdgeState, rank: Rank, data) -> None:
     """remove_at lowers the cutoff to the removed position or leaves it, uncovers exactly [new, old), and a repeat changes nothing."""
     _count()
@@ -94,7 +113,7 @@ def law_removal_never_raises_and_is_idempotent(state: EdgeState, rank: Rank, dat
     assert all(current_cutoff(after, r) == current_cutoff(state, r) for r in RANKS if r != rank)
 
 
-@given(edge_states(min_len=2), st.data())
+@law(edge_states(min_len=2), st.data())
 def law_split_preserves_every_ranks_coverage(state: EdgeState, data) -> None:
     """Splitting at p keeps each rank's covered prefix of the concatenated edge, and both halves keep the invariants."""
     _count()
@@ -110,7 +129,7 @@ def law_split_preserves_every_ranks_coverage(state: EdgeState, data) -> None:
         assert current_cutoff(suffix, rank) == 0 or head == p
 
 
-@given(edge_states(), st.sampled_from(RANKS), st.integers(1, 3))
+@law(edge_states(), st.sampled_from(RANKS), st.integers(1, 3))
 def law_extension_keeps_other_ranks_coverage_of_the_old_edge(state: EdgeState, rank: Rank, n: int) -> None:
     """Leaf extension makes the storing rank full and leaves every other rank exactly the blocks it held."""
     _count()
@@ -123,7 +142,7 @@ def law_extension_keeps_other_ranks_coverage_of_the_old_edge(state: EdgeState, r
             assert current_cutoff(after, r) == current_cutoff(state, r)
 
 
-@given(edge_states(), st.sampled_from(RANKS))
+@law(edge_states(), st.sampled_from(RANKS))
 def law_promote_and_drop_keep_the_invariants(state: EdgeState, rank: Rank) -> None:
     """promote makes a rank full; drop_worker removes it; both keep every other rank and the invariants."""
     _count()
@@ -135,7 +154,7 @@ def law_promote_and_drop_keep_the_invariants(state: EdgeState, rank: Rank) -> No
             assert current_cutoff(up, r) == current_cutoff(down, r) == current_cutoff(state, r)
 
 
-@given(edge_states(min_len=1), st.data())
+@law(edge_states(min_len=1), st.data())
 def law_store_plan_is_consistent(state: EdgeState, data) -> None:
     """plan_store_at picks reuse only for blocks already on the edge, extension only on leaves, and splits strictly inside."""
     _count()
@@ -158,7 +177,7 @@ def law_store_plan_is_consistent(state: EdgeState, data) -> None:
         assert isinstance(plan, SplitThenInsert) and 0 < plan.at < len(state.edge)
 
 
-@given(edge_states(min_len=1), st.lists(st.integers(1, 4), min_size=1, max_size=8))
+@law(edge_states(min_len=1), st.lists(st.integers(1, 4), min_size=1, max_size=8))
 def law_descend_plan_matches_by_local_hash(state: EdgeState, more: list[int]) -> None:
     """plan_descend covers, splits or passes exactly as the common local prefix dictates."""
     _count()
@@ -214,7 +233,7 @@ def model_score(chain: list[EdgeState], query: list[int], rank: Rank) -> int:
     return chain_score(lengths, matched, cutoffs)
 
 
-@given(st.lists(edge_states(min_len=1, max_len=4), min_size=1, max_size=5), st.data())
+@law(st.lists(edge_states(min_len=1, max_len=4), min_size=1, max_size=5), st.data())
 def law_match_walk_equals_the_per_rank_model(chain: list[EdgeState], data) -> None:
     """The match walk equals the per-rank kernel ``chain_score`` (always intersecting), and early exit differs only for one survivor."""
     _count()
@@ -234,7 +253,7 @@ def law_match_walk_equals_the_per_rank_model(chain: list[EdgeState], data) -> No
     assert early_exit_agrees(full, find_matches_walk(root, query, True))
 
 
-LAWS: list[Callable[[], None]] = [
+LAWS: list[Callable[..., None]] = [
     law_cover_prefix_only_raises,
     law_removal_never_raises_and_is_idempotent,
     law_split_preserves_every_ranks_coverage,
@@ -246,8 +265,8 @@ LAWS: list[Callable[[], None]] = [
 ]
 
 
-def run_law(law: Callable[[], None], examples: int, seed: int | None = None) -> int:
+def run_law(law: Callable[..., None], examples: int, seed: int | None = None) -> int:
     """Run one law for ``examples`` examples; return how many ran. Raises on a counterexample."""
     before = EXAMPLES["count"]
-    run_given(law, settings(max_examples=examples, database=None, deadline=None, print_blob=True), seed)
+    run_given(fresh(law), settings(max_examples=examples, database=None, deadline=None, print_blob=True), seed)
     return EXAMPLES["count"] - before

@@ -49,5 +49,10 @@ def run_machine(machine: type, the_settings: settings, seed: int | None = None) 
 
 
 def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None = None) -> None:
-    """Run a ``@given`` test under ``the_settings`` with an explicit seed (raises on a counterexample)."""
+    """Run a ``@given`` test under ``the_settings`` with an explicit seed (raises on a counterexample).
+
+    ``test`` is decorated in place, so it must be a fresh test object: Hypothesis refuses a
+    second ``settings`` on the same function (``laws.fresh`` and the sequence laws' factories
+    build one per run).
+    """
     hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()

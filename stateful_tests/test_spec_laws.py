@@ -2,21 +2,20 @@
 
 import pytest
 
-from kvproof.stateful_tests.laws import LAWS
+from kvproof.spec.coverage import EdgeState, with_cutoff
+from kvproof.spec.match import find_matches_walk
+from kvproof.spec.primitives import FrozenMap
+from kvproof.spec.shape import PassThrough, Reuse, split_at
+from kvproof.stateful_tests import laws
+from kvproof.stateful_tests.laws import LAWS, fresh
 
 
 @pytest.mark.parametrize("law", LAWS, ids=lambda law: law.__name__)
 def test_law(law):
-    law()
+    fresh(law)()
 
 
 # Negative controls: each law run over a deliberately broken rule must fail.
-
-from kvproof.spec.coverage import EdgeState, with_cutoff  # noqa: E402
-from kvproof.spec.match import find_matches_walk  # noqa: E402
-from kvproof.spec.primitives import FrozenMap  # noqa: E402
-from kvproof.spec.shape import PassThrough, Reuse, split_at  # noqa: E402
-from kvproof.stateful_tests import laws  # noqa: E402
 
 
 def _split_drops_carried_cutoffs(state, p):

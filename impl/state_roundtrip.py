@@ -27,7 +27,7 @@ the cache is rejected; ring-view loads reject any overlap.
 
 ``RoundTrip`` keeps its rule steps as small overridable methods (window start, ring length,
 negative-row zero fill, the per-ring load) so that the deliberately broken variants in
-``stateful_tests/deepinfer_mutants.py`` differ from it in one step each.
+``stateful_tests/deepinfer/mutants.py`` differ from it in one step each.
 
 Source: seed 002 Listings 11.4-11.7; state_roundtrip.md §5.2-§5.3.
 """

@@ -6,7 +6,7 @@
     kvproof vectors [--target T]
 
 ``--target`` is ``reference``, ``dynamo``, or ``module.path:Factory`` for any tree with the
-``dynamo._core.RadixTree`` API (see ``kvproof.stateful_tests.targets``).
+``dynamo._core.RadixTree`` API (see ``kvproof.stateful_tests.harness.targets``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer", ".cli_sequenc
 
 
 def _target(name: str):
-    from .stateful_tests.targets import load_target
+    from .stateful_tests.harness.targets import load_target
 
     target = load_target(name)
     if not target.available:
@@ -68,8 +68,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_conform(args: argparse.Namespace) -> int:
-    from .stateful_tests.conformance import conform, write_failure_files
-    from .stateful_tests.streams import StreamProfile
+    from .stateful_tests.tree.conformance import conform, write_failure_files
+    from .stateful_tests.tree.streams import StreamProfile
 
     subject = _target(args.target)
     oracle = _target(args.oracle)
@@ -93,7 +93,7 @@ def cmd_conform(args: argparse.Namespace) -> int:
 
 
 def cmd_vectors(args: argparse.Namespace) -> int:
-    from .stateful_tests.vectors import SCENARIOS, run_scenario
+    from .stateful_tests.tree.vectors import SCENARIOS, run_scenario
 
     target = _target(args.target)
     failed = 0

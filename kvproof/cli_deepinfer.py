@@ -19,14 +19,14 @@ import argparse
 import json
 from pathlib import Path
 
-from .bench_deepinfer import add_bench_roundtrip_arguments, bench_roundtrip_main
+from .stateful_tests.deepinfer.bench import add_bench_roundtrip_arguments, bench_roundtrip_main
 
 __all__ = ["register", "bench_roundtrip_main", "add_bench_roundtrip_arguments"]
 
 
 def cmd_roundtrip(args: argparse.Namespace) -> int:
-    from .stateful_tests.deepinfer_mutants import run_controls
-    from .stateful_tests.roundtrip_laws import run_suite
+    from .stateful_tests.deepinfer.mutants import run_controls
+    from .stateful_tests.deepinfer.roundtrip_laws import run_suite
 
     report = run_suite(args.backend, seed=args.seed, count=args.count, only_case=args.case)
     print(
@@ -95,7 +95,7 @@ def cmd_roundtrip(args: argparse.Namespace) -> int:
 
 
 def cmd_labs(args: argparse.Namespace) -> int:
-    from .stateful_tests.deepinfer_golden import GOLDENS, golden_problems
+    from .stateful_tests.deepinfer.golden import GOLDENS, golden_problems
 
     bad = 0
     for golden in GOLDENS:

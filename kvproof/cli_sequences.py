@@ -28,7 +28,7 @@ CONFORM_SLOT_TRACKER_ARGUMENTS = ("scenarios", "seed", "scenario", "jitter_ms", 
 
 def add_conform_slot_tracker_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of ``conform-slot-tracker`` to ``parser`` (shared with ``kvproof conform slot-tracker``)."""
-    from .stateful_tests.slot_tracker_oracle import DEFAULT_JITTER_MS
+    from .stateful_tests.sequences.oracle import DEFAULT_JITTER_MS
 
     parser.add_argument("--scenarios", type=int, default=20, help="random scenarios to run (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="the run's seed; scenario K of seed S is always the same plan")
@@ -41,7 +41,7 @@ def add_conform_slot_tracker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _model(name: str):
-    from .stateful_tests.sequence_model import TARGETS
+    from .stateful_tests.sequences.model import TARGETS
 
     if name in TARGETS:
         return TARGETS[name]
@@ -53,7 +53,7 @@ def _model(name: str):
 
 def conform_slot_tracker_main(args: argparse.Namespace) -> int:
     """Run ``kvproof conform-slot-tracker`` / ``kvproof conform slot-tracker`` with parsed ``args``."""
-    from .stateful_tests.slot_tracker_oracle import conform_slot_tracker, oracle_unavailable
+    from .stateful_tests.sequences.oracle import conform_slot_tracker, oracle_unavailable
 
     reason = oracle_unavailable()
     if reason:

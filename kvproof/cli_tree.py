@@ -10,8 +10,8 @@ from pathlib import Path
 
 
 def cmd_stress(args: argparse.Namespace) -> int:
-    from .stateful_tests.impl_mutants import IMPL_MUTANTS
-    from .stateful_tests.stress import StressConfig, run_stress
+    from .stateful_tests.tree.impl_mutants import IMPL_MUTANTS
+    from .stateful_tests.tree.stress import StressConfig, run_stress
 
     tree_class = None
     if args.mutant:
@@ -59,7 +59,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from .cli_deepinfer import bench_roundtrip_main
 
         return bench_roundtrip_main(args)
-    from .stateful_tests.bench import run_bench
+    from .stateful_tests.tree.bench import run_bench
 
     report = run_bench(args.streams, args.seed, args.repeats)
     print(report.table())
@@ -92,7 +92,7 @@ def register(sub) -> None:
     bench.set_defaults(func=cmd_bench, what="tree")
     kinds = bench.add_subparsers(dest="what")
     roundtrip = kinds.add_parser("roundtrip", help="select/load GB/s against a plain copy, per backend")
-    from .bench_deepinfer import add_bench_roundtrip_arguments
+    from .stateful_tests.deepinfer.bench import add_bench_roundtrip_arguments
 
     add_bench_roundtrip_arguments(roundtrip)
     roundtrip.set_defaults(func=cmd_bench, what="roundtrip")

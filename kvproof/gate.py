@@ -92,7 +92,7 @@ class Failed(Exception):
 
 
 def _spec_laws(ctx: Context, row: Row) -> None:
-    from .stateful_tests.laws import LAWS, run_law
+    from .stateful_tests.tree.laws import LAWS, run_law
 
     for law in LAWS:
         row.examples += run_law(law, ctx.profile.law_examples, ctx.seed)
@@ -100,7 +100,7 @@ def _spec_laws(ctx: Context, row: Row) -> None:
 
 
 def _vectors(ctx: Context, row: Row) -> None:
-    from .stateful_tests.vectors import SCENARIOS, run_scenario
+    from .stateful_tests.tree.vectors import SCENARIOS, run_scenario
 
     problems = []
     for scenario in SCENARIOS:
@@ -113,8 +113,9 @@ def _vectors(ctx: Context, row: Row) -> None:
 
 def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row) -> None:
     """Drive trees made by ``factory`` with the contract machine under the profile's budget and seed."""
-    from .stateful_tests.machines import contract_machine_for, machine_settings
-    from .stateful_tests.seeding import run_machine
+    from .stateful_tests.tree.machine import contract_machine_for
+    from .stateful_tests.harness.seeding import machine_settings
+    from .stateful_tests.harness.seeding import run_machine
 
     machine = contract_machine_for(factory)
     run_machine(machine, machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
@@ -127,8 +128,8 @@ def _contract_machine(ctx: Context, row: Row) -> None:
 
 
 def _dump_rebuild(ctx: Context, row: Row) -> None:
-    from .stateful_tests.streams import generate
-    from .stateful_tests.tree_laws import check_dump_rebuild
+    from .stateful_tests.tree.streams import generate
+    from .stateful_tests.tree.api_laws import check_dump_rebuild
 
     for index in range(ctx.profile.dump_streams):
         stream = generate(ctx.seed, index)
@@ -140,7 +141,7 @@ def _dump_rebuild(ctx: Context, row: Row) -> None:
 
 
 def _bad_input(ctx: Context, row: Row) -> None:
-    from .stateful_tests.tree_laws import check_bad_input
+    from .stateful_tests.tree.api_laws import check_bad_input
 
     tried, problems = check_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"))
     row.checks, row.examples = tried, tried
@@ -149,8 +150,8 @@ def _bad_input(ctx: Context, row: Row) -> None:
 
 
 def _conformance(ctx: Context, row: Row) -> None:
-    from .stateful_tests.conformance import conform
-    from .stateful_tests.targets import load_target
+    from .stateful_tests.tree.conformance import conform
+    from .stateful_tests.harness.targets import load_target
 
     oracle_name = "reference" if ctx.target_name == "dynamo" else "dynamo"
     oracle = load_target(oracle_name)
@@ -168,13 +169,13 @@ def _conformance(ctx: Context, row: Row) -> None:
 
 
 def _impl_twin(ctx: Context, row: Row) -> None:
-    from .stateful_tests.twins import impl_vs_reference
+    from .stateful_tests.tree.twin import impl_vs_reference
 
     _run_contract_machine(impl_vs_reference(3), ctx, row)
 
 
 def _impl_stress(ctx: Context, row: Row) -> None:
-    from .stateful_tests.stress import StressConfig, run_stress
+    from .stateful_tests.tree.stress import StressConfig, run_stress
 
     for mode in ("strict", "chaos"):
         report = run_stress(StressConfig(ops=ctx.profile.stress_ops, seed=ctx.seed, mode=mode, yield_sleep=0.05))
@@ -186,7 +187,7 @@ def _impl_stress(ctx: Context, row: Row) -> None:
 
 
 def _conformance_applies(ctx: Context) -> str | None:
-    from .stateful_tests.targets import load_target
+    from .stateful_tests.harness.targets import load_target
 
     oracle = load_target("reference" if ctx.target_name == "dynamo" else "dynamo")
     return None if oracle.available else oracle.reason

@@ -23,7 +23,7 @@ def _case_count(ctx: Context) -> int:
 
 
 def _golden(ctx: Context, row: Row) -> None:
-    from .stateful_tests.deepinfer_golden import GOLDENS, golden_problems
+    from .stateful_tests.deepinfer.golden import GOLDENS, golden_problems
 
     problems = []
     for golden in GOLDENS:
@@ -39,7 +39,7 @@ def _golden(ctx: Context, row: Row) -> None:
 
 def _laws(backend_name: str):
     def run(ctx: Context, row: Row) -> None:
-        from .stateful_tests.roundtrip_laws import run_suite
+        from .stateful_tests.deepinfer.roundtrip_laws import run_suite
 
         count = _case_count(ctx)
         report = run_suite(backend_name, seed=ctx.seed, count=count)
@@ -59,15 +59,15 @@ def _laws(backend_name: str):
 
 
 def _torch_applies(ctx: Context) -> str | None:
-    from .stateful_tests.roundtrip_backends import backend
+    from .stateful_tests.deepinfer.backends import backend
 
     return backend("torch").reason
 
 
 def _controls(ctx: Context, row: Row) -> None:
     from .spec.service_queue import lab23_report
-    from .stateful_tests.deepinfer_golden import BOOK_LAB23_SERVICE
-    from .stateful_tests.deepinfer_mutants import run_controls
+    from .stateful_tests.deepinfer.golden import BOOK_LAB23_SERVICE
+    from .stateful_tests.deepinfer.mutants import run_controls
 
     results = run_controls(seed=ctx.seed, count=_case_count(ctx))
     row.examples = len(results) + 1

@@ -17,7 +17,7 @@ def _scale(ctx: Context, ci: int, deep: int) -> int:
 
 
 def _spec_laws(ctx: Context, row: Row) -> None:
-    from .stateful_tests.sequence_laws import LAWS, run_law
+    from .stateful_tests.sequences.laws import LAWS, run_law
 
     for law in LAWS:
         row.examples += run_law(law, max(20, ctx.profile.law_examples // 3), ctx.seed)
@@ -25,8 +25,8 @@ def _spec_laws(ctx: Context, row: Row) -> None:
 
 
 def _machine(ctx: Context, row: Row) -> None:
-    from .stateful_tests.seeding import run_machine
-    from .stateful_tests.sequence_machine import sequence_machine_for, sequence_machine_settings
+    from .stateful_tests.harness.seeding import run_machine
+    from .stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
 
     machine = sequence_machine_for()
     run_machine(machine, sequence_machine_settings(ctx.profile.machine_examples, ctx.profile.machine_steps), ctx.seed)
@@ -35,8 +35,8 @@ def _machine(ctx: Context, row: Row) -> None:
 
 
 def _values(ctx: Context, row: Row) -> None:
-    from .stateful_tests.sequence_model import TARGETS
-    from .stateful_tests.sequence_values import VALUE_SCENARIOS, run_value_scenario
+    from .stateful_tests.sequences.model import TARGETS
+    from .stateful_tests.sequences.values import VALUE_SCENARIOS, run_value_scenario
 
     problems = []
     for name, factory in TARGETS.items():
@@ -49,8 +49,8 @@ def _values(ctx: Context, row: Row) -> None:
 
 
 def _bad_input(ctx: Context, row: Row) -> None:
-    from .stateful_tests.sequence_bad_input import check_bad_input
-    from .stateful_tests.sequence_model import TARGETS
+    from .stateful_tests.sequences.bad_input import check_bad_input
+    from .stateful_tests.sequences.model import TARGETS
 
     problems = []
     for name, factory in TARGETS.items():
@@ -63,7 +63,7 @@ def _bad_input(ctx: Context, row: Row) -> None:
 
 
 def _stress(ctx: Context, row: Row) -> None:
-    from .stateful_tests.sequence_stress import stress
+    from .stateful_tests.sequences.stress import stress
 
     rounds, ops = _scale(ctx, 3, 12), _scale(ctx, 400, 1500)
     for k in range(rounds):
@@ -71,15 +71,15 @@ def _stress(ctx: Context, row: Row) -> None:
         row.examples += 1
         row.checks += report.ops
         if report.problems:
-            row.replay = (f"python -c \"from kvproof.stateful_tests.sequence_stress import stress; "
+            row.replay = (f"python -c \"from kvproof.stateful_tests.sequences.stress import stress; "
                           f"print(stress(threads=8, ops={ops}, seed={ctx.seed + k}).problems)\"")
             raise Failed(f"{report.summary()}; first: {report.problems[0]}")
 
 
 def _controls(ctx: Context, row: Row) -> None:
-    from .stateful_tests.sequence_mutants import CAUGHT_BY, LAW_OF, MUTANTS
-    from .stateful_tests.sequence_laws import LAWS_BY_NAME, run_law
-    from .stateful_tests.sequence_values import VALUE_SCENARIOS, run_value_scenario
+    from .stateful_tests.sequences.mutants import CAUGHT_BY, LAW_OF, MUTANTS
+    from .stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
+    from .stateful_tests.sequences.values import VALUE_SCENARIOS, run_value_scenario
 
     missed = []
     for mutant in MUTANTS:
@@ -100,13 +100,13 @@ def _controls(ctx: Context, row: Row) -> None:
 
 
 def _conformance_applies(ctx: Context) -> str | None:
-    from .stateful_tests.slot_tracker_oracle import oracle_unavailable
+    from .stateful_tests.sequences.oracle import oracle_unavailable
 
     return oracle_unavailable()
 
 
 def _conformance(ctx: Context, row: Row) -> None:
-    from .stateful_tests.slot_tracker_oracle import conform_slot_tracker, oracle_unavailable
+    from .stateful_tests.sequences.oracle import conform_slot_tracker, oracle_unavailable
 
     reason = oracle_unavailable()
     if reason:

@@ -101,7 +101,7 @@ def chain_score(lengths: Sequence[Any], matched: Sequence[Any], cutoffs: Sequenc
     rank holds ``cutoffs[i]`` of them (``lengths[i]``: full). While the rank holds every node
     so far in full it is credited each node's matched length; on the first node it does not
     hold in full it is credited ``min(cutoff, matched)`` and drops out. This is the per-rank
-    statement of ``find_matches_walk`` (a law in ``stateful_tests/laws.py`` checks they agree);
+    statement of ``find_matches_walk`` (a law in ``stateful_tests/tree/laws.py`` checks they agree);
     ``proofs/`` proves it never exceeds what the rank holds along the query.
     """
     score, alive = 0, True

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Verbosity, settings
 
 # The real slot tracker, started once per session for every test that needs it.
-from kvproof.stateful_tests.sequence_fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
+from kvproof.stateful_tests.sequences.fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
 
 settings.register_profile("default", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def dynamo_tree():
     """The real ``dynamo._core.RadixTree`` factory; skips visibly when the package is absent."""
-    from kvproof.stateful_tests.targets import dynamo_tree_factory
+    from kvproof.stateful_tests.harness.targets import dynamo_tree_factory
 
     factory, reason = dynamo_tree_factory()
     if factory is None:

@@ -1,0 +1,80 @@
+"""spec.service_queue: lab 23's five printed lines, the inferred decode rule, the chapter's claims."""
+
+from dataclasses import replace
+
+import pytest
+
+from kvproof.spec.deepinfer_errors import InvalidQuantity, InvalidQuantityType
+from kvproof.spec.service_queue import LAB23_CASES, ServiceConfig, last_completion, simulate
+from kvproof.stateful_tests.deepinfer.golden import BOOK_LAB23_SERVICE
+
+BOOK = {  # case: (P ends, D ends), as printed
+    "local affinity": ([3, 5, 7, 9], [8, 10, 12, 14]),
+    "shared cache": ([3, 3, 5, 5], [8, 8, 12, 12]),
+    "shared, no hits": ([9, 9, 17, 17], [14, 14, 22, 22]),
+    "shared, slower handoff": ([3, 3, 5, 5], [10, 10, 14, 14]),
+    "affinity, slower handoff": ([3, 5, 7, 9], [10, 12, 14, 16]),
+}
+
+
+@pytest.mark.parametrize("name, config", LAB23_CASES, ids=[n for n, _ in LAB23_CASES])
+def test_lab23_case(name, config):
+    trace = simulate(config)
+    assert (list(trace.prefill_end), list(trace.decode_end)) == BOOK[name]
+
+
+def test_report_reproduces_the_printed_lines_exactly():
+    from kvproof.spec.service_queue import lab23_report
+
+    assert lab23_report() == BOOK_LAB23_SERVICE.splitlines()
+
+
+def test_decode_rule_is_forced_same_rank_decode_does_not_reproduce_the_book():
+    """Negative control of the inference: decode on the prefill rank's worker gives [8, 12, 16, 20]."""
+    from kvproof.spec.service_queue import lab23_report
+
+    affinity = simulate(ServiceConfig(shared=False, decode_policy="same-rank"))
+    assert list(affinity.decode_end) == [8, 12, 16, 20]
+    assert lab23_report("same-rank") != BOOK_LAB23_SERVICE.splitlines()
+
+
+def test_chapter_claims():
+    """Sharing saves two units at both handoff costs (14 vs 12, 16 vs 14); the shared cache with the slow
+    handoff is no earlier than affinity with the fast one; no hits moves the last completion 12 -> 22."""
+    by = dict(LAB23_CASES)
+    assert (last_completion(by["local affinity"]), last_completion(by["shared cache"])) == (14, 12)
+    assert (last_completion(by["affinity, slower handoff"]), last_completion(by["shared, slower handoff"])) == (16, 14)
+    assert last_completion(by["shared, slower handoff"]) >= last_completion(by["local affinity"])
+    assert last_completion(by["shared, no hits"]) == 22
+    # the last answer arrives two units earlier, not four: prefill saved four, decode absorbed two
+    assert max(simulate(by["local affinity"]).prefill_end) - max(simulate(by["shared cache"]).prefill_end) == 4
+
+
+def test_prefill_follows_listing_11_3():
+    trace = simulate(ServiceConfig(shared=True))
+    assert trace.prefill_rank == (0, 1, 0, 1) and trace.prefill_start == (1, 1, 3, 3)
+    assert simulate(ServiceConfig(shared=False)).prefill_rank == (0, 0, 0, 0)
+
+
+def test_one_decode_worker_absorbs_the_prefill_saving():
+    """Exercise 11.7.1: with one decode worker, local and shared finish together."""
+    one = dict(decode_workers=1)
+    assert (
+        last_completion(ServiceConfig(shared=False, **one)) == last_completion(ServiceConfig(shared=True, **one)) == 20
+    )
+
+
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        (dict(hit=2000), InvalidQuantity),
+        (dict(requests=-1), InvalidQuantity),
+        (dict(prefill_rate=0), InvalidQuantity),
+        (dict(transfer=1.5), InvalidQuantityType),
+        (dict(decode_policy="random"), InvalidQuantity),
+        (dict(shared="yes"), InvalidQuantity),
+    ],
+)
+def test_bad_configuration_is_a_typed_error(change, error):
+    with pytest.raises(error):
+        simulate(replace(ServiceConfig(), **change))

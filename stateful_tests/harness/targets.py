@@ -1,0 +1,194 @@
+"""Targets: the radix trees kvproof can check, behind the one API they share.
+
+A target is anything with the API of ``dynamo._core.RadixTree``: ``apply_event(worker_id,
+bytes)``, ``find_matches(seq, early_exit)`` returning an object with ``.scores``,
+``remove_worker``, ``clear_all_blocks`` and ``dump_tree_as_events``. ``check()``,
+``snapshot()`` and ``remove_worker_dp_rank`` are used when present.
+
+Names accepted by ``load_target``:
+
+- ``reference``: ``kvproof.reference.RadixTree`` (sequential, exact);
+- ``impl``: ``kvproof.impl.radix_tree.ConcurrentRadixTree`` on one lane (the embedded
+  implementation, the gate's default);
+- ``impl-lanes``: the concurrent tree with workers routed to three lanes, used one event
+  at a time (lazy lookup repair at work);
+- ``impl-pool``: ``kvproof.impl.indexer.ThreadPoolIndexer`` with four event threads;
+- ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime``;
+- ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
+  implementation, or one of the deliberately broken trees in ``stateful_tests.mutants``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvCacheEventError, MalformedEvent, ParentBlockNotFound
+from ...spec.events import KvCacheEvent, Stored, decode_router_event, encode_event
+
+OK = "ok"
+
+# Dynamo reports event errors as RuntimeError("Failed to apply event: <message>").
+_DYNAMO_MESSAGES = (
+    ("Failed to find parent block", ParentBlockNotFound.__name__),
+    ("Invalid block sequence", InvalidBlockSequence.__name__),
+    ("Failed to find block", BlockNotFound.__name__),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A named tree factory; ``reason`` says why it is unavailable when ``factory`` is None."""
+
+    name: str
+    factory: Callable[[], Any] | None
+    reason: str = ""
+
+    @property
+    def available(self) -> bool:
+        return self.factory is not None
+
+
+def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
+    """Return ``(dynamo._core.RadixTree, "")`` or ``(None, why it cannot be imported)``."""
+    # The binding logs every rejected event as a warning on stderr; keep only errors unless the
+    # user asked for more (DYN_LOG is the binding's log filter).
+    os.environ.setdefault("DYN_LOG", "error")
+    try:
+        from dynamo._core import RadixTree  # type: ignore[import-not-found]
+    except ImportError as exc:
+        return None, f"ai-dynamo-runtime is not installed ({exc}); install the [dynamo] extra"
+    return RadixTree, ""
+
+
+def load_target(name: str) -> Target:
+    """Resolve a target name (see the module docstring)."""
+    if name == "reference":
+        from ...reference import RadixTree
+
+        return Target(name, RadixTree)
+    if name == "impl":
+        from ...impl.radix_tree import ConcurrentRadixTree
+
+        return Target(name, ConcurrentRadixTree)
+    if name == "impl-lanes":
+        from ...impl.radix_tree import ConcurrentRadixTree
+
+        def routed() -> Any:
+            return RoutedImpl(ConcurrentRadixTree(lanes=3), 3)
+
+        return Target(name, routed)
+    if name == "impl-pool":
+        from ...impl.indexer import ThreadPoolIndexer
+
+        def pool() -> Any:
+            return ThreadPoolIndexer(threads=4)
+
+        return Target(name, pool)
+    if name == "dynamo":
+        factory, reason = dynamo_tree_factory()
+        return Target(name, factory, reason)
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            return Target(name, None, f"cannot load {name}: {exc}")
+        return Target(name, factory)
+    return Target(name, None, f"unknown target {name!r}: use reference, dynamo, or module.path:Factory")
+
+
+def outcome_of(exc: BaseException) -> str:
+    """Name the outcome an exception stands for, the same way for every target."""
+    if isinstance(exc, (KvCacheEventError, MalformedEvent)):
+        return type(exc).__name__
+    message = str(exc)
+    if isinstance(exc, RuntimeError):
+        for needle, name in _DYNAMO_MESSAGES:
+            if needle in message:
+                return name
+    if isinstance(exc, ValueError) and "deserialize" in message:
+        return MalformedEvent.__name__
+    return f"{type(exc).__name__}: {message}"
+
+
+def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
+    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"`` or the outcome name."""
+    try:
+        tree.apply_event(worker_id, encode_event(event))
+    except Exception as exc:  # every target's errors are mapped onto one vocabulary
+        return outcome_of(exc)
+    return OK
+
+
+def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[int, int], int]:
+    """Return ``find_matches`` scores as a plain ``{(worker_id, dp_rank): score}`` dict."""
+    return {tuple(rank): score for rank, score in tree.find_matches(query, early_exit).scores.items()}
+
+
+def dispose(tree: Any) -> None:
+    """Release a tree's resources (a thread pool's event threads); a no-op for plain trees."""
+    close = getattr(tree, "close", None)
+    if close is not None:
+        close()
+
+
+class RoutedImpl:
+    """A concurrent tree whose workers are routed to ``worker_id % lanes`` (used sequentially)."""
+
+    def __init__(self, tree: Any, lanes: int) -> None:
+        self.tree, self.lanes = tree, lanes
+
+    def apply_event(self, worker_id: int, event: Any) -> None:
+        self.tree.lane(worker_id % self.lanes if isinstance(worker_id, int) and worker_id >= 0 else 0).apply_event(worker_id, event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tree, name)
+
+
+# ----------------------------------------------------------------------------- dumps
+
+DumpEntry = tuple[int, int, "int | None", tuple[int, ...]]
+
+
+def dump_entries(tree: Any) -> list[DumpEntry]:
+    """Return a target's dump, in its order, as ``(worker, dp, parent, block hashes)`` tuples."""
+    out = []
+    for line in tree.dump_tree_as_events():
+        worker, event = decode_router_event(line)
+        assert isinstance(event.data, Stored)
+        out.append((worker, event.dp_rank, event.data.parent_hash, tuple(b.ext for b in event.data.blocks)))
+    return out
+
+
+def replayable(entries: list[DumpEntry]) -> tuple[list[DumpEntry], list[DumpEntry]]:
+    """Split dump entries into those a fresh tree accepts in order and those it would reject.
+
+    An entry is replayable when it hangs from the root or from a block an earlier entry
+    credited to the same rank. Dynamo 1.6.1 also writes entries for ranks below parents they
+    no longer hold (docs/dynamo-findings.md F2); those are the rejected ones.
+    """
+    held: dict[tuple[int, int], set[int]] = {}
+    kept, dropped = [], []
+    for entry in entries:
+        worker, dp, parent, blocks = entry
+        mine = held.setdefault((worker, dp), set())
+        if parent is None or parent in mine:
+            kept.append(entry)
+            mine.update(blocks)
+        else:
+            dropped.append(entry)
+    return kept, dropped
+
+
+def canonical(entries: list[DumpEntry]) -> list[DumpEntry]:
+    """Return dump entries as a sorted list (a multiset: dump order is not part of the contract)."""
+    return sorted(entries, key=repr)
+
+
+def canonical_dump(tree: Any) -> list[DumpEntry]:
+    """Return a target's dump as a sorted list of ``(worker, dp, parent, block hashes)``."""
+    return canonical(dump_entries(tree))

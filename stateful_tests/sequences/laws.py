@@ -1,0 +1,497 @@
+"""Laws of the active-sequence state, sampled by Hypothesis over random request histories.
+
+Each ``law_*(make)`` returns a Hypothesis test that drives a tracker built by
+``make(expiry)`` (the spec by default) through a random history of adds, completions,
+frees, expiry sweeps and clock advances on one or two workers, and asserts one law after
+every step. Each law states one rule of ``spec.prefill``, ``spec.token_load``,
+``spec.sequences`` or ``spec.slot_tracker`` in terms of reads, so the same law judges the
+spec, the reference, the implementation and the negative controls: every law has a mutant
+that breaks it (``sequence_mutants.LAW_OF``).
+
+The gate runs them all on the spec (``kvproof check``, layer ``spec``);
+``test_sequence_laws.py`` runs each on all three trackers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from ..harness.seeding import run_given
+
+from ...spec.primitives import U64_MAX, WorkerWithDpRank
+from ...spec.sequence_errors import DuplicateRequest, InvalidDuration, InvalidInstant, MissingExpectedDuration, RequestNotFound, SequenceArgumentTypeError, SequenceError, WorkerNotFound
+from ...spec.sequence_inputs import NANOS_PER_MILLI, PrefillLoadHint, SequenceRequest, floor_ms, millis, secs
+from ...spec.sequence_invariants import write_model_violations
+from ...spec.sequences import CHECK_EXPIRY_FREQUENCY, block_membership
+from ...spec.slot_tracker import SlotTrackerState, project_prompt_registry, read_loads, read_modeled_remaining_prefill_times
+from .model import SpecSlotTracker
+
+W = (WorkerWithDpRank(1, 0), WorkerWithDpRank(2, 0))
+RIDS = ("a", "b", "c", "d")
+MISSING = MissingExpectedDuration()
+EXAMPLES = {"count": 0}
+
+
+# ----------------------------------------------------------------------------- histories
+
+
+def durations(modeled_only: bool, whole_ms: bool) -> st.SearchStrategy[int | None]:
+    """Draw prefill durations: zero, whole ms, sometimes sub-ms parts, sometimes unmodeled."""
+    whole = st.one_of(st.sampled_from([1, 250, 1000, 2000, 4000, 10_000]), st.integers(1, 5000)).map(millis)
+    choices = [st.just(0), whole, whole]
+    if not whole_ms:
+        fraction = st.sampled_from([1, 400_000, 500_000, 600_000, 999_999])
+        choices.append(st.tuples(st.integers(0, 3000), fraction).map(lambda p: millis(p[0]) + p[1]))
+        choices.append(st.tuples(st.integers(0, 3000), fraction).map(lambda p: millis(p[0]) + p[1]))
+    if not modeled_only:
+        choices.append(st.none())
+    return st.one_of(*choices)
+
+
+def histories(modeled_only: bool = False, whole_ms: bool = True, workers: int = 1, max_ops: int = 24) -> st.SearchStrategy:
+    """Draw a history: a list of ``("add"|"mark"|"free"|"wait"|"expire", ...)`` operations."""
+    whole_waits = st.one_of(st.sampled_from([1, 100, 500, 1000, 2500]), st.integers(0, 3000)).map(millis)
+    waits = whole_waits if whole_ms else st.one_of(whole_waits, st.integers(0, 3 * 10**9))
+    add = st.tuples(
+        st.just("add"), st.sampled_from(RIDS), st.integers(0, workers - 1),
+        st.one_of(st.integers(1, 1000), st.just(0), st.integers(1, 5)),
+        durations(modeled_only, whole_ms),
+        st.lists(st.integers(1, 3), max_size=4).map(tuple),
+        st.just(True) if modeled_only else st.sampled_from([True, True, True, False]),
+    )
+    by_kind = {
+        "add": add,
+        "mark": st.tuples(st.just("mark"), st.sampled_from(RIDS)),
+        "free": st.tuples(st.just("free"), st.sampled_from(RIDS)),
+        "wait": st.tuples(st.just("wait"), waits),
+        "expire": st.tuples(st.just("expire")),
+    }
+    # Adds dominate so that queues of two to four prefills are common; waits let time pass.
+    kinds = ["add"] * 6 + ["mark", "mark", "free", "free"] + ["wait"] * 4 + ["expire"]
+    op = st.sampled_from(kinds).flatmap(by_kind.__getitem__)
+    return st.lists(op, min_size=min(6, max_ops), max_size=max_ops)
+
+
+def credit_histories() -> st.SearchStrategy:
+    """Draw a history that opens with the credit experiment's shape: a long anchor, a shorter prefill
+    queued behind it, a wait, and the queued one completed or freed; random operations follow.
+
+    Source: sequences.md §3 "Credit" (the capped and uncapped tests), experiments R5, R6, R19.
+    """
+    whole = lambda *ms: st.sampled_from(ms).map(millis)  # noqa: E731
+    opening = st.tuples(
+        st.tuples(st.just("add"), st.just("a"), st.just(0), st.integers(1, 1000), whole(4000, 6000, 10_000), st.just((1,)), st.just(True)),
+        st.tuples(st.just("add"), st.just("b"), st.just(0), st.integers(1, 1000), whole(500, 1000, 2000), st.just((2,)), st.just(True)),
+        st.tuples(st.just("wait"), whole(100, 600, 1500, 2500)),
+        st.tuples(st.sampled_from(["mark", "free"]), st.just("b")),
+    ).map(list)
+    return st.tuples(opening, histories(modeled_only=True, max_ops=12)).map(lambda p: p[0] + p[1])
+
+
+@dataclass
+class View:
+    """One applied operation: what it was, when, the state before it, and its outcome."""
+
+    op: tuple
+    now: int
+    before: SlotTrackerState
+    outcome: str
+    tracker: Any
+
+
+def apply(tracker: Any, op: tuple, now: int) -> str:
+    """Apply one history operation at ``now``; return ``"ok"`` or the name of the error raised."""
+    try:
+        if op[0] == "add":
+            _, rid, w, tokens, duration, blocks, track = op
+            tracker.add_request(SequenceRequest(rid, W[w], blocks, track, None, PrefillLoadHint(tokens, duration)), now)
+        elif op[0] == "mark":
+            tracker.mark_prefill_completed(op[1], now)
+        elif op[0] == "free":
+            tracker.free(op[1], now)
+        elif op[0] == "expire":
+            tracker.force_expiry(now)
+        return "ok"
+    except SequenceError as exc:
+        return type(exc).__name__
+
+
+def walk(make: Callable[..., Any], history: list[tuple], expiry: int | None = None, workers: int = 1) -> Iterator[View]:
+    """Replay ``history`` on a fresh tracker with ``workers`` single-rank workers; yield each applied step."""
+    EXAMPLES["count"] += 1
+    tracker = make(expiry)
+    for w in W[:workers]:
+        tracker.register_worker(w.worker_id, 0, 1, 0)
+    now = 0
+    for op in history:
+        if op[0] == "wait":
+            now += op[1]
+            continue
+        before = tracker.snapshot()
+        outcome = apply(tracker, op, now)
+        yield View(op, now, before, outcome, tracker)
+
+
+def tokens_at(tracker: Any, t: int, w: int = 0) -> int:
+    return tracker.loads(t)[W[w]].active_prefill_tokens
+
+
+def ms_at(tracker: Any, t: int, w: int = 0) -> Any:
+    return tracker.modeled_remaining_prefill_times(t)[W[w]]
+
+
+def prefill_of(state: SlotTrackerState, w: int = 0):
+    return state.sequences[W[w]].prefill
+
+
+def _removed(v: View) -> Any:
+    """Return the prefill entry the step removed (by mark or free), or None."""
+    if v.op[0] not in ("mark", "free") or v.outcome != "ok":
+        return None
+    before = prefill_of(v.before)
+    return next((e for e in before.order if e.request_id == v.op[1]), None)
+
+
+def _law(strategy: st.SearchStrategy, body: Callable[..., None]) -> Callable[[Callable[..., Any]], Callable[[], None]]:
+    def bind(make: Callable[..., Any] = SpecSlotTracker) -> Callable[[], None]:
+        @given(history=strategy)
+        def law(history: list[tuple]) -> None:
+            body(make, history)
+
+        law.__name__ = "law" + body.__name__
+        law.__doc__ = body.__doc__
+        return law
+
+    bind.__name__ = "law" + body.__name__
+    bind.__doc__ = body.__doc__
+    return bind
+
+
+# ----------------------------------------------------------------------------- modeled remaining time
+
+
+def _modeled_time_is_whole_nonnegative_ms_or_missing(make, history) -> None:
+    """The modeled read is a whole number of ms >= 0, or MissingExpectedDuration exactly when an unmodeled prefill is active.
+
+    Source: seed 000 "Modeled remaining prefill time"; sequences.md §3 "Read", "Errors".
+    """
+    for v in walk(make, history):
+        unmodeled = any(e.duration is None for e in prefill_of(v.tracker.snapshot()).order)
+        for dt in (0, millis(1), secs(5), secs(1000)):
+            got = ms_at(v.tracker, v.now + dt)
+            if unmodeled:
+                assert got == MISSING, f"expected MissingExpectedDuration at +{dt} ns, got {got!r}"
+            else:
+                assert isinstance(got, int) and got >= 0, f"modeled time {got!r} at +{dt} ns"
+
+
+def _backlog_is_the_sum_of_truncated_durations(make, history) -> None:
+    """At the anchor's effective time the modeled read is the sum of every duration truncated to whole ms.
+
+    Source: sequences.md §3 "Formula" (1.5 ms + 1.5 ms counts as 2 ms).
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if p.order:
+            expected = min(sum(floor_ms(e.duration) for e in p.order), U64_MAX)
+            assert ms_at(v.tracker, p.anchor_since) == expected, f"backlog at the anchor time != {expected}"
+
+
+def _elapsed_time_is_truncated(make, history) -> None:
+    """Elapsed time counts in whole ms, truncated: 1.9 ms elapsed takes 1 ms off the backlog.
+
+    Source: sequences.md §3 step 4 (``floor_ms(now - anchored_since)``).
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if p.order:
+            total = ms_at(v.tracker, p.anchor_since)
+            for e in (400_000, 600_000, 1_500_000, 2_900_000, secs(1) + 999_999):
+                assert ms_at(v.tracker, p.anchor_since + e) == max(0, total - e // NANOS_PER_MILLI), f"elapsed {e} ns"
+
+
+def _decay_resumes_at_the_removal_time(make, history) -> None:
+    """After a prefill leaves at t, the anchor is at or before t: the backlog decays 1 ms per ms from t on.
+
+    This is the credit cap: a credit moves the anchor to ``min(anchor + d, t)``, never past t.
+
+    Source: seed 000 ("capped at the removal time"); sequences.md §3 "Credit", capped case.
+    """
+    for v in walk(make, history):
+        if _removed(v) is None or not prefill_of(v.tracker.snapshot()).order:
+            continue
+        start = ms_at(v.tracker, v.now)
+        for d in (1, 250, 1000):
+            assert ms_at(v.tracker, v.now + millis(d)) == max(0, start - d), f"no decay {d} ms after a removal at {v.now}"
+
+
+def _uncapped_credit_is_continuous(make, history) -> None:
+    """Removing a modeled non-anchor whose duration has elapsed since the anchor leaves the read unchanged (continuity).
+
+    Source: seed 000 (credit paragraph); sequences.md §3 "Uncapped case"; PR #10604.
+    """
+    for v in walk(make, history):
+        gone = _removed(v)
+        before = prefill_of(v.before)
+        if gone is None or gone.request_id == before.order[0].request_id or gone.duration is None:
+            continue
+        if any(e.duration is None for e in before.order) or before.anchor_since + gone.duration > v.now:
+            continue
+        assert ms_at(v.tracker, v.now) == _ms_of_state(v.before, v.now), "credit broke continuity"
+
+
+def _ms_of_state(state: SlotTrackerState, now: int) -> Any:
+    """Return the spec's modeled read of worker 1 in ``state`` at ``now``."""
+    return read_modeled_remaining_prefill_times(project_prompt_registry(state), now)[W[0]]
+
+
+def _removed_anchor_reanchors_at_the_removal_time(make, history) -> None:
+    """When the anchor leaves at t, the next prefill becomes the anchor at t (not at its own admission time).
+
+    Source: sequences.md §2 "Prefill removal" step 5; experiments R7, R18, R21.
+    """
+    for v in walk(make, history):
+        gone = _removed(v)
+        after = prefill_of(v.tracker.snapshot())
+        if gone is not None and gone.request_id == prefill_of(v.before).order[0].request_id and after.order:
+            assert after.anchor_since == v.now, f"re-anchored at {after.anchor_since}, removal at {v.now}"
+
+
+# ----------------------------------------------------------------------------- token load
+
+
+def _unmodeled_prefills_never_decay(make, history) -> None:
+    """While any prefill is unmodeled only the anchor decays: the load never drops below the non-anchor tokens.
+
+    Source: seed 000 ("token load falls back to anchor-only decay so unmodeled no-AIC/default
+    requests do not decay"); experiments R3, R8, R15, R23.
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if not any(e.duration is None for e in p.order):
+            continue
+        total = sum(e.tokens for e in p.order)
+        floor = total if p.order[0].duration is None else total - p.order[0].tokens
+        for dt in (0, secs(1), secs(100)):
+            assert tokens_at(v.tracker, v.now + dt) >= floor, f"unmodeled load decayed below {floor}"
+
+
+def _all_modeled_load_spills_past_the_anchor(make, history) -> None:
+    """With every prefill modeled, the anchor's rate runs on past its own tokens until the whole sum is done.
+
+    Source: seed 000 ("aggregate spillover"); sequences.md §4 step 2; experiments R2, R16, R17.
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if not p.order or any(e.duration is None for e in p.order) or p.order[0].duration == 0:
+            continue
+        a, d = p.order[0].tokens, p.order[0].duration
+        total = sum(e.tokens for e in p.order)
+        done_at = p.anchor_since + math.ceil(d * total / a)
+        assert tokens_at(v.tracker, done_at) == 0, f"load not spilled to 0 at {done_at}"
+
+
+def _zero_duration_anchor_completes_only_itself(make, history) -> None:
+    """A zero-duration anchor completes its own tokens at once and nothing of the prefills behind it.
+
+    Source: seed 000 ("without inventing token spillover"); test
+    active_tokens_zero_duration_anchor_only_completes_anchor; experiment R4.
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if not p.order or any(e.duration is None for e in p.order) or p.order[0].duration != 0:
+            continue
+        rest = sum(e.tokens for e in p.order[1:])
+        for t in (p.anchor_since, v.now, v.now + secs(100)):
+            assert tokens_at(v.tracker, t) == rest, f"zero-duration anchor: load != {rest}"
+
+
+def _anchor_only_share_rounds_up(make, history) -> None:
+    """In anchor-only mode the anchor's remaining share is rounded up: never below tokens * (1 - elapsed/D).
+
+    Source: sequences.md §4 step 3 and "Rounding"; experiment R24b.
+    """
+    for v in walk(make, history):
+        p = prefill_of(v.tracker.snapshot())
+        if not p.order or not any(e.duration is None for e in p.order) or not p.order[0].duration:
+            continue
+        a, d = p.order[0].tokens, p.order[0].duration
+        rest = sum(e.tokens for e in p.order) - a
+        for f in (0.1, 0.37, 0.5, 0.9, 0.999):
+            e = int(d * f)
+            assert tokens_at(v.tracker, p.anchor_since + e) - rest >= a * (1 - e / d) - 1e-6, f"share rounded down at {f}"
+
+
+def _zero_token_hints_are_not_tracked(make, history) -> None:
+    """Admitting a request whose hint has zero tokens changes neither the token load nor the modeled time.
+
+    Source: sequences.md §1 "Prefill is tracked only if all three hold"; experiment R9.
+    """
+    for v in walk(make, history):
+        if v.op[0] != "add" or v.op[3] != 0 or v.outcome != "ok":
+            continue
+        before = project_prompt_registry(v.before)
+        for t in (v.now, v.now + secs(1)):
+            assert tokens_at(v.tracker, t) == read_loads(before, t)[W[0]].active_prefill_tokens, "zero-token hint changed the load"
+            assert ms_at(v.tracker, t) == _ms_of_state(v.before, t), "zero-token hint changed the modeled time"
+
+
+# ----------------------------------------------------------------------------- requests and blocks
+
+
+def _free_completes_the_prefill(make, history) -> None:
+    """Freeing a request completes its prefill too: no prefill outlives its request.
+
+    Source: seed 000 ("Free keeps its existing implicit prefill-completion cleanup"); sequences.md §2 "Free".
+    """
+    for v in walk(make, history):
+        state = v.tracker.snapshot()
+        seq = state.sequences[W[0]]
+        assert all(e.request_id in seq.requests for e in seq.prefill.order), "a prefill outlived its request"
+        if v.op[0] == "free":
+            assert all(e.request_id != v.op[1] for e in seq.prefill.order), "freed request still prefilling"
+
+
+def _blocks_are_counted_by_lineage(make, history) -> None:
+    """Active blocks count distinct prefix lineages of the active prompts, not distinct hashes.
+
+    Source: sequences.md §2 "Blocks"; blocks_exp_out.txt (prompts [5] and [1,2,3,5] hold 5 blocks).
+    """
+    for v in walk(make, history):
+        expected = len(block_membership(v.tracker.snapshot().sequences[W[0]]))
+        assert v.tracker.loads(v.now)[W[0]].active_decode_blocks == expected, f"blocks != {expected} lineage paths"
+
+
+def _expiry_runs_at_most_once_per_check_interval(make, history) -> None:
+    """Requests leave only by free, or by an expiry check at least 30 s after the previous check.
+
+    Source: sequences.md §2 "Expiry" (``CHECK_EXPIRY_FREQUENCY``); expiry_exp_out.txt.
+    """
+    last_check = 0
+    for v in walk(make, history, expiry=secs(2)):
+        before = set(v.before.sequences[W[0]].requests)
+        after = set(v.tracker.snapshot().sequences[W[0]].requests)
+        gone = before - after - ({v.op[1]} if v.op[0] == "free" else set())
+        checked = v.op[0] == "expire" or (v.op[0] == "add" and v.outcome == "ok")
+        due = checked and v.now - last_check >= CHECK_EXPIRY_FREQUENCY
+        if due:
+            last_check = v.now
+        assert due or not gone, f"{sorted(gone)} expired {v.now - last_check} ns after the last check"
+
+
+def _ownership_is_exclusive(make, history) -> None:
+    """Every request is booked once, on the worker that holds it; a second add of a booked id fails naming the owner.
+
+    Source: seed 000 ("losing request ownership"); sequences.md §1 "RequestIndex".
+    """
+    for v in walk(make, history, workers=2):
+        state = v.tracker.snapshot()
+        assert not write_model_violations(state), write_model_violations(state)
+        if v.op[0] == "add" and v.op[1] in v.before.request_index:
+            assert v.outcome == "DuplicateRequest", f"duplicate add of {v.op[1]!r} gave {v.outcome}"
+            assert state.request_index[v.op[1]] == v.before.request_index[v.op[1]], "duplicate add moved the owner"
+
+
+def _rejections_are_typed_and_change_nothing(make, history) -> None:
+    """Unknown ids, duplicates, unknown workers and malformed arguments raise typed errors and change nothing.
+
+    Source: sequences.md §8.2-§8.3 (404, 409, 422); the developers' guide (bad input leaves state unchanged).
+    """
+    for v in walk(make, history):
+        t = v.tracker
+        if v.op[0] == "mark" and v.op[1] not in v.before.request_index:
+            assert v.outcome == "RequestNotFound", f"mark of unbooked {v.op[1]!r} gave {v.outcome}"
+        state, registry = t.snapshot(), t.registry_snapshot()
+        bad = [
+            (lambda: t.mark_prefill_completed("never-added", v.now), RequestNotFound),
+            (lambda: t.add_request(SequenceRequest("x", WorkerWithDpRank(9, 0)), v.now), WorkerNotFound),
+            (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, -1)), v.now), InvalidDuration),
+            (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, float("nan"))), v.now), InvalidDuration),
+            (lambda: t.add_request(SequenceRequest("y", W[0]), float("inf")), InvalidInstant),
+            (lambda: t.add_request(SequenceRequest(7, W[0]), v.now), SequenceArgumentTypeError),
+            (lambda: t.free(b"a", v.now), SequenceArgumentTypeError),
+        ]
+        booked = next(iter(state.request_index), None)
+        if booked is not None:
+            bad.append((lambda: t.add_request(SequenceRequest(booked, W[0]), v.now), DuplicateRequest))
+        for call, error in bad:
+            try:
+                call()
+            except error:
+                pass
+            else:
+                raise AssertionError(f"expected {error.__name__}")
+            assert t.snapshot() == state and t.registry_snapshot() == registry, f"a rejected call ({error.__name__}) changed the state"
+
+
+def _registry_equals_the_projection_after_every_call(make, history) -> None:
+    """With one caller at a time, the PromptRegistry equals the projection of the write model after every call.
+
+    Source: seed 000 "Eventual consistency contract" (local writes update ActiveSequences first;
+    the registry is projected from it afterward).
+    """
+    for v in walk(make, history):
+        assert v.tracker.registry_snapshot() == project_prompt_registry(v.tracker.snapshot()), "registry lags after the call returned"
+
+
+law_modeled_time_is_whole_nonnegative_ms_or_missing = _law(histories(), _modeled_time_is_whole_nonnegative_ms_or_missing)
+law_backlog_is_the_sum_of_truncated_durations = _law(histories(modeled_only=True, whole_ms=False), _backlog_is_the_sum_of_truncated_durations)
+law_elapsed_time_is_truncated = _law(histories(modeled_only=True), _elapsed_time_is_truncated)
+law_decay_resumes_at_the_removal_time = _law(st.one_of(credit_histories(), histories(modeled_only=True)), _decay_resumes_at_the_removal_time)
+law_uncapped_credit_is_continuous = _law(st.one_of(credit_histories(), histories(modeled_only=True)), _uncapped_credit_is_continuous)
+law_removed_anchor_reanchors_at_the_removal_time = _law(histories(), _removed_anchor_reanchors_at_the_removal_time)
+law_unmodeled_prefills_never_decay = _law(histories(), _unmodeled_prefills_never_decay)
+law_all_modeled_load_spills_past_the_anchor = _law(histories(modeled_only=True), _all_modeled_load_spills_past_the_anchor)
+law_zero_duration_anchor_completes_only_itself = _law(histories(modeled_only=True), _zero_duration_anchor_completes_only_itself)
+law_anchor_only_share_rounds_up = _law(histories(whole_ms=False), _anchor_only_share_rounds_up)
+law_zero_token_hints_are_not_tracked = _law(histories(), _zero_token_hints_are_not_tracked)
+law_free_completes_the_prefill = _law(histories(), _free_completes_the_prefill)
+law_blocks_are_counted_by_lineage = _law(histories(), _blocks_are_counted_by_lineage)
+law_expiry_runs_at_most_once_per_check_interval = _law(histories(max_ops=40), _expiry_runs_at_most_once_per_check_interval)
+law_ownership_is_exclusive = _law(histories(workers=2), _ownership_is_exclusive)
+law_rejections_are_typed_and_change_nothing = _law(histories(max_ops=12), _rejections_are_typed_and_change_nothing)
+law_registry_equals_the_projection_after_every_call = _law(histories(), _registry_equals_the_projection_after_every_call)
+
+LAWS: list[Callable[..., Callable[[], None]]] = [
+    law_modeled_time_is_whole_nonnegative_ms_or_missing,
+    law_backlog_is_the_sum_of_truncated_durations,
+    law_elapsed_time_is_truncated,
+    law_decay_resumes_at_the_removal_time,
+    law_uncapped_credit_is_continuous,
+    law_removed_anchor_reanchors_at_the_removal_time,
+    law_unmodeled_prefills_never_decay,
+    law_all_modeled_load_spills_past_the_anchor,
+    law_zero_duration_anchor_completes_only_itself,
+    law_anchor_only_share_rounds_up,
+    law_zero_token_hints_are_not_tracked,
+    law_free_completes_the_prefill,
+    law_blocks_are_counted_by_lineage,
+    law_expiry_runs_at_most_once_per_check_interval,
+    law_ownership_is_exclusive,
+    law_rejections_are_typed_and_change_nothing,
+    law_registry_equals_the_projection_after_every_call,
+]
+LAWS_BY_NAME = {law.__name__: law for law in LAWS}
+
+
+def run_law(
+    law: Callable[..., Callable[[], None]],
+    examples: int,
+    seed: int | None = None,
+    make: Callable[..., Any] = SpecSlotTracker,
+    shrink: bool = True,
+) -> int:
+    """Run one law on ``make`` for ``examples`` examples; return how many histories ran. Raises on a counterexample.
+
+    ``shrink=False`` stops at the first counterexample (negative controls only need detection).
+    """
+    before = EXAMPLES["count"]
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    run_given(law(make), settings(max_examples=examples, database=None, deadline=None, print_blob=True, phases=phases), seed)
+    return EXAMPLES["count"] - before

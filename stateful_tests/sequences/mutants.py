@@ -1,0 +1,389 @@
+"""Deliberately broken slot trackers: the negative controls of every active-sequence check.
+
+Each mutant is the reference ``SlotTracker`` (or the concurrent one) with exactly one rule
+broken. ``test_sequence_negative_controls.py`` runs each through the checks listed in
+``CAUGHT_BY`` and asserts that each catches it:
+
+- ``machine``: the Hypothesis state machine (spec vs the mutant, every read after every step);
+- ``values``: the named upstream reference values (``sequence_values``);
+- ``laws``: the spec law named in ``LAW_OF`` (``sequence_laws``);
+- ``stress``: the real-thread stress run (registry convergence, no lost or doubled ownership).
+
+The two the issue names are ``NoCreditCap`` (credit without the cap at the removal time)
+and ``SpilloverWhenUnmodeled`` (aggregate spillover although a prefill is unmodeled).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import _Slot
+from ...reference.sequences import ActiveSequences, PrefillTracker, SlotTracker, decayed_tokens, remaining_modeled_ms
+from ...spec.prefill import PrefillLoadSnapshot
+from ...spec.primitives import U64_MAX
+from ...spec.sequence_errors import DuplicateRequest, MissingExpectedDuration, RequestNotFound, TokenLoadOverflow, WorkerNotFound
+from ...spec.sequence_inputs import NANOS_PER_MILLI, check_instant, check_request_id, check_sequence_request, check_worker
+from ...spec.sequences import WorkerLoadSnapshot
+
+# ----------------------------------------------------------------------------- prefill rules
+
+
+class _NoCapPrefill(PrefillTracker):
+    def _credit(self, since: int, duration: int, now: int) -> int:
+        return since + duration
+
+
+class _NoCreditPrefill(PrefillTracker):
+    def _credit(self, since: int, duration: int, now: int) -> int:
+        return since
+
+
+class _KeepOldAnchorPrefill(PrefillTracker):
+    def _reanchor_time(self, old_since: int, now: int) -> int:
+        return old_since
+
+
+class _SumThenTruncatePrefill(PrefillTracker):
+    def snapshot(self) -> PrefillLoadSnapshot:
+        snap = super().snapshot()
+        if snap.total_modeled_ms is None:
+            return snap
+        total = sum(d for _, d in self.entries.values()) // NANOS_PER_MILLI  # type: ignore[misc]
+        return PrefillLoadSnapshot(snap.tokens_sum, snap.anchor, total)
+
+
+def _with_prefill(prefill: type[PrefillTracker]) -> type[ActiveSequences]:
+    return type(f"ActiveSequences_{prefill.__name__}", (ActiveSequences,), {"prefill_class": prefill})
+
+
+class NoCreditCap(SlotTracker):
+    """Credit rule broken: a removed modeled non-anchor moves the anchor by its duration, uncapped."""
+
+    sequences_class = _with_prefill(_NoCapPrefill)
+
+
+class NoCredit(SlotTracker):
+    """Credit rule broken: removing a modeled non-anchor never moves the anchor."""
+
+    sequences_class = _with_prefill(_NoCreditPrefill)
+
+
+class ReanchorKeepsOldTime(SlotTracker):
+    """Re-anchor rule broken: the new front inherits the removed anchor's time, not the removal time."""
+
+    sequences_class = _with_prefill(_KeepOldAnchorPrefill)
+
+
+class SumThenTruncate(SlotTracker):
+    """Truncation rule broken: the modeled backlog truncates the summed durations, not each one."""
+
+    sequences_class = _with_prefill(_SumThenTruncatePrefill)
+
+
+# ----------------------------------------------------------------------------- read rules
+
+
+class SpilloverWhenUnmodeled(SlotTracker):
+    """Mode rule broken: a modeled anchor spills into later prefills even when one is unmodeled."""
+
+    def _decayed_tokens(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        front = snapshot.anchor
+        if front is None or front.duration is None or front.duration == 0 or snapshot.total_modeled_ms is not None:
+            return decayed_tokens(snapshot, now)
+        done = min(front.tokens * max(0, now - front.since) // front.duration, U64_MAX)
+        return max(0, snapshot.tokens_sum - done)
+
+
+class NoSpillover(SlotTracker):
+    """Spillover rule broken: even with every prefill modeled, only the anchor decays."""
+
+    def _decayed_tokens(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        if snapshot.total_modeled_ms is None:
+            return decayed_tokens(snapshot, now)
+        return decayed_tokens(PrefillLoadSnapshot(snapshot.tokens_sum, snapshot.anchor, None), now)
+
+
+class ZeroDurationAnchorCompletesAll(SlotTracker):
+    """Zero-duration rule broken: a zero-duration anchor completes every queued prefill at once."""
+
+    def _decayed_tokens(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        front = snapshot.anchor
+        if front is not None and front.duration == 0 and snapshot.total_modeled_ms is not None:
+            return 0
+        return decayed_tokens(snapshot, now)
+
+
+class AnchorOnlyRoundsDown(SlotTracker):
+    """Rounding rule broken: the anchor's remaining share in anchor-only mode is floored, not ceiled."""
+
+    def _decayed_tokens(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        front = snapshot.anchor
+        if front is None or snapshot.total_modeled_ms is not None or not front.duration:
+            return decayed_tokens(snapshot, now)
+        fraction = min(1.0, max(0.0, 1.0 - max(0, now - front.since) / front.duration))
+        return snapshot.tokens_sum - front.tokens + math.floor(front.tokens * fraction)
+
+
+class ModeledTimeNotClipped(SlotTracker):
+    """Clip rule broken: the modeled remaining time goes negative (the older signed variant)."""
+
+    def _remaining_ms(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        if snapshot.total_modeled_ms is None:
+            raise MissingExpectedDuration()
+        if snapshot.anchor is None:
+            return snapshot.total_modeled_ms
+        return snapshot.total_modeled_ms - max(0, now - snapshot.anchor.since) // NANOS_PER_MILLI
+
+
+class MissingDurationReadsZero(SlotTracker):
+    """Error rule broken: a worker with an unmodeled prefill reads 0 ms instead of MissingExpectedDuration."""
+
+    def _remaining_ms(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        try:
+            return remaining_modeled_ms(snapshot, now)
+        except MissingExpectedDuration:
+            return 0
+
+
+class ElapsedRoundedToNearest(SlotTracker):
+    """Truncation rule broken: elapsed time is rounded to the nearest ms instead of truncated."""
+
+    def _remaining_ms(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
+        if snapshot.total_modeled_ms is None or snapshot.anchor is None:
+            return remaining_modeled_ms(snapshot, now)
+        elapsed = round(max(0, now - snapshot.anchor.since) / NANOS_PER_MILLI)
+        return max(0, snapshot.total_modeled_ms - elapsed)
+
+
+# ----------------------------------------------------------------------------- per-slot rules
+
+
+class _TrackZeroTokens(ActiveSequences):
+    def _is_tracked(self, request) -> bool:
+        return request.track_prefill_tokens and request.prefill_load_hint is not None
+
+
+class _FreeKeepsPrefill(ActiveSequences):
+    def _free_prefill(self, rid: str, now: int) -> None:
+        return None
+
+
+class _ExpiryAlwaysDue(ActiveSequences):
+    def _expiry_due(self, now: int) -> bool:
+        return True
+
+
+class _HashSetBlocks(ActiveSequences):
+    def load_snapshot(self) -> WorkerLoadSnapshot:
+        snap = super().load_snapshot()
+        hashes = {h for r in self.requests.values() for h in r.blocks}
+        return WorkerLoadSnapshot(len(hashes), snap.active_requests, snap.prefill)
+
+
+class ZeroTokenHintTracked(SlotTracker):
+    """Tracking rule broken: a hint with zero tokens is tracked (it anchors and adds its duration)."""
+
+    sequences_class = _TrackZeroTokens
+
+
+class FreeSkipsPrefillCleanup(SlotTracker):
+    """Free rule broken: freeing a request leaves its prefill in the queue (no implicit completion)."""
+
+    sequences_class = _FreeKeepsPrefill
+
+
+class ExpiryIgnoresCheckInterval(SlotTracker):
+    """Expiry rule broken: every add and sweep checks for stale requests, not once per 30 s."""
+
+    sequences_class = _ExpiryAlwaysDue
+
+
+class SetBlockCounting(SlotTracker):
+    """Block rule broken: active blocks count distinct hashes, not distinct prefix lineages."""
+
+    sequences_class = _HashSetBlocks
+
+
+# ----------------------------------------------------------------------------- tracker rules
+
+
+class DuplicateAddMovesOwner(SlotTracker):
+    """Ownership rule broken: a duplicate add re-books the id on the new worker instead of failing."""
+
+    def _check_not_booked(self, rid: str) -> None:
+        return None
+
+
+class MarkUnknownIsSilent(SlotTracker):
+    """Rejection rule broken: marking an unbooked request succeeds silently instead of RequestNotFound."""
+
+    def mark_prefill_completed(self, request_id, now, worker=None) -> None:
+        try:
+            super().mark_prefill_completed(request_id, now, worker)
+        except RequestNotFound:
+            return None
+
+
+# ----------------------------------------------------------------------------- concurrency rules (impl)
+
+
+class BookBeforeSlotLock(ImplSlotTracker):
+    """Pipeline rule broken: the id is booked before the slot lock and a free unbooks without it.
+
+    This is the window sequences.md §10 item 4 describes: a free racing the add removes the
+    booking, finds no state, and the add then inserts a request nobody owns (lost ownership).
+    """
+
+    def add_request(self, request, now) -> None:
+        request = check_sequence_request(request)
+        now = check_instant(now)
+        rid, worker = request.request_id, request.worker
+        with self._topology.shared():
+            slot: _Slot | None = self._slots.get(worker)
+            if slot is None:
+                raise WorkerNotFound(worker)
+            owner = self._index.get(rid)
+            if owner is None and slot.seq.would_overflow(request):
+                raise TokenLoadOverflow(f"prefill tokens of {worker!r} would pass u64")
+            owner = owner or self._index.try_insert(rid, worker)
+            if owner is not None:
+                raise DuplicateRequest(rid, owner)
+            _pause()
+            with slot.lock:
+                expired, stored, removed = slot.seq.add(request, now, self.expiry)
+                for gone in expired:
+                    self._index.remove_if(gone, worker)
+                self._publish(worker, slot, stored, removed)
+
+    def free(self, request_id, now, worker=None) -> bool:
+        rid = check_request_id(request_id)
+        now = check_instant(now)
+        named = None if worker is None else check_worker(worker)
+        with self._topology.shared():
+            owner = self._lookup(rid, named)
+            if owner is None or not self._index.remove_if(rid, owner):
+                return False
+            slot = self._slots[owner]
+            with slot.lock:
+                removed = slot.seq.free(rid, now)
+                self._publish(owner, slot, [], removed or [])
+            return True
+
+
+class MarkSkipsPublish(ImplSlotTracker):
+    """Projection rule broken: completing a prefill never republishes the load (the registry stays stale)."""
+
+    def mark_prefill_completed(self, request_id, now, worker=None) -> None:
+        rid = check_request_id(request_id)
+        now = check_instant(now)
+        with self._topology.shared():
+            owner = self._lookup(rid, None if worker is None else check_worker(worker))
+            if owner is None:
+                raise RequestNotFound(rid)
+            slot = self._slots[owner]
+            with slot.lock:
+                slot.seq.mark_prefill_completed(rid, now)  # ... and no _publish
+
+
+def _pause() -> None:
+    """Give other threads the window the broken pipeline opens (a GIL switch)."""
+    import time
+
+    time.sleep(0)
+
+
+MUTANTS = [
+    NoCreditCap,
+    SpilloverWhenUnmodeled,
+    NoCredit,
+    ReanchorKeepsOldTime,
+    SumThenTruncate,
+    NoSpillover,
+    ZeroDurationAnchorCompletesAll,
+    AnchorOnlyRoundsDown,
+    ModeledTimeNotClipped,
+    MissingDurationReadsZero,
+    ElapsedRoundedToNearest,
+    ZeroTokenHintTracked,
+    FreeSkipsPrefillCleanup,
+    ExpiryIgnoresCheckInterval,
+    SetBlockCounting,
+    DuplicateAddMovesOwner,
+    MarkUnknownIsSilent,
+    BookBeforeSlotLock,
+    MarkSkipsPublish,
+]
+
+# The spec law (sequence_laws) that each mutant breaks, by the law's function name.
+LAW_OF = {
+    NoCreditCap: "law_decay_resumes_at_the_removal_time",
+    SpilloverWhenUnmodeled: "law_unmodeled_prefills_never_decay",
+    NoCredit: "law_uncapped_credit_is_continuous",
+    ReanchorKeepsOldTime: "law_removed_anchor_reanchors_at_the_removal_time",
+    SumThenTruncate: "law_backlog_is_the_sum_of_truncated_durations",
+    NoSpillover: "law_all_modeled_load_spills_past_the_anchor",
+    ZeroDurationAnchorCompletesAll: "law_zero_duration_anchor_completes_only_itself",
+    AnchorOnlyRoundsDown: "law_anchor_only_share_rounds_up",
+    ModeledTimeNotClipped: "law_modeled_time_is_whole_nonnegative_ms_or_missing",
+    MissingDurationReadsZero: "law_modeled_time_is_whole_nonnegative_ms_or_missing",
+    ElapsedRoundedToNearest: "law_elapsed_time_is_truncated",
+    ZeroTokenHintTracked: "law_zero_token_hints_are_not_tracked",
+    FreeSkipsPrefillCleanup: "law_free_completes_the_prefill",
+    ExpiryIgnoresCheckInterval: "law_expiry_runs_at_most_once_per_check_interval",
+    SetBlockCounting: "law_blocks_are_counted_by_lineage",
+    DuplicateAddMovesOwner: "law_ownership_is_exclusive",
+    MarkUnknownIsSilent: "law_rejections_are_typed_and_change_nothing",
+    MarkSkipsPublish: "law_registry_equals_the_projection_after_every_call",
+}
+
+CAUGHT_BY = {m: {"machine", "values", "laws"} for m in MUTANTS}
+CAUGHT_BY[BookBeforeSlotLock] = {"stress"}
+CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when a mark is a slot's last write
+
+
+def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300) -> list[tuple[str, str, str, str, str]]:
+    """Return, per mutant: value scenarios failing, machine seeds catching, law seeds catching, stress seeds catching."""
+    from hypothesis import Phase, settings
+    from ..harness.seeding import run_given, run_machine
+
+    from .laws import LAWS_BY_NAME
+    from .machine import sequence_machine_for, sequence_machine_settings
+    from .stress import stress
+    from .steps import run_value_scenario
+    from .values import VALUE_SCENARIOS
+
+    rows = []
+    for mutant in MUTANTS:
+        values = f"{sum(1 for s in VALUE_SCENARIOS if run_value_scenario(mutant, s))}/{len(VALUE_SCENARIOS)}"
+        machine = law = stressed = "-"
+        if "machine" in CAUGHT_BY[mutant]:
+            firsts = []
+            for s in seeds:
+                cls = sequence_machine_for({"mutant": mutant})
+                quick = settings(sequence_machine_settings(machine_runs, 40), phases=[Phase.generate])
+                try:
+                    run_machine(cls, quick, s)
+                except Exception:
+                    firsts.append(len(cls.runs) + 1)
+            median = sorted(firsts)[len(firsts) // 2] if firsts else "-"
+            machine = f"{len(firsts)}/{len(seeds)} (median first catch: run {median})"
+        if mutant in LAW_OF:
+            caught = 0
+            for s in seeds:
+                quick = settings(max_examples=law_histories, database=None, deadline=None, phases=[Phase.generate])
+                try:
+                    run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
+                except Exception:
+                    caught += 1
+            law = f"{caught}/{len(seeds)}"
+        if "stress" in CAUGHT_BY[mutant]:
+            stressed = f"{sum(1 for s in range(1, 9) if stress(mutant, threads=8, ops=400, seed=s).problems)}/8"
+        rows.append((mutant.__name__, values, machine, law, stressed))
+    return rows
+
+
+if __name__ == "__main__":
+    print(f"{'mutant':32} {'values':7} {'machine':36} {'law':5} stress")
+    for row in catch_rates():
+        print(f"{row[0]:32} {row[1]:7} {row[2]:36} {row[3]:5} {row[4]}", flush=True)

@@ -1,0 +1,654 @@
+"""Differential conformance against the real slot tracker (``python -m dynamo.slot_tracker``, 1.6.1).
+
+The harness starts the tracker on free local ports, with a replica-sync feed from a ZMQ
+PUB socket it binds itself on 127.0.0.1, and drives random scenarios through both doors:
+
+- **HTTP** (``/register``, ``/unregister``, ``/add``, ``/prefill_complete``, ``/free``,
+  ``/loads``, ``/potential_loads``): every prefill added here is unmodeled (HTTP cannot
+  carry a duration), so it checks admission, ownership, status codes, blocks by lineage
+  and the anchor-only token view;
+- **replica sync** (sequences.md §8.4): ``AddRequest`` events carry
+  ``expected_prefill_duration`` (modeled, zero or absent), ``track_prefill_tokens`` and
+  zero-token hints, plus ``MarkPrefillCompleted`` and ``Free`` (sometimes naming the wrong
+  worker), so it checks spillover, the credit and its cap, re-anchoring and zero-duration
+  anchors on the real clock.
+
+The tracker stamps each write with its own clock when it handles it (HTTP) or receives it
+(replica sync), and each ``/loads`` read when it answers it. We cannot see those instants,
+only bracket them, and every bracket is *measured*, none assumed: an HTTP write happened
+between our send and its response; a read was answered between our request and its
+response; a replica event was applied between our send and the moment a **fence** shows up
+(a marker ``AddRequest`` published right behind it on the same slot, with no blocks and no
+prefill, which the harness polls for by id, then frees; one slot's replica events are
+applied in publication order). The harness drives **two** reference trackers with the same calls:
+``early`` stamps every write at the start of its bracket, ``late`` at its end. Every anchor
+time is built from write times by ``+`` and ``min`` only, so the true anchor lies between
+the two models' anchors; token load never increases with elapsed time; hence the real
+answer must lie in ``[early.loads(read_end), late.loads(read_start)]``. Blocks, request
+counts, the set of slots and every HTTP status must match exactly; a fence that never
+shows (3 s) means the feed lost events. ``jitter`` (25 ms) only paces the scenario:
+operations are at least ``2 * jitter`` apart.
+
+A mismatch prints the scenario's seed and index and the command that replays it:
+``kvproof conform slot-tracker --seed S --scenarios N --scenario K``.
+
+Source: sequences.md §8 (routes, codes, replica wire format, receive-time anchoring);
+sequences-oracle/replica_common.py (how to inject events; ``wait_ready``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import importlib.util
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ...impl import _sync
+from ...reference.sequences import SlotTracker as ReferenceSlotTracker
+from ...spec.primitives import WorkerWithDpRank
+from ...spec.sequence_errors import SequenceError
+from ...spec.sequence_inputs import NANOS_PER_SEC, PrefillLoadHint, SequenceRequest, millis
+
+TOPIC = b"dynamo.slot-tracker.v1"
+ROUTER_ID = 4242  # any u64 other than the tracker's own process id
+BLOCK_SIZE = 16
+DEFAULT_JITTER_MS = 25
+FENCE_TIMEOUT_NS = 3_000_000_000
+OK_STATUS = {"register": 201, "add": 201, "mark": 200, "free": 200, "unregister": 200}
+
+
+def oracle_unavailable() -> str | None:
+    """Return why the real slot tracker cannot be driven here, or None when it can."""
+    missing = [m for m in ("dynamo.slot_tracker", "zmq", "msgpack") if importlib.util.find_spec(m.split(".")[0]) is None]
+    if not missing and importlib.util.find_spec("dynamo.slot_tracker") is None:
+        missing = ["dynamo.slot_tracker"]
+    if missing:
+        return f"needs {', '.join(missing)}: pip install -e '.[dynamo]' (ai-dynamo-runtime 1.6.1, pyzmq, msgpack)"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _now() -> int:
+    return time.monotonic_ns()
+
+
+# ----------------------------------------------------------------------------- the process
+
+
+class SlotTrackerProcess:
+    """One ``python -m dynamo.slot_tracker`` with a replica-sync peer we publish into."""
+
+    def __init__(self, log_path: str | None = None) -> None:
+        self.log_path = log_path or os.devnull
+        self.proc: subprocess.Popen | None = None
+        self._local = _sync.local()
+        self._pub_lock = _sync.Lock("oracle.pub")
+
+    def start(self, timeout: float = 30.0) -> None:
+        import zmq
+
+        self.http_port, self.sync_port, self.peer_port = _free_port(), _free_port(), _free_port()
+        self._zmq = zmq.Context()
+        self.pub = self._zmq.socket(zmq.PUB)
+        self.pub.bind(f"tcp://127.0.0.1:{self.peer_port}")
+        cmd = [sys.executable, "-m", "dynamo.slot_tracker", "--port", str(self.http_port),
+               "--replica-sync-port", str(self.sync_port), "--replica-sync-peers", f"tcp://127.0.0.1:{self.peer_port}"]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"slot tracker exited with {self.proc.returncode}: {' '.join(cmd)}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"slot tracker did not answer /health within {timeout} s")
+            time.sleep(0.05)
+        self.wait_ready(deadline)
+
+    def wait_ready(self, deadline: float) -> None:
+        """Probe the replica feed until an event lands (a PUB drops messages until the SUB has joined)."""
+        model = "kvproof-probe"
+        self.request("POST", "/register", {"worker_id": 1, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": 1})
+        i = 0
+        while time.monotonic() < deadline:
+            i += 1
+            self.publish(model, f"probe{i}", (1, 0), add_data((1,), True, None))
+            time.sleep(0.1)
+            rows = self.request("GET", f"/loads?model_name={model}")[1]
+            if rows and rows[0]["active_decode_blocks"] > 0:
+                self.request("POST", "/unregister", {"worker_id": 1, "model_name": model})
+                return
+        raise RuntimeError("the slot tracker's replica subscriber never received an event")
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+        if hasattr(self, "pub"):
+            self.pub.close(0)
+            self._zmq.term()
+            del self.pub
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def __enter__(self) -> SlotTrackerProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- doors
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """One HTTP call on this thread's keep-alive connection; return (status, decoded body)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = http.client.HTTPConnection("127.0.0.1", self.http_port, timeout=10)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {} if data is None else {"Content-Type": "application/json"}
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        except (http.client.HTTPException, OSError):
+            self._local.conn = None
+            conn.close()
+            raise
+        text = raw.decode()
+        try:
+            return response.status, json.loads(text) if text else None
+        except ValueError:
+            return response.status, text
+
+    def publish(self, model: str, rid: str, worker: tuple[int, int], data: Any) -> int:
+        """Publish one replica-sync event; return the monotonic time just before the send."""
+        import msgpack
+
+        envelope = {
+            "model_name": model, "routing_group": "default", "block_size": BLOCK_SIZE,
+            "event": {"request_id": rid, "worker": {"worker_id": worker[0], "dp_rank": worker[1]},
+                      "data": data, "router_id": ROUTER_ID, "lora_name": None},
+        }
+        payload = msgpack.packb(envelope, use_bin_type=True)
+        with self._pub_lock:
+            sent = _now()
+            self.pub.send_multipart([TOPIC, payload])
+        return sent
+
+
+def wire_duration(duration: int | None) -> dict | None:
+    """Return a duration in nanoseconds as the replica wire's ``{"secs", "nanos"}`` (None: unmodeled)."""
+    if duration is None:
+        return None
+    return {"secs": duration // NANOS_PER_SEC, "nanos": duration % NANOS_PER_SEC}
+
+
+def add_data(blocks: tuple[int, ...] | None, track: bool, hint: PrefillLoadHint | None) -> dict:
+    """Return the ``AddRequest`` payload of a replica event (sequences.md §8.4)."""
+    return {"AddRequest": {
+        "token_sequence": None if blocks is None else list(blocks),
+        "track_prefill_tokens": track,
+        "expected_output_tokens": None,
+        "prefill_load_hint": None if hint is None else {
+            "initial_effective_prefill_tokens": hint.initial_effective_prefill_tokens,
+            "expected_prefill_duration": wire_duration(hint.expected_prefill_duration),
+        },
+    }}
+
+
+def signed(h: int) -> int:
+    """Return a u64 hash as the i64 with the same bits (the HTTP routes take signed hashes)."""
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+# ----------------------------------------------------------------------------- scenarios
+
+
+@dataclass(frozen=True)
+class Op:
+    """One planned operation: ``kind``, its arguments, and the pause before it (ms)."""
+
+    kind: str
+    gap_ms: int
+    rid: str = ""
+    worker: tuple[int, int] = (1, 0)
+    blocks: tuple[int, ...] | None = ()
+    tokens: int | None = None  # None: no hint
+    duration: int | None = None  # ns; None: unmodeled
+    track: bool = True
+    via: str = "http"  # or "replica"
+    worker_id: int = 0
+    dp_size: int = 1
+
+
+@dataclass(frozen=True)
+class Scenario:
+    seed: int
+    index: int
+    model: str
+    ops: tuple[Op, ...]
+
+
+def lineage_hash(tokens: tuple[int, ...]) -> int:
+    """Return a u64 sequence hash for a block whose prompt prefix is ``tokens`` (one value per lineage).
+
+    Dynamo's sequence hashes name a block *with* its whole prefix, so one hash value never
+    sits at two different positions; 1.6.1's block trie relies on that (finding S3), and the
+    scenarios keep to it. About half the values are above i64::MAX, to exercise the signed
+    reinterpretation of the HTTP routes.
+    """
+    h = 0xCBF29CE484222325
+    for t in tokens:
+        h = ((h ^ (t + 0x9E3779B97F4A7C15)) * 0x100000001B3) % (1 << 64)
+    return h
+
+
+def _prompt(rng: random.Random, max_len: int = 4) -> tuple[int, ...]:
+    tokens = tuple(rng.randint(1, 3) for _ in range(rng.randint(0, max_len)))
+    return tuple(lineage_hash(tokens[: i + 1]) for i in range(len(tokens)))
+
+
+TEMPLATES = ("spill", "credit", "reanchor", "mixed", "zero")
+
+
+def _template(rng: random.Random, kind: str, hot: tuple[int, int], ids: list[str], jitter_ms: int) -> list[Op]:
+    """Return the opening of a scenario: the shape of one family of experiments (R2-R23) with drawn numbers."""
+    J = jitter_ms
+    dur = lambda *ms: millis(rng.choice(ms))  # noqa: E731
+    tok = lambda: rng.choice([100, 400, 1000])  # noqa: E731
+    a, b, c = ids[:3]
+    add = lambda rid, tokens, duration, gap=2: Op("add", gap * J, rid, hot, _prompt(rng), tokens, duration, True, "replica")  # noqa: E731
+    reads = lambda n, spread: [Op("loads", rng.choice(spread) * J) for _ in range(n)]  # noqa: E731
+    via = lambda: rng.choice(["http", "replica"])  # noqa: E731
+    if kind == "spill":  # R2, R16, R17: all modeled, the anchor's rate runs on into the queue
+        ops = [add(a, tok(), dur(200, 300, 500)), add(b, tok(), dur(0, 500, 1000, 2000))]
+        if rng.random() < 0.5:
+            ops.append(add(c, tok(), dur(300, 1000)))
+        return ops + reads(5, [3, 4, 6, 8])
+    if kind == "credit":  # R5, R6, R19, R20: a queued modeled prefill leaves early (capped) or late
+        ops = [add(a, tok(), dur(1000, 1500, 2000)), add(b, tok(), dur(400, 800, 1200))]
+        ops += reads(1, [2, 4])
+        ops.append(Op(rng.choice(["mark", "free"]), rng.choice([2, 4, 6, 12, 30]) * J, b, hot, via=via()))
+        return ops + reads(3, [2, 4, 8])
+    if kind == "reanchor":  # R7, R18, R21: the anchor leaves, the next one starts its clock then
+        ops = [add(a, tok(), dur(200, 500, 1000)), add(b, tok(), dur(500, 1000, 1500))]
+        ops += reads(1, [4, 8])
+        ops.append(Op(rng.choice(["mark", "free"]), rng.choice([4, 10, 20]) * J, a, hot, via=via()))
+        return ops + reads(3, [2, 4, 8])
+    if kind == "mixed":  # R3, R8, R15, R23: an unmodeled prefill forces anchor-only decay
+        first_unmodeled = rng.random() < 0.3
+        ops = [add(a, tok(), None if first_unmodeled else dur(300, 600)), add(b, tok(), dur(300, 600) if first_unmodeled else None)]
+        ops += reads(3, [4, 8, 12])
+        ops.append(Op("free", 2 * J, b, hot, via=via()))
+        return ops + reads(2, [4, 8])
+    ops = [add(a, tok(), 0), add(b, tok(), dur(300, 600))]  # R4: a zero-duration anchor holds the rest
+    ops += reads(2, [4, 8])
+    ops.append(Op("mark", 2 * J, a, hot, via=via()))
+    return ops + reads(2, [4, 8])
+
+
+def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS, length: int = 10) -> Scenario:
+    """Return scenario ``index`` of run ``seed``: registrations, then writes through both doors and reads.
+
+    It opens with one of the ``TEMPLATES`` (the shape of an oracle experiment, numbers drawn)
+    on a hot slot, then continues with ``length`` random operations:
+
+    most writes go to the hot slot, so prefills queue behind an anchor; most replica adds are
+    modeled with durations of 0.2-1.5 s, so spillover, credits (capped and not) and
+    re-anchoring happen within the scenario's two or three seconds; completions and frees
+    mostly name ids already added, so they hit anchors and queued prefills alike.
+    """
+    rng = random.Random(f"slot-tracker/{seed}/{index}")
+    gap = lambda: rng.choice([2, 3, 4, 6]) * jitter_ms  # noqa: E731  (>= 2 jitter: writes keep their order)
+    workers = rng.sample([1, 2, 3], rng.randint(1, 2))
+    ops: list[Op] = [Op("register", 0, worker_id=w, dp_size=rng.randint(1, 2)) for w in workers]
+    hot = (workers[0], 0)
+    ranks = [(w, d) for w in workers for d in (0, 1)] + [(9, 0)]
+    ids = [f"s{index}r{i}" for i in range(6)]
+    ops += _template(rng, TEMPLATES[index % len(TEMPLATES)], hot, ids, jitter_ms)
+    added: list[str] = list(ids[:3])
+    for _ in range(length):
+        roll = rng.random()
+        rid = rng.choice(added) if added and rng.random() < 0.7 else rng.choice(ids)
+        worker = hot if rng.random() < 0.75 else rng.choice(ranks)
+        if roll < 0.45:
+            blocks = _prompt(rng)
+            if rng.random() < 0.25:
+                op = Op("add", gap(), rid, worker, blocks, rng.choice([0, 16, 48, 100]), None, True, "http")
+            else:
+                duration = rng.choice([None, 0] + [millis(d) for d in (200, 400, 700, 1000, 1500)] * 2)
+                tokens = rng.choice([None, 0] + [100, 400, 1000] * 4)
+                op = Op("add", gap(), rid, worker, rng.choice([blocks] * 4 + [None]), tokens, duration,
+                        rng.random() < 0.92, "replica")
+            added.append(rid)
+        elif roll < 0.62:
+            op = Op("mark", gap(), rid, worker if rng.random() < 0.2 else hot, via=rng.choice(["http", "replica"]))
+        elif roll < 0.77:
+            op = Op("free", gap(), rid, worker if rng.random() < 0.2 else hot, via=rng.choice(["http", "replica"]))
+        elif roll < 0.97:
+            op = Op(rng.choice(["loads", "loads", "potential"]), gap(), blocks=_prompt(rng, 5), tokens=rng.choice([0, 32]))
+        else:
+            w = rng.choice(workers)
+            op = Op(rng.choice(["unregister", "register"]), gap(), worker_id=w, dp_size=rng.randint(1, 2))
+        ops.append(op)
+        if op.kind in ("add", "mark", "free") and rng.random() < 0.6:
+            ops.append(Op("loads", rng.choice([2, 4, 10, 20]) * jitter_ms))
+    ops.append(Op("loads", 3 * jitter_ms))
+    return Scenario(seed, index, f"kvproof-{seed}-{index}", tuple(ops))
+
+
+# ----------------------------------------------------------------------------- running
+
+
+@dataclass
+class Mismatch:
+    scenario: int
+    step: int
+    op: str
+    detail: str
+    log: list[str]
+
+    def report(self, seed: int, scenarios: int) -> str:
+        lines = [f"MISMATCH scenario {self.scenario} step {self.step}: {self.op}", f"  {self.detail}", "  steps so far:"]
+        lines += [f"    {line}" for line in self.log[-12:]]
+        lines.append(f"  replay: kvproof conform slot-tracker --seed {seed} --scenarios {scenarios} --scenario {self.scenario}")
+        return "\n".join(lines)
+
+
+@dataclass
+class ScenarioResult:
+    index: int
+    ops: int = 0
+    reads: int = 0
+    writes: int = 0
+    modeled_adds: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+
+def _model_outcome(model: Any, call: Callable[[Any], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", call(model)
+    except SequenceError as exc:
+        return type(exc).__name__, exc
+
+
+def _http_status(outcome: tuple[str, Any], kind: str, any_worker: bool) -> int:
+    """Return the status the slot tracker must answer for our model's outcome of an HTTP write."""
+    name, value = outcome
+    if name == "ok":
+        if kind == "free" and not any_worker:
+            return 404  # no worker left: the tracker itself is gone ("no slot tracker")
+        return OK_STATUS[kind]
+    return value.http_status
+
+
+def _fence_slot(model: Any, op: Op, worker: WorkerWithDpRank) -> WorkerWithDpRank | None:
+    """Return the slot whose replica events are applied in order with ``op``'s: its target, else its owner, else any."""
+    state = model.snapshot()
+    if worker in state.sequences:
+        return worker
+    owner = state.request_index.get(op.rid)
+    if owner is not None:
+        return owner
+    return min(state.sequences) if state.sequences else None
+
+
+def _fence(oracle: SlotTrackerProcess, model: str, slot: WorkerWithDpRank, rid: str, timeout_ns: int) -> int | None:
+    """Publish a marker right behind a replica event and wait until the tracker knows it; return when it did.
+
+    The marker is an ``AddRequest`` on the same slot with no blocks and no prefill. One slot's
+    replica events are applied in the order they were published, so once the marker is known
+    (``/prefill_complete`` of its id answers 200 instead of 404; on a request that is not
+    prefilling that is a no-op) the event before it was applied: its true time lies between
+    its send and this moment. The marker is then freed over HTTP; it never changes a load,
+    so the models do not take it. Returns None if it never shows within ``timeout_ns``.
+    """
+    oracle.publish(model, rid, (slot.worker_id, slot.dp_rank), add_data(None, False, None))
+    deadline = _now() + timeout_ns
+    while True:
+        status, _ = oracle.request("POST", "/prefill_complete", {"model_name": model, "request_id": rid})
+        seen = _now()
+        if status == 200:
+            break
+        if seen > deadline:
+            return None
+        time.sleep(0.001)
+    oracle.request("POST", "/free", {"model_name": model, "request_id": rid})
+    return seen
+
+
+def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker) -> ScenarioResult:
+    """Drive one scenario through the real tracker and the early / late models; collect mismatches."""
+    early, late = model_factory(), model_factory()
+    fence_timeout_ns = max(FENCE_TIMEOUT_NS, 40 * jitter_ns)
+    fences = 0
+    result = ScenarioResult(scenario.index)
+    log: list[str] = []
+    model = scenario.model
+    t0 = _now()
+    due = t0
+
+    def mismatch(step: int, op: Op, detail: str) -> None:
+        result.mismatches.append(Mismatch(scenario.index, step, repr(op), detail, list(log)))
+
+    for step, op in enumerate(scenario.ops):
+        due += op.gap_ms * 1_000_000
+        while _now() < due:
+            time.sleep(min(0.002, max(0.0, (due - _now()) / 1e9)))
+        result.ops += 1
+        if op.kind in ("loads", "potential"):
+            before = _now()
+            if op.kind == "loads":
+                status, rows = oracle.request("GET", f"/loads?model_name={model}")
+            else:
+                status, rows = oracle.request("POST", "/potential_loads", {
+                    "model_name": model, "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens})
+            after = _now()
+            lo_t, hi_t = after - t0, before - t0
+            log.append(f"{op.kind} at {(before - t0) / 1e6:.1f}..{(after - t0) / 1e6:.1f} ms -> {status} {rows}")
+            if op.kind == "potential" and not early.snapshot().worker_table.ranges:
+                if status != 404:
+                    mismatch(step, op, f"status {status} for potential_loads with no worker, expected 404")
+                continue
+            if status != 200:
+                mismatch(step, op, f"status {status}: {rows}")
+                continue
+            if op.kind == "loads":
+                lo, hi = early.loads(lo_t), late.loads(hi_t)
+                got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["active_prefill_tokens"], r["active_decode_blocks"], None) for r in rows}
+                want = {k: (lo[k].active_prefill_tokens, hi[k].active_prefill_tokens, lo[k].active_decode_blocks) for k in lo}
+            else:
+                lo, hi = early.potential_loads(op.blocks, op.tokens, lo_t), late.potential_loads(op.blocks, op.tokens, hi_t)
+                got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["potential_prefill_tokens"], r["potential_decode_blocks"], r["active_requests"]) for r in rows}
+                want = {k: (lo[k].potential_prefill_tokens, hi[k].potential_prefill_tokens, lo[k].potential_decode_blocks) for k in lo}
+            if set(got) != set(want):
+                mismatch(step, op, f"slots {sorted(got)} != model {sorted(want)}")
+                continue
+            for rank, (tokens, blocks, requests) in got.items():
+                low, high, model_blocks = want[rank]
+                result.reads += 1
+                if not low <= tokens <= high:
+                    mismatch(step, op, f"{rank!r}: tokens {tokens} outside [{low}, {high}] (early/late model at read end/start)")
+                if blocks != model_blocks:
+                    mismatch(step, op, f"{rank!r}: blocks {blocks} != {model_blocks}")
+                if requests is not None and requests != lo[rank].active_requests:
+                    mismatch(step, op, f"{rank!r}: active_requests {requests} != {lo[rank].active_requests}")
+            continue
+
+        # ---- writes
+        result.writes += 1
+        worker = WorkerWithDpRank(*op.worker)
+        any_worker = bool(early.snapshot().worker_table.ranges)
+        if op.kind == "register":
+            body = {"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": op.dp_size}
+            call = lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at)  # noqa: E731
+            route = "/register"
+        elif op.kind == "unregister":
+            body = {"worker_id": op.worker_id, "model_name": model}
+            call = lambda t, at: t.unregister_worker(op.worker_id)  # noqa: E731
+            route = "/unregister"
+        elif op.kind == "add":
+            hint = None if op.tokens is None else PrefillLoadHint(op.tokens, op.duration)
+            if op.via == "http":
+                hint = PrefillLoadHint(op.tokens, None) if op.tokens else None  # HTTP: unmodeled, and only when > 0
+                body = {"model_name": model, "request_id": op.rid, "worker_id": worker.worker_id, "dp_rank": worker.dp_rank,
+                        "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens}
+            request = SequenceRequest(op.rid, worker, op.blocks if op.via == "replica" else (op.blocks or ()), op.track, None, hint)
+            call = lambda t, at: t.add_request(request, at)  # noqa: E731
+            route = "/add"
+            result.modeled_adds += op.via == "replica" and op.duration is not None and bool(op.tokens)
+        elif op.kind == "mark":
+            body = {"model_name": model, "request_id": op.rid}
+            fence = worker if op.via == "replica" else None
+            call = lambda t, at: t.mark_prefill_completed(op.rid, at, fence)  # noqa: E731
+            route = "/prefill_complete"
+        else:
+            body = {"model_name": model, "request_id": op.rid}
+            fence = worker if op.via == "replica" else None
+            call = lambda t, at: t.free(op.rid, at, fence)  # noqa: E731
+            route = "/free"
+
+        if op.via == "replica" and op.kind in ("add", "mark", "free"):
+            data = {"add": lambda: add_data(op.blocks, op.track, hint), "mark": lambda: "MarkPrefillCompleted",
+                    "free": lambda: "Free"}[op.kind]()
+            fence_slot = _fence_slot(early, op, worker)
+            sent = oracle.publish(model, op.rid, op.worker, data)
+            status = None
+            lo_t = sent - t0
+            first = _model_outcome(early, lambda t: call(t, lo_t))
+            if fence_slot is None:
+                hi_t = lo_t  # no worker registered: the tracker is gone and drops the event; so does the model
+            else:
+                fences += 1
+                seen = _fence(oracle, model, fence_slot, f"fence{scenario.index}.{fences}", fence_timeout_ns)
+                if seen is None:
+                    mismatch(step, op, f"the fence published behind the event never reached {fence_slot!r} "
+                                       f"(model: {first[0]}); the replica feed lost it")
+                    return result
+                hi_t = seen - t0
+        else:
+            sent = _now()
+            status, reply = oracle.request("POST", route, body)
+            done = _now()
+            lo_t, hi_t = sent - t0, done - t0
+            first = _model_outcome(early, lambda t: call(t, lo_t))
+        second = _model_outcome(late, lambda t: call(t, hi_t))
+        log.append(f"{op.kind} {op.via} {op.rid or op.worker_id} {op.worker} at {lo_t / 1e6:.1f}..{hi_t / 1e6:.1f} ms: "
+                   f"model {first[0]}" + ("" if status is None else f", tracker {status}"))
+        if first[0] != second[0]:
+            mismatch(step, op, f"early and late models disagree: {first[0]} vs {second[0]} (write order unclear)")
+        if status is not None:
+            expected = _http_status(first, op.kind, any_worker)
+            if status != expected:
+                mismatch(step, op, f"HTTP {status}, model says {expected} ({first[0]})")
+    return result
+
+
+@dataclass
+class ConformReport:
+    seed: int
+    scenarios: int = 0
+    ops: int = 0
+    writes: int = 0
+    reads: int = 0
+    modeled_adds: int = 0
+    seconds: float = 0.0
+    jitter_ms: int = DEFAULT_JITTER_MS
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+    def summary_line(self) -> str:
+        return f"conform: scenarios={self.scenarios} reads={self.reads} mismatches={len(self.mismatches)}"
+
+    def to_json(self) -> dict:
+        out = asdict(self)
+        out["mismatches"] = [asdict(m) for m in self.mismatches]
+        return out
+
+
+def conform_slot_tracker(
+    scenarios: int,
+    seed: int,
+    jitter_ms: int = DEFAULT_JITTER_MS,
+    parallel: int = 8,
+    only: int | None = None,
+    indices: list[int] | None = None,
+    on_mismatch: Callable[[Mismatch], None] | None = None,
+    log_path: str | None = None,
+    model_factory: Callable[[], Any] = ReferenceSlotTracker,
+    oracle: SlotTrackerProcess | None = None,
+    length: int = 10,
+) -> ConformReport:
+    """Run ``scenarios`` scenarios (``parallel`` at a time, each on its own model name) against a slot tracker and compare.
+
+    ``oracle``: a started ``SlotTrackerProcess`` to reuse (else one is started and stopped here);
+    ``length``: random operations after each scenario's template.
+    """
+    report = ConformReport(seed, jitter_ms=jitter_ms)
+    if indices is None:
+        indices = [only] if only is not None else list(range(scenarios))
+    started = time.perf_counter()
+    owned = oracle is None
+    if owned:
+        oracle = SlotTrackerProcess(log_path)
+        oracle.start()
+    try:
+        results: list[ScenarioResult] = []
+        queue = list(indices)
+        lock = _sync.Lock("conform.queue")
+
+        def runner() -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    index = queue.pop(0)
+                try:
+                    plan = generate_scenario(seed, index, jitter_ms, length)
+                    res = run_scenario(oracle, plan, jitter_ms * 1_000_000, model_factory)
+                except Exception as exc:  # the oracle crashed or hung up: report it, do not hide it
+                    res = ScenarioResult(index)
+                    res.mismatches.append(Mismatch(index, -1, "", f"{type(exc).__name__}: {exc}", []))
+                with lock:
+                    results.append(res)
+                    for m in res.mismatches:
+                        if on_mismatch is not None:
+                            on_mismatch(m)
+
+        threads = [_sync.Thread(runner, name=f"conform-{i}") for i in range(max(1, min(parallel, len(indices))))]
+        for t in threads:
+            t.join()
+    finally:
+        if owned:
+            oracle.close()
+    report.seconds = time.perf_counter() - started
+    for res in sorted(results, key=lambda r: r.index):
+        report.scenarios += 1
+        report.ops += res.ops
+        report.writes += res.writes
+        report.reads += res.reads
+        report.modeled_adds += res.modeled_adds
+        report.mismatches += res.mismatches
+    return report

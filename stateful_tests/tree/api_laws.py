@@ -1,0 +1,143 @@
+"""Two laws of a tree's public API that no single event shows: dumps rebuild, bad input is harmless.
+
+- **Dump rebuild.** Applying ``dump_tree_as_events()`` in order to an empty tree is
+  accepted event by event and rebuilds an equal tree: the same scores for every query
+  (without ``early_exit``, which depends on node boundaries the dump merges away), the
+  same blocks credited to each rank by the dump, and the same snapshot where the tree has
+  one. Source: crtc.md §7 "Dump (newest)"; the dump is how Dynamo restores
+  router replicas.
+- **Bad input.** Malformed events (bad JSON, missing fields, wrong types, out-of-range
+  integers, unknown variants), bad worker ids and bad queries raise an error and leave the
+  tree exactly as it was (same dump, same scores). For kvproof's own trees the error is a
+  typed ``KvProofError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ...spec.errors import KvProofError
+from ..harness import targets
+from .streams import Stream, apply_op
+from ..harness.targets import canonical, dump_entries
+
+
+def check_dump_rebuild(factory: Callable[[], Any], stream: Stream) -> list[str]:
+    """Apply ``stream`` to a fresh tree, rebuild a second tree from its dump, and compare."""
+    tree, rebuilt = factory(), factory()
+    try:
+        return _rebuild(tree, rebuilt, stream)
+    finally:
+        targets.dispose(tree)
+        targets.dispose(rebuilt)
+
+
+def _rebuild(tree: Any, rebuilt: Any, stream: Stream) -> list[str]:
+    for op in stream.ops:
+        apply_op(tree, op)
+    problems = []
+    for line in tree.dump_tree_as_events():
+        body = json.loads(line)
+        try:
+            rebuilt.apply_event(body["worker_id"], json.dumps(body["event"]).encode())
+        except Exception as exc:  # the law is that no dump entry is refused
+            problems.append(f"dump entry refused on replay ({targets.outcome_of(exc)}): {line}")
+    queries = {tuple(q) for qs in stream.queries for q in qs}
+    for q in sorted(queries):
+        a, b = targets.scores(tree, list(q)), targets.scores(rebuilt, list(q))
+        if a != b:
+            problems.append(f"find_matches({list(q)}): original {a}, rebuilt {b}")
+    if dump_index(tree) != dump_index(rebuilt):
+        problems.append("the rebuilt tree's dump credits different blocks")
+    if hasattr(tree, "snapshot") and tree.snapshot() != rebuilt.snapshot():
+        problems.append("the rebuilt tree indexes different blocks (snapshot)")
+    return problems
+
+
+def dump_index(tree: Any) -> dict[tuple[int, int], frozenset[int]]:
+    """Return, per rank, the blocks a tree's dump credits it with (the dump's abstract content).
+
+    Shapes may legitimately differ after a rebuild (a chain written as one event becomes one
+    node, which a later event may extend), so the law compares what is credited, not how.
+    """
+    index: dict[tuple[int, int], set[int]] = {}
+    for worker, dp, _parent, blocks in dump_entries(tree):
+        index.setdefault((worker, dp), set()).update(blocks)
+    return {rank: frozenset(blocks) for rank, blocks in index.items()}
+
+
+def _stored(blocks: Any, parent: Any = None, **extra: Any) -> dict:
+    return {"event_id": 1, "data": {"stored": {"parent_hash": parent, "blocks": blocks}}, **extra}
+
+
+BAD_EVENTS: list[tuple[str, Any]] = [
+    ("not JSON", b"garbage"),
+    ("empty payload", b""),
+    ("not UTF-8", b"\xff\xfe"),
+    ("a JSON list", b"[1, 2]"),
+    ("missing event_id", json.dumps({"data": "cleared"}).encode()),
+    ("missing data", json.dumps({"event_id": 1}).encode()),
+    ("unknown variant", json.dumps({"event_id": 1, "data": {"evicted": {}}}).encode()),
+    ("negative block hash", json.dumps(_stored([{"block_hash": -5, "tokens_hash": 1}])).encode()),
+    ("float block hash", json.dumps(_stored([{"block_hash": 5.5, "tokens_hash": 1}])).encode()),
+    ("string tokens hash", json.dumps(_stored([{"block_hash": 5, "tokens_hash": "1"}])).encode()),
+    ("u64 overflow", json.dumps(_stored([{"block_hash": 2**64, "tokens_hash": 1}])).encode()),
+    ("missing tokens_hash", json.dumps(_stored([{"block_hash": 5}])).encode()),
+    ("blocks not a list", json.dumps(_stored({"block_hash": 5, "tokens_hash": 1})).encode()),
+    ("dp_rank beyond u32", json.dumps(_stored([{"block_hash": 5, "tokens_hash": 1}], dp_rank=2**32)).encode()),
+    ("negative parent", json.dumps(_stored([{"block_hash": 5, "tokens_hash": 1}], parent=-1)).encode()),
+    ("removed hash not an int", json.dumps({"event_id": 1, "data": {"removed": {"block_hashes": ["5"]}}}).encode()),
+    ("removed missing list", json.dumps({"event_id": 1, "data": {"removed": {}}}).encode()),
+]
+
+BAD_WORKERS: list[tuple[str, Any]] = [("negative worker", -1), ("worker beyond u64", 2**64)]
+
+BAD_QUERIES: list[tuple[str, Any]] = [
+    ("negative local hash", [-1]),
+    ("string local hash", ["a"]),
+    ("local hash beyond u64", [2**64]),
+    ("not a sequence", 7),
+]
+
+PROBES = [[100], [1, 2, 3], [1, 2, 3, 4], [1, 2, 5], [1, 2]]
+
+
+def _observe(tree: Any) -> tuple:
+    return tuple(sorted(targets.scores(tree, q).items()) for q in PROBES), tuple(canonical(dump_entries(tree)))
+
+
+def check_bad_input(factory: Callable[[], Any], require_typed: bool = False) -> tuple[int, list[str]]:
+    """Throw every bad input at a populated tree; return ``(inputs tried, problems)``."""
+    tree = factory()
+    try:
+        return _bad_input(tree, require_typed)
+    finally:
+        targets.dispose(tree)
+
+
+def _bad_input(tree: Any, require_typed: bool) -> tuple[int, list[str]]:
+    from ...spec.events import Block, KvCacheEvent, Stored
+
+    for worker, blocks in ((1, [(1, 100), (2, 200), (3, 300), (4, 400)]), (2, [(1, 100), (2, 200), (5, 500)])):
+        targets.apply(tree, worker, KvCacheEvent(0, Stored(None, tuple(Block(*b) for b in blocks))))
+    before = _observe(tree)
+    problems, tried = [], 0
+    cases = [(name, lambda p=p: tree.apply_event(1, p)) for name, p in BAD_EVENTS]
+    good = json.dumps({"event_id": 1, "data": "cleared"}).encode()
+    cases += [(name, lambda w=w: tree.apply_event(w, good)) for name, w in BAD_WORKERS]
+    cases += [(name, lambda q=q: tree.find_matches(q)) for name, q in BAD_QUERIES]
+    for name, call in cases:
+        tried += 1
+        try:
+            call()
+        except Exception as exc:
+            if require_typed and not isinstance(exc, KvProofError):
+                problems.append(f"{name}: untyped {type(exc).__name__}: {exc}")
+        else:
+            problems.append(f"{name}: accepted")
+        if _observe(tree) != before:
+            problems.append(f"{name}: changed the tree")
+            before = _observe(tree)
+    return tried, problems

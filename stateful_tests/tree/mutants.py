@@ -1,0 +1,119 @@
+"""Deliberately broken trees: the negative controls of every check kvproof runs.
+
+Each mutant is the reference ``RadixTree`` with exactly one rule broken. A check that no
+mutant can fail is a check that cannot fail; ``test_negative_controls.py`` runs each
+mutant through the contract machine, the conformance test and the vectors, and asserts
+that the checks listed in ``CAUGHT_BY`` catch it. Each is also a valid ``--target``::
+
+    kvproof check --target kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs   # exits 1
+"""
+
+from __future__ import annotations
+
+from ...reference.radix_tree import Node, RadixTree
+from ...spec.coverage import EdgeState
+from ...spec.match import OverlapScores, check_query, matched_length
+from ...spec.primitives import FrozenMap, Rank
+
+
+class SplitDropsCarriedCutoffs(RadixTree):
+    """Split rule broken: a cutoff past the split point does not carry its remainder to the suffix."""
+
+    def _split(self, node: Node, p: int) -> None:
+        suffix_key = node.state.edge[p].local
+        super()._split(node, p)
+        suffix = node.children[suffix_key]
+        suffix.state = EdgeState(suffix.state.edge, suffix.state.full_edge_workers, FrozenMap())
+
+
+class SplitCarriesOneTooMany(RadixTree):
+    """Split rule broken: a carried cutoff lands one block too deep on the suffix (``k - p + 1``)."""
+
+    def _split(self, node: Node, p: int) -> None:
+        suffix_key = node.state.edge[p].local
+        super()._split(node, p)
+        suffix = node.children[suffix_key]
+        s = suffix.state
+        full = set(s.full_edge_workers)
+        cutoffs = {}
+        for rank, k in s.worker_cutoffs.items():
+            if k + 1 >= len(s.edge):
+                full.add(rank)
+            else:
+                cutoffs[rank] = k + 1
+        suffix.state = EdgeState(s.edge, frozenset(full), FrozenMap(cutoffs))
+
+
+class NoLookupScrub(RadixTree):
+    """Removal rule broken: the lookup entries of newly uncovered blocks are not scrubbed."""
+
+    def _scrub(self, lookup, stale, scrubbed) -> None:
+        scrubbed.update(stale)
+
+
+class ChildrenKeptWithoutFullHolder(RadixTree):
+    """Removal rule broken: children survive when the last full-edge worker leaves."""
+
+    def _clear_children_if_unheld(self, node: Node) -> None:
+        return None
+
+
+class ExtendsInternalNode(RadixTree):
+    """Sticky-internal rule broken: a childless internal node is reopened for leaf extension."""
+
+    def _may_extend(self, node: Node, rank: Rank) -> bool:
+        return not node.children and node.state.edge and rank in node.state.full_edge_workers
+
+
+class WalkSkipsEqualSizedIntersection(RadixTree):
+    """Match rule broken (Dynamo's historical bug): the walk skips the intersection when sizes match."""
+
+    def find_matches(self, sequence, early_exit=False) -> OverlapScores:
+        query = check_query(sequence)
+        scores: dict[Rank, int] = {}
+        node = self.root.children.get(query[0]) if query else None
+        active: set[Rank] | None = None
+        depth = pos = 0
+        while node is not None and pos < len(query):
+            state = node.state
+            m = matched_length(state, query, pos)
+            if active is None:
+                active = set(state.full_edge_workers)
+                scores.update({r: min(k, m) for r, k in state.worker_cutoffs.items()})
+            elif len(active) != len(state.full_edge_workers):
+                kept = active & state.full_edge_workers
+                for r in active - kept:
+                    scores[r] = depth + min(state.worker_cutoffs.get(r, 0), m)
+                active = kept
+            if not active:
+                break
+            depth += m
+            if m < len(state.edge):
+                break
+            pos += m
+            if early_exit and len(active) == 1:
+                break
+            node = node.children.get(query[pos]) if pos < len(query) else None
+        scores.update({r: depth for r in active or ()})
+        return OverlapScores(scores)
+
+
+MUTANTS = [
+    SplitDropsCarriedCutoffs,
+    SplitCarriesOneTooMany,
+    NoLookupScrub,
+    ChildrenKeptWithoutFullHolder,
+    ExtendsInternalNode,
+    WalkSkipsEqualSizedIntersection,
+]
+
+# Which checks must catch each mutant: the contract machine ("machine"), differential
+# conformance against the real Dynamo ("conformance"), the observed-behaviour vectors ("vectors").
+CAUGHT_BY = {
+    SplitDropsCarriedCutoffs: {"machine", "conformance", "vectors"},
+    SplitCarriesOneTooMany: {"machine", "conformance", "vectors"},
+    NoLookupScrub: {"machine", "conformance", "vectors"},
+    ChildrenKeptWithoutFullHolder: {"machine", "conformance", "vectors"},
+    ExtendsInternalNode: {"conformance", "vectors"},
+    WalkSkipsEqualSizedIntersection: {"conformance", "vectors"},
+}

@@ -1,0 +1,129 @@
+"""The tree's scenario steps (store, remove, clear, worker removal, query, dump) and their replay.
+
+A step carries its expected outcome: ``"ok"`` or the name of the typed rejection
+(``ParentBlockNotFound``, ``BlockNotFound``, ``InvalidBlockSequence``), or the expected scores
+of a query, or the expected dump as a multiset. ``run_scenario`` replays a ``Scenario`` of
+these steps on a fresh tree of any target; the data lives in ``vectors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
+from ...spec.primitives import Block
+from ..harness import targets
+from ..harness.scenario import OK, Scenario, mismatches
+from ..harness.targets import canonical_dump
+
+PBNF = "ParentBlockNotFound"
+BNF = "BlockNotFound"
+IBS = "InvalidBlockSequence"
+
+
+@dataclass(frozen=True)
+class Store:
+    worker: int
+    blocks: list[tuple[int, int]]
+    parent: int | None = None
+    dp: int = 0
+    expect: str = OK
+
+
+@dataclass(frozen=True)
+class Remove:
+    worker: int
+    hashes: list[int]
+    dp: int = 0
+    expect: str = OK
+
+
+@dataclass(frozen=True)
+class Clear:
+    worker: int
+    dp: int = 0
+    expect: str = OK
+
+
+@dataclass(frozen=True)
+class RemoveWorker:
+    worker: int
+
+
+@dataclass(frozen=True)
+class ClearAllBlocks:
+    worker: int
+
+
+@dataclass(frozen=True)
+class Query:
+    sequence: list[int]
+    scores: dict[tuple[int, int], int]
+    early_exit: bool | None = False  # None: expect the same scores with and without early exit
+
+
+@dataclass(frozen=True)
+class Dump:
+    """The dump, as a multiset of ``(worker, dp_rank, parent_hash, [block hashes])``."""
+
+    events: list[tuple[int, int, int | None, list[int]]]
+
+
+Step = Union[Store, Remove, Clear, RemoveWorker, ClearAllBlocks, Query, Dump]
+
+
+def run_step(tree: Any, step: Step, event_id: int) -> str | None:
+    """Apply one step; return a description of the mismatch, or None."""
+    if isinstance(step, Store):
+        blocks = tuple(Block(local, ext) for ext, local in step.blocks)
+        got = targets.apply(tree, step.worker, KvCacheEvent(event_id, Stored(step.parent, blocks), step.dp))
+        return None if got == step.expect else f"{step}: got {got}"
+    if isinstance(step, Remove):
+        got = targets.apply(tree, step.worker, KvCacheEvent(event_id, Removed(tuple(step.hashes)), step.dp))
+        return None if got == step.expect else f"{step}: got {got}"
+    if isinstance(step, Clear):
+        got = targets.apply(tree, step.worker, KvCacheEvent(event_id, Cleared(), step.dp))
+        return None if got == step.expect else f"{step}: got {got}"
+    if isinstance(step, RemoveWorker):
+        tree.remove_worker(step.worker)
+        return None
+    if isinstance(step, ClearAllBlocks):
+        tree.clear_all_blocks(step.worker)
+        return None
+    if isinstance(step, Query):
+        modes = [False, True] if step.early_exit is None else [step.early_exit]
+        for mode in modes:
+            got = targets.scores(tree, step.sequence, mode)
+            if got != step.scores:
+                return f"{step} (early_exit={mode}): got {got}"
+        return None
+    if isinstance(step, Dump):
+        want = sorted(((w, d, p, tuple(h)) for w, d, p, h in step.events), key=repr)
+        got = canonical_dump(tree)
+        return None if got == want else f"{step}: got {got}"
+    raise TypeError(step)
+
+
+def checked_after_every_event(tree_class: type, scenario: Scenario) -> type:
+    """Return ``tree_class`` with ``check()`` after every event.
+
+    Lookup invariants are checked only on in-contract scenarios: colliding hashes strand
+    entries in Dynamo too (crtc.md §13 E8, E33).
+    """
+    lookups = "out of contract" not in scenario.source
+
+    def apply_event(self: Any, worker_id: int, event: Any) -> None:
+        try:
+            tree_class.apply_event(self, worker_id, event)
+        finally:
+            self.check(lookups=lookups)
+
+    return type(f"Checked{tree_class.__name__}", (tree_class,), {"apply_event": apply_event})
+
+
+def run_scenario(factory: Callable[[], Any], scenario: Scenario) -> list[str]:
+    """Replay ``scenario`` on a fresh tree; return one line per mismatching step (empty: it passed)."""
+    tree = factory()
+    return mismatches(scenario.steps, lambda i, step: run_step(tree, step, i))

@@ -1,0 +1,99 @@
+"""The sequential reference: every observed Dynamo behaviour, check() after every step, the API laws."""
+
+import pytest
+
+from kvproof.reference import RadixTree
+from kvproof.spec.errors import InvalidArgument, InvalidArgumentType, KvProofError, MalformedEvent
+from kvproof.stateful_tests.tree.streams import generate
+from kvproof.stateful_tests.tree.api_laws import check_bad_input, check_dump_rebuild
+from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario, run_step
+from kvproof.stateful_tests.tree.vectors import SCENARIOS
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_reference_reproduces_observed_behaviour(scenario):
+    assert run_scenario(checked_after_every_event(RadixTree, scenario), scenario) == []
+
+
+def test_statistics_count_the_shape_rules():
+    tree = RadixTree()
+    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
+        run_step(tree, step, 0)
+    stats = tree.statistics()
+    assert stats.leaf_extensions >= 1 and stats.demotions >= 1 and stats.splits >= 1 and stats.reuses >= 1
+
+
+@pytest.mark.parametrize("index", range(30))
+def test_dump_rebuilds_an_equal_tree(index):
+    assert check_dump_rebuild(RadixTree, generate(11, index)) == []
+
+
+def test_bad_input_gets_a_typed_error_and_changes_nothing():
+    tried, problems = check_bad_input(RadixTree, require_typed=True)
+    assert tried >= 20 and problems == []
+
+
+def test_error_types_are_drop_in_for_the_bindings():
+    tree = RadixTree()
+    with pytest.raises(ValueError):
+        tree.apply_event(1, b"garbage")
+    with pytest.raises(OverflowError):
+        tree.apply_event(-1, b'{"event_id": 1, "data": "cleared"}')
+    with pytest.raises(TypeError):
+        tree.find_matches(["a"])
+    with pytest.raises(RuntimeError):
+        tree.apply_event(1, b'{"event_id": 1, "data": {"removed": {"block_hashes": [5]}}}')
+    for exc in (MalformedEvent, InvalidArgument, InvalidArgumentType):
+        assert issubclass(exc, KvProofError)
+
+
+def test_check_catches_a_corrupted_tree():
+    """Negative control for check(): a cutoff outside the edge is reported."""
+    from kvproof.spec.coverage import EdgeState
+    from kvproof.spec.primitives import FrozenMap, Rank
+
+    tree = RadixTree()
+    tree.apply_event(1, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}]}}}')
+    node = tree.root.children[1]
+    node.state = EdgeState(node.state.edge, node.state.full_edge_workers, FrozenMap({Rank(2): 2}))
+    with pytest.raises(AssertionError, match="is_cutoffs_strictly_inside"):
+        tree.check()
+
+
+class _DumpDropsLastEvent(RadixTree):
+    def dump_tree_as_events(self):
+        return super().dump_tree_as_events()[:-1]
+
+
+class _AcceptsGarbage(RadixTree):
+    def apply_event(self, worker_id, event):
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            pass
+
+
+class _BadInputLeavesATrace(RadixTree):
+    def apply_event(self, worker_id, event):
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            super().apply_event(9, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}')
+            raise
+
+
+def test_negative_control_the_dump_law_catches_a_lossy_dump():
+    assert any(check_dump_rebuild(_DumpDropsLastEvent, generate(11, i)) for i in range(10))
+
+
+@pytest.mark.dynamo
+def test_negative_control_the_dump_law_catches_dynamos_unreplayable_dump(dynamo_tree):
+    """docs/dynamo-findings.md F2: the package's own dump breaks the law."""
+    assert any(check_dump_rebuild(dynamo_tree, generate(5, i)) for i in range(20))
+
+
+def test_negative_control_the_bad_input_law_catches_acceptance_and_side_effects():
+    _, accepted = check_bad_input(_AcceptsGarbage, require_typed=True)
+    _, traced = check_bad_input(_BadInputLeavesATrace, require_typed=True)
+    assert any("accepted" in p for p in accepted)
+    assert any("changed the tree" in p for p in traced)

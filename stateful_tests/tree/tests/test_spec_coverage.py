@@ -1,0 +1,54 @@
+"""Named tests of spec.coverage: each rule with its source's worked values."""
+
+from kvproof.spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, promote, remove_at, removal_cutoff
+from kvproof.spec.primitives import Block, FrozenMap, Rank
+
+EDGE = tuple(Block(i + 1, 100 * (i + 1)) for i in range(6))
+R0, R1, R2, R3 = Rank(0), Rank(1), Rank(2), Rank(3)
+STATE = EdgeState(EDGE, frozenset({R0}), FrozenMap({R1: 1, R2: 3}))
+
+
+def test_current_cutoff_is_len_for_full_cutoff_for_partial_zero_for_strangers():
+    assert [current_cutoff(STATE, r) for r in (R0, R1, R2, R3)] == [6, 1, 3, 0]
+
+
+def test_covers_is_strictly_below_the_cutoff():
+    assert covers(STATE, R2, 2) and not covers(STATE, R2, 3)
+    assert covers(STATE, R0, 5) and not covers(STATE, R3, 0)
+
+
+def test_cover_prefix_only_ever_raises():
+    assert cover_prefix(STATE, R2, 2) == STATE  # already holds more
+    assert cover_prefix(STATE, R2, 0) == STATE  # c == 0: no change
+    assert current_cutoff(cover_prefix(STATE, R2, 5), R2) == 5
+    assert R2 in cover_prefix(STATE, R2, 6).full_edge_workers  # c >= len promotes
+    assert cover_prefix(STATE, R0, 2) == STATE  # a full rank stays full
+
+
+def test_promote_deletes_the_ranks_own_cutoff():
+    after = promote(STATE, R1)
+    assert R1 in after.full_edge_workers and R1 not in after.worker_cutoffs
+
+
+def test_removal_cutoff_rule():
+    assert removal_cutoff(6, 3) == 3  # inside coverage: keep the blocks before it
+    assert removal_cutoff(3, 3) == 3  # at the cutoff: already gone
+    assert removal_cutoff(3, 5) == 3  # past the cutoff: no-op
+
+
+def test_remove_at_returns_only_the_newly_uncovered_range():
+    after, uncovered = remove_at(STATE, R0, 2)
+    assert current_cutoff(after, R0) == 2 and uncovered == range(2, 6)
+    after, uncovered = remove_at(STATE, R2, 4)
+    assert after == STATE and not uncovered
+
+
+def test_remove_at_position_zero_drops_the_rank():
+    after, uncovered = remove_at(STATE, R1, 0)
+    assert R1 not in after.worker_cutoffs and R1 not in after.full_edge_workers and uncovered == range(0, 1)
+
+
+def test_drop_worker_removes_full_and_cutoff_alike():
+    assert current_cutoff(drop_worker(STATE, R0), R0) == 0
+    assert current_cutoff(drop_worker(STATE, R2), R2) == 0
+    assert drop_worker(STATE, R3) is STATE

@@ -1,0 +1,103 @@
+"""Run two trees in lockstep and fail on the first observable difference.
+
+``Twin(primary, shadow)`` has the tree API. Every call goes to both trees; the outcome of
+every event, the scores of every query (in the mode asked), the snapshot, the dump and the
+shape must agree exactly, or ``TwinMismatch`` names the call. Driving a ``Twin`` with the
+contract machine (``contract_machine_for(twin_factory)``) checks the primary against the
+contract *and* against the shadow at every step. It is how the concurrent implementation is
+held to the reference when run sequentially.
+
+``RoutedImpl`` sends each worker's events to lane ``worker_id % lanes`` of one concurrent
+tree, so that one lane's splits leave other lanes' lookups stale and lazy repair runs even
+in a sequential test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..harness import targets
+from ..harness.targets import RoutedImpl, canonical, dump_entries
+
+
+class TwinMismatch(AssertionError):
+    """The two trees answered one call differently."""
+
+
+class Twin:
+    def __init__(self, primary: Any, shadow: Any) -> None:
+        self.primary, self.shadow = primary, shadow
+
+    def _both(self, name: str, *args: Any) -> Any:
+        results = []
+        for tree in (self.primary, self.shadow):
+            try:
+                results.append(("ok", getattr(tree, name)(*args)))
+            except Exception as exc:
+                results.append(("error", targets.outcome_of(exc), exc))
+        a, b = results
+        if a[:2] != b[:2] if a[0] == "error" or b[0] == "error" else False:
+            raise TwinMismatch(f"{name}{args!r}: primary {a[:2]}, shadow {b[:2]}")
+        if a[0] == "error":
+            raise a[2]
+        return a[1]
+
+    def apply_event(self, worker_id: int, event: Any) -> None:
+        self._both("apply_event", worker_id, event)
+
+    def remove_worker(self, worker_id: int) -> None:
+        self._both("remove_worker", worker_id)
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        self._both("clear_all_blocks", worker_id)
+
+    def find_matches(self, sequence: Any, early_exit: bool = False) -> Any:
+        a = self.primary.find_matches(sequence, early_exit)
+        b = self.shadow.find_matches(sequence, early_exit)
+        if dict(a.scores) != dict(b.scores):
+            raise TwinMismatch(f"find_matches({list(sequence)}, early_exit={early_exit}): primary {a.scores}, shadow {b.scores}")
+        return a
+
+    def dump_tree_as_events(self) -> list[str]:
+        a, b = canonical(dump_entries(self.primary)), canonical(dump_entries(self.shadow))
+        if a != b:
+            raise TwinMismatch(f"dumps differ:\n  primary {a}\n  shadow  {b}")
+        return self.primary.dump_tree_as_events()
+
+    def snapshot(self) -> dict:
+        a, b = self.primary.snapshot(), self.shadow.snapshot()
+        if a != b:
+            raise TwinMismatch(f"snapshots differ:\n  primary {a}\n  shadow  {b}")
+        return a
+
+    def check(self) -> None:
+        self.primary.check()
+        self.shadow.check()
+        a, b = self.primary.shape(), self.shadow.shape()
+        if a != b:
+            raise TwinMismatch(f"shapes differ:\n  primary {a}\n  shadow  {b}")
+        self.dump_tree_as_events()
+
+    def statistics(self) -> Any:
+        return self.shadow.statistics()
+
+    def cutoff_nodes(self) -> int:
+        return self.shadow.cutoff_nodes()
+
+    def sticky_internal_nodes(self) -> int:
+        return self.shadow.sticky_internal_nodes()
+
+
+def impl_vs_reference(lanes: int = 3, impl_class: Any = None, reference_class: Any = None):
+    """Return a factory of twins: the routed concurrent tree (primary) against the reference (shadow)."""
+    from ...impl.radix_tree import ConcurrentRadixTree
+    from ...reference import RadixTree
+
+    impl_class = impl_class or ConcurrentRadixTree
+    reference_class = reference_class or RadixTree
+
+    def factory() -> Twin:
+        return Twin(RoutedImpl(impl_class(lanes=lanes), lanes), reference_class())
+
+    factory.__name__ = f"{impl_class.__name__}_x{lanes}_vs_{reference_class.__name__}"
+    return factory

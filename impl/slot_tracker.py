@@ -15,7 +15,7 @@ The seed's local write pipeline, made concurrent (seed 000; sequences.md §5 "Wh
   section; a free or mark re-checks the booking under the lock before it acts. This closes
   the window sequences.md §10 item 4 describes, where booking before taking the lock lets
   a racing free remove the booking, see no state, and leave the add's request unbooked
-  (``stateful_tests.sequence_mutants.BookBeforeSlotLock`` reopens it; the stress test
+  (``stateful_tests.sequences.mutants.BookBeforeSlotLock`` reopens it; the stress test
   catches it).
 - **RequestIndex** (a dict under its own short ``Lock``): ``try_insert`` is atomic, so two
   adds of one id on different slots cannot both book it; ``remove_if`` removes only the

@@ -1,151 +1,523 @@
-"""The ``kvproof`` command.
+"""The ``kvproof`` command: the gate, conformance, vectors, stress, benchmarks, round trips, labs and proofs.
 
-    kvproof check   [--target T] [--profile ci|deep] [--seed S] [--only NAME] [--json FILE] [--allow-skip]
-    kvproof conform dynamo [--target T] [--streams N] [--seed S] [--stream K] [--json FILE]
-    kvproof conform slot-tracker [--scenarios N] [--seed S] [--json FILE]
-    kvproof vectors [--target T]
-
-``--target`` is ``reference``, ``dynamo``, or ``module.path:Factory`` for any tree with the
-``dynamo._core.RadixTree`` API (see ``kvproof.stateful_tests.harness.targets``).
+Built on click: command groups (``conform``, ``stress``, ``bench``), option decorators shared
+by every command that takes them, and a ``TARGET`` parameter type that loads ``reference``,
+``impl``, ``impl-lanes``, ``impl-pool``, ``dynamo`` or ``module.path:Factory`` with a clear
+error. Exit codes are those of ``kvproof.report`` (0 pass, 1 fail, 2 usage or unavailable
+target, 3 skipped).
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import click
+
+from . import report as out
+from .report import EXIT_FAIL, EXIT_PASS, EXIT_SKIPPED, EXIT_USAGE
 
 DEFAULT_TARGET = "impl"
 
-# Rule families beyond the radix tree add subcommands from their own modules.
-EXTRA_COMMAND_MODULES: list[str] = [".cli_tree", ".cli_deepinfer", ".cli_sequences", ".cli_proofs"]
+
+class TargetType(click.ParamType):
+    """A tree target by name (``kvproof.stateful_tests.harness.targets``), loaded and checked to be available."""
+
+    name = "TARGET"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from .stateful_tests.harness.targets import Target, load_target
+
+        if isinstance(value, Target):
+            return value
+        target = load_target(value)
+        if not target.available:
+            self.fail(f"{value!r} is unavailable: {target.reason}", param, ctx)
+        return target
 
 
-def _target(name: str):
-    from .stateful_tests.harness.targets import load_target
-
-    target = load_target(name)
-    if not target.available:
-        print(f"kvproof: target {name!r} is unavailable: {target.reason}", file=sys.stderr)
-        raise SystemExit(2)
-    return target
+TARGET = TargetType()
 
 
-def cmd_check(args: argparse.Namespace) -> int:
-    from .gate import PROFILES, run_gate
+def target_option(help_text: str = "the tree under test") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--target", "target", type=TARGET, default=DEFAULT_TARGET, show_default=True,
+                        help=f"{help_text}: reference, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
 
-    target = _target(args.target)
-    profile = PROFILES[args.profile]
 
-    def progress(row) -> None:
-        print(f"  {row.result:<4} {row.layer}: {row.name} ({row.seconds:.1f} s)", flush=True)
+def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--seed", type=int, default=default, show_default=default is not None, help=help_text)
 
-    print(f"kvproof check: target={args.target} profile={profile.name}", flush=True)
-    report = run_gate(args.target, target.factory, profile, args.seed, args.only, progress)
-    print()
-    print(report.table())
+
+json_option = click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None,
+                           help="also write the report as JSON (with a schema version) to this file")
+allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when something was skipped (a skip is never a pass)")
+
+
+def profile_option(help_text: str = "quick (pre-commit, under a minute), ci (default), or deep; default: $KVPROOF_PROFILE or ci"):
+    from .stateful_tests.harness.profiles import PROFILES
+
+    return click.option("--profile", type=click.Choice(list(PROFILES)), default=None, help=help_text)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(package_name="kvproof")
+def main() -> None:
+    """kvproof: the executable specification and verification suite for a KV-cache-aware router's state.
+
+    Run `kvproof check` for the gate on the embedded implementation, or point it at your own tree
+    with `--target module.path:Factory`. Exit codes: 0 pass, 1 fail, 2 usage error or unavailable
+    target, 3 something was skipped (without --allow-skip).
+    """
+
+
+# ----------------------------------------------------------------------------- check
+
+
+@main.command()
+@target_option("the tree the gate checks")
+@profile_option()
+@click.option("--family", "families", multiple=True, type=click.Choice(["tree", "sequences", "deepinfer", "proofs", "all"]),
+              help="run only these rule families (repeatable); default: all for the embedded implementation, tree for any other target")
+@seed_option(None, "replay a run (the deep profile draws a fresh seed and prints it)")
+@click.option("--only", default=None, help="run only the rows whose family, layer or name contains this")
+@json_option
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="also write JUnit XML, one testcase per row")
+@allow_skip_option
+def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
+          json_path: str | None, junit_path: str | None, allow_skip: bool) -> None:
+    """Run the gate: every check against one target, one row per check."""
+    from .gate import FAMILIES, GateReport, Result, Row, default_families, make_context, run_check, select
+    from .stateful_tests.harness.profiles import profile_named
+
+    chosen = profile_named(profile)
+    fams = FAMILIES if "all" in families else (families or default_families(target.name))
+    ctx = make_context(target.name, target.factory, chosen, seed)
+    selection = select(ctx, fams, only)
+    report = GateReport(target.name, chosen.name, ctx.seed, fams, left_out=[(c.key, why) for c, why in selection.left_out])
+    console = out.console()
+    console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(fams)}")
+    if not selection.checks:
+        raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(fams)}")
+    started = time.perf_counter()
+
+    def progress(row: Row, done: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
+        left = elapsed / done * (total - done)
+        console.print(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
+                      f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
+
+    for i, c in enumerate(selection.checks, 1):
+        row = run_check(c, ctx)
+        report.rows.append(row)
+        progress(row, i, len(selection.checks))
+    console.print()
+    out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:
-        if row.result != "pass":
-            print(f"\n{row.result} {row.layer}: {row.name}\n  {row.detail}")
+        if row.result is not Result.PASS:
+            console.print(f"\n{row.result.value} {row.family}/{row.layer}: {row.name}\n  {row.detail}", markup=False)
             if row.replay:
-                print(f"  replay: {row.replay}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
-    passed = len(report.rows) - len(report.failed) - len(report.skipped)
-    total = sum(r.seconds for r in report.rows)
-    print(
-        f"\nkvproof check: {passed} passed, {len(report.failed)} failed, {len(report.skipped)} skipped "
-        f"in {total:.1f} s (target={args.target} profile={profile.name} seed={report.seed})"
-    )
+                console.print(f"  replay: {row.replay}", markup=False)
+    if report.left_out:
+        console.print(f"\nleft out ({len(report.left_out)} rows; --family all runs every family):")
+        for key, why in report.left_out:
+            console.print(f"  {key}: {why}", markup=False)
+    if json_path:
+        out.write_json(json_path, "gate", report.to_json())
+    if junit_path:
+        out.write_junit(junit_path, f"kvproof check --target {target.name}",
+                        [{"classname": f"kvproof.{r.family}.{r.layer}", **r.to_json()} for r in report.rows])
+    total = time.perf_counter() - started
+    console.print(f"\nkvproof check: {len(report.passed)} passed, {len(report.failed)} failed, {len(report.skipped)} skipped "
+                  f"in {total:.1f} s (target={target.name} profile={chosen.name} seed={report.seed})")
     if report.failed:
-        return 1
-    if report.skipped and not args.allow_skip:
-        print("kvproof check: a skipped check is not a pass; install what it needs or pass --allow-skip")
-        return 1
-    return 0
+        sys.exit(EXIT_FAIL)
+    if report.skipped and not allow_skip:
+        console.print("kvproof check: a skipped check is not a pass; install what it needs or pass --allow-skip")
+        sys.exit(EXIT_SKIPPED)
+    sys.exit(EXIT_PASS)
 
 
-def cmd_conform(args: argparse.Namespace) -> int:
-    from .stateful_tests.tree.conformance import conform, write_failure_files
+# ----------------------------------------------------------------------------- conform
+
+
+@main.group()
+def conform() -> None:
+    """Differential conformance: a subject against an oracle, every outcome and score compared."""
+
+
+@conform.command("tree")
+@target_option("the subject: the tree under test")
+@click.option("--oracle", type=TARGET, default="dynamo", show_default=True, help="the tree whose answers are taken as right")
+@click.option("--streams", type=int, default=200, show_default=True)
+@seed_option()
+@click.option("--stream", type=int, default=None, help="replay one stream of the run")
+@click.option("--events", type=int, default=48, show_default=True, help="operations per stream")
+@json_option
+def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, json_path: str | None) -> None:
+    """Random event streams through the subject and the oracle; mismatches shrunk, with replay commands.
+
+    The last line is `conform: streams=N events=E queries=Q mismatches=M`.
+    """
+    from .stateful_tests.tree.conformance import conform as run_conform
+    from .stateful_tests.tree.conformance import write_failure_files
     from .stateful_tests.tree.streams import StreamProfile
 
-    subject = _target(args.target)
-    oracle = _target(args.oracle)
-    profile = StreamProfile(events=args.events)
+    if target.name == oracle.name:
+        raise click.BadParameter(f"the subject and the oracle are both {target.name!r}: a tree always agrees with itself",
+                                 param_hint="--oracle")
 
-    def on_mismatch(m) -> None:
-        print(m.report(args.target, args.oracle), flush=True)
+    def on_mismatch(m: Any) -> None:
+        click.echo(m.report(target.name, oracle.name))
 
-    report = conform(
-        subject.factory, oracle.factory, args.streams, args.seed, profile,
-        only_stream=args.stream, subject_name=args.target, oracle_name=args.oracle, on_mismatch=on_mismatch,
-    )
-    if report.mismatches:
-        for path in write_failure_files(report, Path("kvproof-failures")):
-            print(f"wrote {path}")
-    print(f"seconds={report.seconds:.1f} seed={args.seed} subject={args.target} oracle={args.oracle}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(report.to_json(), indent=1))
-    print(report.summary_line())
-    return 1 if report.mismatches else 0
+    result = run_conform(target.factory, oracle.factory, streams, seed, StreamProfile(events=events), only_stream=stream,
+                         subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch)
+    if result.mismatches:
+        for path in write_failure_files(result, Path("kvproof-failures")):
+            click.echo(f"wrote {path}")
+    click.echo(f"seconds={result.seconds:.1f} seed={seed} subject={target.name} oracle={oracle.name}")
+    if json_path:
+        out.write_json(json_path, "conform-tree", result.to_json())
+    click.echo(result.summary_line())
+    sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
 
 
-def cmd_vectors(args: argparse.Namespace) -> int:
-    from .stateful_tests.tree.vectors import SCENARIOS, run_scenario
+def _sequence_model(value: str) -> Callable[..., Any]:
+    from .stateful_tests.harness.targets import import_factory
+    from .stateful_tests.sequences.model import TARGETS
 
-    target = _target(args.target)
+    if value in TARGETS:
+        return TARGETS[value]
+    factory, reason = import_factory(value)
+    if factory is None:
+        raise click.BadParameter(f"{reason}; use {', '.join(TARGETS)} or module.path:Class", param_hint="--model")
+    return factory
+
+
+@conform.command("slot-tracker")
+@click.option("--scenarios", type=int, default=20, show_default=True, help="random scenarios to run")
+@seed_option(1, "the run's seed; scenario K of seed S is always the same plan")
+@click.option("--scenario", type=int, default=None, help="replay only scenario K of the run")
+@click.option("--jitter-ms", type=int, default=25, show_default=True,
+              help="pacing unit (ms): operations are 2-6 units apart; the time windows themselves are measured")
+@click.option("--parallel", type=int, default=8, show_default=True, help="scenarios run at once, each on its own model name")
+@click.option("--model", default="reference", show_default=True, help="the model compared: reference, impl, spec, or module:Class")
+@json_option
+@click.option("--log", "log_path", default=None, help="append the slot tracker's own log to this file")
+def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter_ms: int, parallel: int, model: str,
+                         json_path: str | None, log_path: str | None) -> None:
+    """The sequence trackers against the real `python -m dynamo.slot_tracker` (HTTP routes and replica sync).
+
+    Starts the slot tracker on free local ports, drives random scenarios, compares every read with
+    the model within the measured time windows, and ends with `conform: scenarios=N reads=R mismatches=M`.
+    """
+    from .stateful_tests.sequences.oracle import conform_slot_tracker as run_conform
+    from .stateful_tests.sequences.oracle import oracle_unavailable
+
+    reason = oracle_unavailable()
+    if reason:
+        click.echo(f"kvproof: the slot-tracker oracle is unavailable: {reason}", err=True)
+        sys.exit(EXIT_USAGE)
+    factory = _sequence_model(model)
+
+    def on_mismatch(m: Any) -> None:
+        click.echo(m.report(seed, scenarios))
+
+    result = run_conform(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=scenario, on_mismatch=on_mismatch,
+                         log_path=log_path, model_factory=lambda: factory())
+    click.echo(f"seconds={result.seconds:.1f} seed={seed} model={model} jitter_ms={jitter_ms} "
+               f"ops={result.ops} writes={result.writes} modeled_adds={result.modeled_adds}")
+    if json_path:
+        out.write_json(json_path, "conform-slot-tracker", result.to_json())
+    click.echo(result.summary_line())
+    sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
+
+
+# ----------------------------------------------------------------------------- vectors
+
+
+@main.command()
+@target_option()
+def vectors(target: Any) -> None:
+    """Replay the observed-behaviour vectors (crtc.md §13 and §10) one by one."""
+    from .stateful_tests.tree.steps import run_scenario
+    from .stateful_tests.tree.vectors import SCENARIOS
+
     failed = 0
     for scenario in SCENARIOS:
         problems = run_scenario(target.factory, scenario)
         failed += bool(problems)
-        print(f"{'FAIL' if problems else 'pass'}  {scenario.name}  ({scenario.source})")
+        click.echo(f"{'FAIL' if problems else 'pass'}  {scenario.name}  ({scenario.source})")
         for p in problems:
-            print(f"      {p}")
-    print(f"vectors: {len(SCENARIOS)} scenarios, {failed} failed (target={args.target})")
-    return 1 if failed else 0
+            click.echo(f"      {p}")
+    click.echo(f"vectors: {len(SCENARIOS)} scenarios, {failed} failed (target={target.name})")
+    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kvproof", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    check = sub.add_parser("check", help="run the whole gate against one target")
-    check.add_argument("--target", default=DEFAULT_TARGET)
-    check.add_argument("--profile", choices=["ci", "deep"], default="ci")
-    check.add_argument("--seed", type=int, default=None, help="replay a run (deep profile prints its seed)")
-    check.add_argument("--only", default=None, help="run only checks whose layer or name contains this")
-    check.add_argument("--json", default=None, help="write the table as JSON to this file")
-    check.add_argument("--allow-skip", action="store_true", help="do not fail when a check is skipped")
-    check.set_defaults(func=cmd_check)
-
-    conform = sub.add_parser("conform", help="differential conformance against an oracle")
-    conform.add_argument("oracle", help="the oracle, normally 'dynamo'")
-    conform.add_argument("--target", default=DEFAULT_TARGET, help="the tree under test")
-    conform.add_argument("--streams", type=int, default=200)
-    conform.add_argument("--seed", type=int, default=1)
-    conform.add_argument("--stream", type=int, default=None, help="replay one stream of the run")
-    conform.add_argument("--events", type=int, default=48, help="operations per stream")
-    conform.add_argument("--json", default=None)
-    conform.set_defaults(func=cmd_conform)
-
-    vectors = sub.add_parser("vectors", help="replay the observed-behaviour vectors")
-    vectors.add_argument("--target", default=DEFAULT_TARGET)
-    vectors.set_defaults(func=cmd_vectors)
-
-    for name in EXTRA_COMMAND_MODULES:  # each adds its own subcommands: register(subparsers)
-        importlib.import_module(name, __package__).register(sub)
-    return parser
+# ----------------------------------------------------------------------------- stress
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["conform", "slot-tracker"]:  # the slot tracker's conformance has its own options
-        argv = ["conform-slot-tracker", *argv[2:]]
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+@main.group()
+def stress() -> None:
+    """Real-thread stress of the concurrent structures."""
+
+
+@stress.command("tree")
+@click.option("--ops", type=int, default=20_000, show_default=True)
+@seed_option()
+@click.option("--mode", type=click.Choice(["strict", "chaos", "both"]), default="both", show_default=True,
+              help="strict: no holes, exact parity with the reference; chaos: holes and churn; both: half each")
+@click.option("--writers", type=int, default=8, show_default=True)
+@click.option("--readers", type=int, default=4, show_default=True)
+@click.option("--check-every", type=int, default=250, show_default=True, help="operations per writer between quiescent checks")
+@click.option("--yield-sleep", type=float, default=0.02, show_default=True, help="chance a yield point gives up the interpreter lock")
+@click.option("--mutant", default=None, help="stress a deliberately broken tree (a negative control)")
+@click.option("--runs", type=int, default=1, show_default=True, help="repeat with seeds seed, seed+1, ... and count detections")
+@json_option
+def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, check_every: int, yield_sleep: float,
+                mutant: str | None, runs: int, json_path: str | None) -> None:
+    """The concurrent tree under 8 writers and 4 readers; last line `stress: ops=N reads=R overcounts=0 parity_breaks=0`."""
+    from .stateful_tests.tree.impl_mutants import IMPL_MUTANTS
+    from .stateful_tests.tree.stress import StressConfig, run_stress
+
+    tree_class = None
+    if mutant:
+        tree_class = next((m for m in IMPL_MUTANTS if m.__name__ == mutant), None)
+        if tree_class is None:
+            raise click.BadParameter(f"unknown mutant {mutant!r}; one of {[m.__name__ for m in IMPL_MUTANTS]}", param_hint="--mutant")
+    modes = ["strict", "chaos"] if mode == "both" else [mode]
+    runs, caught, reports = max(1, runs), 0, []
+    for run in range(runs):
+        for m in modes:
+            config = StressConfig(ops=ops // len(modes), seed=seed + run, writers=writers, readers=readers, mode=m,
+                                  check_every=check_every, yield_sleep=yield_sleep)
+            result = run_stress(config, tree_class) if tree_class else run_stress(config)
+            reports.append(result)
+            caught += result.failed
+            click.echo(f"run {run + 1}/{runs} {m} seed={config.seed}: {result.summary_line()} ({result.seconds:.1f} s)")
+            for problem in result.problems[:5]:
+                click.echo(f"  problem: {problem}")
+    if json_path:
+        out.write_json(json_path, "stress-tree", {"runs": [r.to_json() for r in reports]})
+    if tree_class is not None:
+        click.echo(f"mutant {mutant}: caught in {caught} of {len(reports)} runs ({mode}, {ops} ops each)")
+        sys.exit(EXIT_PASS if caught else EXIT_FAIL)
+    stats: dict[str, int] = {}
+    for r in reports:
+        for k, v in r.statistics.items():
+            stats[k] = stats.get(k, 0) + v
+    click.echo(f"seconds={sum(r.seconds for r in reports):.1f} seed={seed} modes={'+'.join(modes)} "
+               f"writers={writers} readers={readers} checkpoints={sum(r.checkpoints for r in reports)}")
+    click.echo(f"statistics: { {k: v for k, v in stats.items() if v} }")
+    failed = any(r.failed for r in reports)
+    if failed:
+        click.echo(f"replay the workload: kvproof stress tree --ops {ops} --seed {seed} --mode {mode} --yield-sleep {yield_sleep}")
+    click.echo(f"stress: ops={sum(r.ops for r in reports)} reads={sum(r.reads for r in reports)} "
+               f"overcounts={sum(r.overcounts for r in reports)} parity_breaks={sum(r.parity_breaks for r in reports)}")
+    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
+
+
+@stress.command("sequences")
+@click.option("--threads", type=int, default=8, show_default=True)
+@click.option("--ops", type=int, default=400, show_default=True, help="operations per thread and round")
+@seed_option(1, "the first round's seed; round k uses seed + k")
+@click.option("--rounds", type=int, default=1, show_default=True)
+@click.option("--model", default="impl", show_default=True, help="the tracker stressed: impl, or module:Class")
+def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str) -> None:
+    """The concurrent slot tracker under racing adds, marks and frees; audited at quiescence.
+
+    The last line is `stress sequences: rounds=R ops=N problems=P`.
+    """
+    from .stateful_tests.sequences.stress import stress as run_stress
+
+    factory = _sequence_model(model)
+    total_ops, problems = 0, 0
+    for k in range(rounds):
+        result = run_stress(factory, threads=threads, ops=ops, seed=seed + k)
+        total_ops += result.ops
+        problems += len(result.problems)
+        click.echo(f"round {k + 1}/{rounds} seed={seed + k}: {result.summary()}")
+        for p in result.problems[:5]:
+            click.echo(f"  problem: {p}")
+    if problems:
+        click.echo(f"replay: kvproof stress sequences --threads {threads} --ops {ops} --seed {seed} --rounds {rounds} --model {model}")
+    click.echo(f"stress sequences: rounds={rounds} ops={total_ops} problems={problems}")
+    sys.exit(EXIT_FAIL if problems else EXIT_PASS)
+
+
+# ----------------------------------------------------------------------------- bench
+
+
+@main.group()
+def bench() -> None:
+    """Throughput side by side in one run, as ratios (a benchmark, never a test)."""
+
+
+@bench.command("trees")
+@click.option("--streams", type=int, default=60, show_default=True, help="generated streams concatenated into the workload")
+@seed_option()
+@click.option("--repeats", type=int, default=3, show_default=True, help="runs per tree (median reported)")
+@json_option
+def bench_trees(streams: int, seed: int, repeats: int, json_path: str | None) -> None:
+    """events/s and find_matches/s of every tree on the same JSON bytes: reference, impl, pool, Dynamo."""
+    from dataclasses import asdict
+
+    from .stateful_tests.tree.bench import BenchReport, run_bench
+
+    result = run_bench(streams, seed, repeats)
+    click.echo(f"workload: {result.events} events, {result.queries} queries; median of {result.repeats} runs")
+    out.print_table(BenchReport.HEADERS, result.table_rows(), numeric=(1, 2))
+    for line in result.ratio_lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-trees", {"events": result.events, "queries": result.queries, "repeats": repeats,
+                                                  "rows": [asdict(r) for r in result.rows]})
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("roundtrip")
+@click.option("--backends", default="numpy,torch,cuda,cupy", show_default=True, help="comma-separated subset of numpy,torch,cuda,cupy")
+@click.option("--repeats", type=int, default=41, show_default=True, help="timed repeats per operation (median reported)")
+@click.option("--warmup", type=int, default=3, show_default=True)
+@click.option("--row-bytes", type=int, default=1024, show_default=True, help="bytes per ring row")
+@click.option("--stored-layers", type=int, default=40, show_default=True)
+@click.option("--dropped-layers", type=int, default=20, show_default=True)
+@click.option("--torch-threads", type=int, default=1, show_default=True,
+              help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)")
+@json_option
+def bench_roundtrip(backends: str, repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
+                    torch_threads: int, json_path: str | None) -> None:
+    """select/load GB/s of the state round trip against a plain copy of the same bytes, per backend."""
+    from .stateful_tests.deepinfer.bench import HEADERS, run_bench_roundtrip, table_rows
+
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    try:
+        result = run_bench_roundtrip(names, repeats, warmup, row_bytes, stored_layers, dropped_layers, torch_threads)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--backends") from None
+    click.echo(f"$ {result.command}")
+    out.print_table(HEADERS, table_rows(result.rows), numeric=(2, 3, 4, 5))
+    click.echo("machine: " + ", ".join(f"{k}={v}" for k, v in result.machine.items()))
+    if json_path:
+        out.write_json(json_path, "bench-roundtrip", result.to_json())
+    sys.exit(EXIT_PASS)
+
+
+# ----------------------------------------------------------------------------- deepinfer
+
+
+@main.command()
+@click.option("--backend", type=click.Choice(["numpy", "torch", "cuda", "cupy"]), default="numpy", show_default=True)
+@seed_option()
+@click.option("--count", type=int, default=60, show_default=True, help="cases (the fixed ones first, then random)")
+@click.option("--case", type=int, default=None, help="replay one case of the run")
+@click.option("--controls", is_flag=True, help="also run the negative controls with catch rates")
+@json_option
+@allow_skip_option
+def roundtrip(backend: str, seed: int, count: int, case: int | None, controls: bool, json_path: str | None, allow_skip: bool) -> None:
+    """The state round-trip laws on one array backend, as a pass/fail table."""
+    from .stateful_tests.deepinfer.mutants import run_controls
+    from .stateful_tests.deepinfer.roundtrip_laws import SuiteReport, run_suite
+
+    result = run_suite(backend, seed=seed, count=count, only_case=case)
+    click.echo(f"kvproof roundtrip: backend={backend} seed={seed} cases={result.cases}" + (f" (case {case} only)" if case is not None else ""))
+    out.print_table(SuiteReport.HEADERS, result.table_rows(), numeric=(2, 3))
+    for law_result in result.failed:
+        for c, message in law_result.problems[:3]:
+            click.echo(f"\nFAIL {law_result.law.name} ({law_result.law.title}) case {c.index} [{c.name}]\n  {message}")
+            click.echo(f"  replay: {result.replay(c)} --count {count}")
+    control_results = []
+    if controls and not result.skipped:
+        backends = ("numpy", backend) if backend != "numpy" else ("numpy", "torch")
+        control_results = run_controls(seed=seed, count=count, backends=backends, rates=True)
+        click.echo(f"\nnegative controls (seed {seed}, {count} cases; caught = cases where a listed law fails)")
+        for c in control_results:
+            rate = f"{c.caught_cases:>3}/{c.cases:<3}" if c.cases else "   -   "
+            click.echo(f"  {'pass' if c.ok else 'SKIP' if c.skipped else 'FAIL'}  {rate}  {c.name}: {c.detail}")
+    if json_path:
+        out.write_json(json_path, "roundtrip", {
+            "backend": backend, "seed": seed, "cases": result.cases, "skipped": result.skipped,
+            "laws": [{"law": r.law.name, "title": r.law.title, "cases": r.cases, "checks": r.checks,
+                      "result": "pass" if r.passed else "FAIL", "problems": [f"case {c.index}: {m}" for c, m in r.problems[:5]]}
+                     for r in result.results],
+            "controls": [c.__dict__ for c in control_results],
+        })
+    failed = len(result.failed) + sum(not c.ok and not c.skipped for c in control_results)
+    if result.skipped:
+        click.echo(f"\nkvproof roundtrip: SKIP backend={backend}: {result.skipped}")
+        if allow_skip:
+            sys.exit(EXIT_PASS)
+        click.echo("kvproof roundtrip: a skipped backend is not a pass; pass --allow-skip to accept it")
+        sys.exit(EXIT_SKIPPED)
+    passed = len(result.results) - len(result.failed)
+    click.echo(f"\nkvproof roundtrip: {passed} laws passed, {len(result.failed)} failed, {result.checks} checks "
+               f"(backend={backend} seed={seed} cases={result.cases})")
+    if failed:
+        sys.exit(EXIT_FAIL)
+    skipped_controls = [c for c in control_results if c.skipped]
+    if skipped_controls:
+        click.echo(f"kvproof roundtrip: {len(skipped_controls)} controls skipped: {skipped_controls[0].skipped}")
+        if not allow_skip:
+            click.echo("kvproof roundtrip: a skipped control is not a pass; pass --allow-skip to accept it")
+            sys.exit(EXIT_SKIPPED)
+    sys.exit(EXIT_PASS)
+
+
+@main.command("deepinfer-labs")
+def deepinfer_labs() -> None:
+    """The DeepInfer chapter 11 lab outputs as the spec computes them, line by line against the book."""
+    from .stateful_tests.deepinfer.golden import GOLDENS, golden_problems
+
+    bad = 0
+    for golden in GOLDENS:
+        compared, problems = golden_problems(golden)
+        bad += len(problems)
+        click.echo(f"== {golden.name} ({golden.source}): {compared} lines, {len(problems)} differ")
+        for line in golden.render():
+            click.echo(f"   {line}")
+        for p in problems:
+            click.echo(f"   DIFFERS: {p}")
+    sys.exit(EXIT_FAIL if bad else EXIT_PASS)
+
+
+# ----------------------------------------------------------------------------- prove
+
+
+@main.command()
+@profile_option("the proof budgets: quick, ci (default) or deep (longer solver and CrossHair budgets)")
+@json_option
+@click.option("--no-crosshair", is_flag=True, help="Z3 proofs only")
+@click.option("--write-readme", is_flag=True, help="regenerate proofs/README.md from the table (in a checkout)")
+@click.option("-v", "--verbose", is_flag=True, help="also print each claim in full with its counterexample")
+def prove(profile: str | None, json_path: str | None, no_crosshair: bool, write_readme: bool, verbose: bool) -> None:
+    """Every Z3 proof and CrossHair check, each with its negative control."""
+    from dataclasses import asdict
+
+    from . import docs
+    from .gate.proofs import budget_of
+    from .proofs.registry import HEADERS, run_all, summary_line, table_rows
+    from .stateful_tests.harness.profiles import profile_named
+
+    rows = run_all(budget_of(profile_named(profile)), crosshair=not no_crosshair)
+    out.print_table(HEADERS, table_rows(rows), numeric=(4,))
+    click.echo(summary_line(rows))
+    if verbose:
+        for r in rows:
+            click.echo(f"\n{r.property}\n  {r.method} on {r.function}; bounds: {r.bounds}\n  {r.result}; control {r.control}: {r.counterexample}")
+    if json_path:
+        out.write_json(json_path, "prove", {"rows": [asdict(r) | {"ok": r.ok} for r in rows]})
+    if write_readme:
+        path = docs.proofs_readme_path()
+        path.write_text(docs.proofs_readme(rows))
+        click.echo(f"wrote {path}")
+    failed = [r for r in rows if not r.ok]
+    for r in failed:
+        click.echo(f"FAILED: {r.property} ({r.method}): {r.result}; control {r.control}; {r.counterexample}")
+    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -1,44 +1,98 @@
-"""The kvproof command: exit codes, the promised last lines, the JSON files."""
+"""The kvproof command: exit codes, the promised last lines, the JSON, JUnit and help texts."""
 
 import json
 
 import pytest
+from junitparser import JUnitXml
 
-from kvproof.cli import main
+from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_SKIPPED, EXIT_USAGE
 
 
 @pytest.mark.dynamo
-def test_conform_prints_the_summary_line_last_and_writes_json(dynamo_tree, tmp_path, capsys):
+def test_conform_prints_the_summary_line_last_and_writes_json(dynamo_tree, tmp_path, kvproof_cli):
     out = tmp_path / "conform.json"
-    assert main(["conform", "dynamo", "--streams", "3", "--seed", "5", "--json", str(out)]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    ran = kvproof_cli("conform", "tree", "--streams", "3", "--seed", "5", "--json", str(out))
     body = json.loads(out.read_text())
-    assert last == f"conform: streams=3 events={body['events']} queries={body['queries']} mismatches=0"
+    assert ran.code == EXIT_PASS and body["schema"] == "kvproof.conform-tree/1"
+    assert ran.last == f"conform: streams=3 events={body['events']} queries={body['queries']} mismatches=0"
+    assert "subject=impl oracle=dynamo" in ran.out
 
 
 @pytest.mark.dynamo
-def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch, capsys):
+def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch, kvproof_cli):
     monkeypatch.chdir(tmp_path)
-    code = main(["conform", "dynamo", "--target", "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs", "--streams", "20"])
-    out = capsys.readouterr().out
-    assert code == 1 and "replay: kvproof conform dynamo" in out and "mismatches=0" not in out.splitlines()[-1]
+    ran = kvproof_cli("conform", "tree", "--target", "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs", "--streams", "20")
+    assert ran.code == EXIT_FAIL and "replay: kvproof conform tree --target" in ran.out and "mismatches=0" not in ran.last
     assert list((tmp_path / "kvproof-failures").glob("*.json"))
 
 
-def test_check_runs_one_layer_and_reports_a_table(tmp_path, capsys):
-    out = tmp_path / "gate.json"
-    assert main(["check", "--only", "spec", "--json", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "layer" in text and "node-rule laws" in text and "1 passed, 0 failed, 0 skipped" in text
-    assert json.loads(out.read_text())["rows"][0]["result"] == "pass"
+def test_conform_refuses_a_tree_against_itself(kvproof_cli):
+    ran = kvproof_cli("conform", "tree", "--target", "reference", "--oracle", "reference")
+    assert ran.code == EXIT_USAGE and "always agrees with itself" in ran.out
 
 
-def test_check_fails_on_a_broken_target(capsys):
-    code = main(["check", "--target", "kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--only", "vectors"])
-    assert code == 1 and "FAIL" in capsys.readouterr().out
+def test_check_runs_one_row_and_reports_a_table_json_and_junit(tmp_path, kvproof_cli):
+    out, xml = tmp_path / "gate.json", tmp_path / "gate.xml"
+    ran = kvproof_cli("check", "--only", "spec", "--json", str(out), "--junit", str(xml))
+    assert ran.code == EXIT_PASS
+    assert "layer" in ran.out and "node-rule laws" in ran.out and "1 passed, 0 failed, 0 skipped" in ran.last
+    body = json.loads(out.read_text())
+    assert body["schema"] == "kvproof.gate/1" and body["rows"][0]["result"] == "pass"
+    cases = [case for suite in JUnitXml.fromfile(str(xml)) for case in suite]
+    assert [(c.classname, c.name, c.is_passed) for c in cases] == [("kvproof.tree.spec", "node-rule laws", True)]
 
 
-def test_unknown_target_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["check", "--target", "nope"])
-    assert info.value.code == 2
+def test_check_fails_on_a_broken_target_and_the_junit_row_says_why(tmp_path, kvproof_cli):
+    xml = tmp_path / "gate.xml"
+    ran = kvproof_cli("check", "--target", "kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--only", "vectors", "--junit", str(xml))
+    assert ran.code == EXIT_FAIL and "FAIL" in ran.out and "replay: kvproof check --target" in ran.out
+    (case,) = [case for suite in JUnitXml.fromfile(str(xml)) for case in suite]
+    assert not case.is_passed and "steps differ" in case.result[0].text
+
+
+def test_a_foreign_target_runs_the_tree_family_and_says_what_it_left_out(kvproof_cli):
+    ran = kvproof_cli("check", "--target", "reference", "--only", "vectors")
+    assert ran.code == EXIT_PASS and "families=tree" in ran.out
+    assert "left out" in ran.out and "sequences: rule laws: family sequences not selected" in ran.out
+
+
+def test_a_skip_is_not_a_pass(kvproof_cli, monkeypatch):
+    from kvproof.gate import deepinfer
+
+    monkeypatch.setattr(deepinfer, "_torch_applies", lambda ctx: "torch is not here (simulated)")
+    for check in deepinfer.CHECKS:
+        if check.name.endswith("torch CPU"):
+            monkeypatch.setattr(check, "applies", deepinfer._torch_applies)
+    ran = kvproof_cli("check", "--only", "torch CPU")
+    assert ran.code == EXIT_SKIPPED and "SKIP" in ran.out and "not a pass" in ran.last
+    assert kvproof_cli("check", "--only", "torch CPU", "--allow-skip").code == EXIT_PASS
+
+
+def test_unknown_or_broken_targets_are_usage_errors(kvproof_cli, tmp_path, monkeypatch):
+    ran = kvproof_cli("check", "--target", "nope")
+    assert ran.code == EXIT_USAGE and "unknown target 'nope'" in ran.out and "impl-pool" in ran.out
+    ran = kvproof_cli("check", "--target", "no_such_module:Tree")
+    assert ran.code == EXIT_USAGE and "ModuleNotFoundError" in ran.out
+    (tmp_path / "crashing_tree.py").write_text("raise RuntimeError('boom at import')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ran = kvproof_cli("check", "--target", "crashing_tree:Tree")
+    assert ran.code == EXIT_USAGE and "boom at import" in ran.out
+    assert kvproof_cli("check", "--only", "no such row").code == EXIT_USAGE
+
+
+def test_help_lists_every_command_and_group(kvproof_cli):
+    text = kvproof_cli("--help").out
+    for command in ("check", "conform", "vectors", "stress", "bench", "roundtrip", "deepinfer-labs", "prove"):
+        assert f"  {command} " in text
+    assert "tree" in kvproof_cli("conform", "--help").out and "slot-tracker" in kvproof_cli("conform", "--help").out
+    assert "sequences" in kvproof_cli("stress", "--help").out and "roundtrip" in kvproof_cli("bench", "--help").out
+
+
+def test_vectors_pass_on_the_reference(kvproof_cli):
+    ran = kvproof_cli("vectors", "--target", "reference")
+    assert ran.code == EXIT_PASS and ran.last.startswith("vectors: ") and ran.last.endswith("0 failed (target=reference)")
+
+
+def test_stress_sequences_replays_by_command(kvproof_cli):
+    ran = kvproof_cli("stress", "sequences", "--ops", "60", "--seed", "3")
+    assert ran.code == EXIT_PASS and ran.last == "stress sequences: rounds=1 ops=480 problems=0"  # 60 per thread

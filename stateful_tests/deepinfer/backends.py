@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ def _torch_reason() -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def backend(name: str) -> Backend:
     """Return the named backend, with the reason it cannot run here when it cannot."""
     if name == "numpy":

@@ -22,15 +22,12 @@ This is a benchmark, never a test: nothing here asserts a speed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -180,26 +177,6 @@ def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats
     return rows
 
 
-def add_bench_roundtrip_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the benchmark's options to ``parser`` (for ``bench-roundtrip`` or a shared ``bench roundtrip``)."""
-    parser.add_argument("--json", default=None, help="also write the rows and the machine as JSON to this file")
-    parser.add_argument(
-        "--backends", default=",".join(BACKENDS), help="comma-separated subset of numpy,torch,cuda,cupy"
-    )
-    parser.add_argument("--repeats", type=int, default=41, help="timed repeats per operation (median reported)")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--row-bytes", type=int, default=1024, help="bytes per ring row")
-    parser.add_argument("--stored-layers", type=int, default=40)
-    parser.add_argument("--dropped-layers", type=int, default=20)
-    parser.add_argument(
-        "--torch-threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads on CPU (default 1: on a shared 2-core machine torch's parallel "
-        "copy collapses to <1 GB/s; 0 keeps torch's default)",
-    )
-
-
 def machine() -> dict:
     """Return what the figures depend on: CPU count, library versions, torch threads, GPU name."""
     info = {
@@ -220,36 +197,40 @@ def machine() -> dict:
     return info
 
 
-def table(rows: list[BenchRow]) -> str:
-    """Return the rows as the table the README quotes."""
-    header = f"{'backend':<7} {'operation':<26} {'MB':>7} {'op GB/s':>8} {'copy GB/s':>9} {'ratio':>6}"
-    lines = [header, "-" * len(header)]
-    for r in rows:
-        if r.op_gbps is None:
-            lines.append(f"{r.backend:<7} {r.note}")
-        else:
-            lines.append(
-                f"{r.backend:<7} {r.operation:<26} {r.megabytes:>7.2f} {r.op_gbps:>8.2f} {r.copy_gbps:>9.2f} {r.ratio:>6.2f}"
-            )
-    return "\n".join(lines)
+HEADERS = ("backend", "operation", "MB", "op GB/s", "copy GB/s", "ratio")
 
 
-def bench_roundtrip_main(args: argparse.Namespace) -> int:
-    """Run the round-trip benchmark and print its table; the entry point of ``kvproof bench roundtrip``.
+def table_rows(rows: list[BenchRow]) -> list[tuple[str, ...]]:
+    """The rows of the table the README quotes (a skipped backend shows its reason)."""
+    return [
+        (r.backend, r.note, "", "", "", "") if r.op_gbps is None or r.copy_gbps is None or r.ratio is None
+        else (r.backend, r.operation, f"{r.megabytes:.2f}", f"{r.op_gbps:.2f}", f"{r.copy_gbps:.2f}", f"{r.ratio:.2f}")
+        for r in rows
+    ]
 
-    ``args`` needs the attributes ``add_bench_roundtrip_arguments`` adds; any that are missing take
-    their defaults, so a shared ``bench`` command may pass its own namespace. Returns 0 (a skipped
-    backend is shown in the table with its reason; it is not an error for a benchmark).
+
+@dataclass
+class RoundTripBench:
+    command: str
+    machine: dict
+    rows: list[BenchRow]
+
+    def to_json(self) -> dict:
+        return {"command": self.command, "machine": self.machine, "rows": [asdict(r) for r in self.rows]}
+
+
+def run_bench_roundtrip(
+    names: list[str], repeats: int = 41, warmup: int = 3, row_bytes: int = 1024,
+    stored: int = 40, dropped: int = 20, threads: int = 1,
+) -> RoundTripBench:
+    """Run the round-trip benchmark on the backends ``names`` (a skipped backend is a row with its reason).
+
+    ``threads``: torch intra-op threads on CPU (1 by default: on a shared 2-core machine torch's
+    parallel copy collapses to under 1 GB/s; 0 keeps torch's default).
     """
-    names = [b.strip() for b in getattr(args, "backends", ",".join(BACKENDS)).split(",") if b.strip()]
     unknown = [b for b in names if b not in BACKENDS]
     if unknown:
-        print(f"kvproof bench roundtrip: unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}")
-        return 2
-    repeats, warmup = getattr(args, "repeats", 41), getattr(args, "warmup", 3)
-    row_bytes = getattr(args, "row_bytes", 1024)
-    stored, dropped = getattr(args, "stored_layers", 40), getattr(args, "dropped_layers", 20)
-    threads = getattr(args, "torch_threads", 1)
+        raise ValueError(f"unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}")
     from .backends import backend
 
     if threads and any(n in ("torch", "cuda") for n in names) and backend("torch").available:
@@ -259,16 +240,8 @@ def bench_roundtrip_main(args: argparse.Namespace) -> int:
     rows: list[BenchRow] = []
     for name in names:
         rows += _bench_backend(name, row_bytes, stored, dropped, repeats, warmup)
-    info = machine()
     command = (
-        f"kvproof bench roundtrip --backends {','.join(names)} --repeats {repeats} --row-bytes {row_bytes} "
-        f"--stored-layers {stored} --dropped-layers {dropped} --torch-threads {threads}"
+        f"kvproof bench roundtrip --backends {','.join(names)} --repeats {repeats} --warmup {warmup} "
+        f"--row-bytes {row_bytes} --stored-layers {stored} --dropped-layers {dropped} --torch-threads {threads}"
     )
-    print(f"$ {command}")
-    print(table(rows))
-    print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
-    if getattr(args, "json", None):
-        Path(args.json).write_text(
-            json.dumps({"command": command, "machine": info, "rows": [asdict(r) for r in rows]}, indent=1)
-        )
-    return 0
+    return RoundTripBench(command, machine(), rows)

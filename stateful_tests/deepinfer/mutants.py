@@ -1,8 +1,8 @@
 """Deliberately broken round trips: the negative controls of every round-trip law.
 
 Each mutant is ``impl.state_roundtrip.RoundTrip`` with exactly one step broken. ``CAUGHT_BY``
-names the laws (``roundtrip_laws.LAWS``) that must catch it on the standard cases;
-``test_roundtrip_negative_controls.py`` and the gate check that they do.
+names the laws (``deepinfer.roundtrip_laws.LAWS``) that must catch it on the standard cases;
+``deepinfer/tests/test_mutants.py`` and the gate check that they do.
 
 ``TRAPS`` records the weak-test traps of state_roundtrip.md §5.5 (and the ones this suite
 adds): for each, a mutant, a *weak* check that passes it, and the *strong* check that catches
@@ -437,7 +437,7 @@ class ControlResult:
 
 
 def catch_rate(mutant: type, laws: tuple[str, ...], cases: list[Case], backend_name: str = "numpy") -> tuple[int, int]:
-    """Return (cases where at least one of ``laws`` fails for ``mutant``, cases where at least one applies)."""
+    """Return (cases where at least one of ``tree.laws`` fails for ``mutant``, cases where at least one applies)."""
     from .roundtrip_laws import LAW_BY_NAME, run_suite
 
     report = run_suite(backend_name, factory=mutant, laws=[LAW_BY_NAME[n] for n in laws], cases=cases)
@@ -456,10 +456,9 @@ def run_controls(
     GPU) is reported with ``ok=False`` and ``skipped`` set to the reason, never silently passed. ``rates`` adds catch
     rates (slower: every case, no early stop).
     """
+    from ...spec.hit_length import lab24_check
     from .backends import backend
     from .roundtrip_laws import catches
-
-    from ...spec.hit_length import lab24_check
 
     cases = make_cases(seed, count)
     results = []

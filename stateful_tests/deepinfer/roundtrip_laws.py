@@ -971,17 +971,12 @@ class SuiteReport:
     def replay(self, case: Case) -> str:
         return f"kvproof roundtrip --backend {self.backend} --seed {self.seed} --case {case.index}"
 
-    def table(self) -> str:
-        header = f"{'law':<4} {'what':<46} {'cases':>6} {'checks':>7}  result"
-        lines = [header, "-" * len(header)]
+    HEADERS = ("law", "what", "cases", "checks", "result")
+
+    def table_rows(self) -> list[tuple[str, str, int, int, str]]:
         if self.skipped:
-            lines.append(f"{'*':<4} {'every law':<46} {0:>6} {0:>7}  SKIP ({self.skipped})")
-            return "\n".join(lines)
-        for r in self.results:
-            lines.append(
-                f"{r.law.name:<4} {r.law.title:<46} {r.cases:>6} {r.checks:>7}  {'pass' if r.passed else 'FAIL'}"
-            )
-        return "\n".join(lines)
+            return [("*", "every law", 0, 0, f"SKIP ({self.skipped})")]
+        return [(r.law.name, r.law.title, r.cases, r.checks, "pass" if r.passed else "FAIL") for r in self.results]
 
 
 def run_suite(
@@ -994,7 +989,7 @@ def run_suite(
     only_case: int | None = None,
     stop_at_first: bool = False,
 ) -> SuiteReport:
-    """Run ``laws`` over the cases on one backend; an unavailable backend gives a report with ``skipped``."""
+    """Run ``tree.laws`` over the cases on one backend; an unavailable backend gives a report with ``skipped``."""
     be = backend(backend_name)
     if cases is None:
         cases = make_cases(seed, count)

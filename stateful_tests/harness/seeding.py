@@ -7,7 +7,7 @@ machine and law is therefore run with an explicit seed (``hypothesis.seed``, whi
 ``derandomize``):
 
 - ``KVPROOF_SEED=N`` pins it (the replay of a deep run);
-- ``KVPROOF_PROFILE=deep`` draws a fresh one per process and prints it;
+- a profile without a fixed seed (``KVPROOF_PROFILE=deep``) draws a fresh one per process and prints it;
 - otherwise it is ``FIXED_SEED``.
 
 The gate passes its own ``--seed`` to the same helpers.
@@ -25,6 +25,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from .profiles import profile_named
+
 FIXED_SEED = 1129
 _drawn: int | None = None
 
@@ -34,7 +36,7 @@ def suite_seed() -> int:
     global _drawn
     if os.environ.get("KVPROOF_SEED"):
         return int(os.environ["KVPROOF_SEED"])
-    if os.environ.get("KVPROOF_PROFILE") == "deep":
+    if not profile_named().fixed_seed:
         if _drawn is None:
             _drawn = random.SystemRandom().randrange(1, 2**31)
             print(f"kvproof: deep profile seed {_drawn} (replay with KVPROOF_SEED={_drawn})", file=sys.stderr)
@@ -52,7 +54,7 @@ def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None
     """Run a ``@given`` test under ``the_settings`` with an explicit seed (raises on a counterexample).
 
     ``test`` is decorated in place, so it must be a fresh test object: Hypothesis refuses a
-    second ``settings`` on the same function (``laws.fresh`` and the sequence laws' factories
+    second ``settings`` on the same function (``tree.laws.fresh`` and the sequence laws' factories
     build one per run).
     """
     hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()

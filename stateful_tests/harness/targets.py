@@ -15,7 +15,7 @@ Names accepted by ``load_target``:
 - ``impl-pool``: ``kvproof.impl.indexer.ThreadPoolIndexer`` with four event threads;
 - ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime``;
 - ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
-  implementation, or one of the deliberately broken trees in ``stateful_tests.mutants``.
+  implementation, or one of the deliberately broken trees in ``stateful_tests.tree.mutants``.
 """
 
 from __future__ import annotations
@@ -92,13 +92,27 @@ def load_target(name: str) -> Target:
         factory, reason = dynamo_tree_factory()
         return Target(name, factory, reason)
     if ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attr)
-        except (ImportError, AttributeError) as exc:
-            return Target(name, None, f"cannot load {name}: {exc}")
-        return Target(name, factory)
-    return Target(name, None, f"unknown target {name!r}: use reference, dynamo, or module.path:Factory")
+        factory, reason = import_factory(name)
+        return Target(name, factory, reason)
+    return Target(name, None, f"unknown target {name!r}: use {', '.join(NAMES)}, or module.path:Factory")
+
+
+NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo")
+"""The targets known by name (any other is ``module.path:Factory``)."""
+
+
+def import_factory(name: str) -> tuple[Callable[..., Any] | None, str]:
+    """Import ``module.path:Factory``; return ``(factory, "")`` or ``(None, why it cannot be loaded)``."""
+    module_name, _, attr = name.partition(":")
+    if not module_name or not attr:
+        return None, f"{name!r} is not of the form module.path:Factory"
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:  # an import error, a missing attribute, or the user's module failing at import
+        return None, f"cannot load {name}: {type(exc).__name__}: {exc}"
+    if not callable(factory):
+        return None, f"{name} is a {type(factory).__name__}, not a callable that makes a tree"
+    return factory, ""
 
 
 def outcome_of(exc: BaseException) -> str:

@@ -15,7 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...spec.primitives import WorkerWithDpRank
-from ...spec.sequence_errors import DuplicateRequest, DuplicateWorker, InvalidDpRange, InvalidDuration, InvalidInstant, InvalidSequenceArgument, RequestNotFound, SequenceArgumentTypeError, TokenLoadOverflow, UnknownWorker, WorkerNotFound, WrongWorker
+from ...spec.sequence_errors import (
+    DuplicateRequest,
+    DuplicateWorker,
+    InvalidDpRange,
+    InvalidDuration,
+    InvalidInstant,
+    InvalidSequenceArgument,
+    RequestNotFound,
+    SequenceArgumentTypeError,
+    TokenLoadOverflow,
+    UnknownWorker,
+    WorkerNotFound,
+    WrongWorker,
+)
 from ...spec.sequence_inputs import PrefillLoadHint, SequenceRequest, secs
 
 W0, W1 = WorkerWithDpRank(1, 0), WorkerWithDpRank(1, 1)

@@ -6,10 +6,10 @@ frees, expiry sweeps and clock advances on one or two workers, and asserts one l
 every step. Each law states one rule of ``spec.prefill``, ``spec.token_load``,
 ``spec.sequences`` or ``spec.slot_tracker`` in terms of reads, so the same law judges the
 spec, the reference, the implementation and the negative controls: every law has a mutant
-that breaks it (``sequence_mutants.LAW_OF``).
+that breaks it (``sequences.mutants.LAW_OF``).
 
 The gate runs them all on the spec (``kvproof check``, layer ``spec``);
-``test_sequence_laws.py`` runs each on all three trackers.
+``sequences/tests/test_laws.py`` runs each on all three trackers.
 """
 
 from __future__ import annotations
@@ -22,14 +22,22 @@ from typing import Any
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from ..harness.seeding import run_given
-
 from ...spec.primitives import U64_MAX, WorkerWithDpRank
-from ...spec.sequence_errors import DuplicateRequest, InvalidDuration, InvalidInstant, MissingExpectedDuration, RequestNotFound, SequenceArgumentTypeError, SequenceError, WorkerNotFound
+from ...spec.sequence_errors import (
+    DuplicateRequest,
+    InvalidDuration,
+    InvalidInstant,
+    MissingExpectedDuration,
+    RequestNotFound,
+    SequenceArgumentTypeError,
+    SequenceError,
+    WorkerNotFound,
+)
 from ...spec.sequence_inputs import NANOS_PER_MILLI, PrefillLoadHint, SequenceRequest, floor_ms, millis, secs
 from ...spec.sequence_invariants import write_model_violations
 from ...spec.sequences import CHECK_EXPIRY_FREQUENCY, block_membership
 from ...spec.slot_tracker import SlotTrackerState, project_prompt_registry, read_loads, read_modeled_remaining_prefill_times
+from ..harness.seeding import run_given
 from .model import SpecSlotTracker
 
 W = (WorkerWithDpRank(1, 0), WorkerWithDpRank(2, 0))
@@ -84,7 +92,7 @@ def credit_histories() -> st.SearchStrategy:
 
     Source: sequences.md §3 "Credit" (the capped and uncapped tests), experiments R5, R6, R19.
     """
-    whole = lambda *ms: st.sampled_from(ms).map(millis)  # noqa: E731
+    whole = lambda *ms: st.sampled_from(ms).map(millis)
     opening = st.tuples(
         st.tuples(st.just("add"), st.just("a"), st.just(0), st.integers(1, 1000), whole(4000, 6000, 10_000), st.just((1,)), st.just(True)),
         st.tuples(st.just("add"), st.just("b"), st.just(0), st.integers(1, 1000), whole(500, 1000, 2000), st.just((2,)), st.just(True)),

@@ -17,7 +17,7 @@ every step the machine compares the authoritative state (``snapshot()``), the re
 ``modeled_remaining_prefill_times``) at the current time and at 1.5 ms, 1 s, 10 s and
 1000 s later. ``phenomena`` counts what the run exercised (credits capped and uncapped,
 re-anchoring, spillover and anchor-only reads, missing durations, expiry, duplicates),
-so ``test_sequence_machine.py`` can show that the rules were reached, not assumed.
+so ``sequences/tests/test_machine.py`` can show that the rules were reached, not assumed.
 
 Source: seed 000; sequences.md §2-§5, §10; aesthetics.md §3 (model-based stateful tests).
 """

@@ -1,13 +1,13 @@
 """Deliberately broken slot trackers: the negative controls of every active-sequence check.
 
 Each mutant is the reference ``SlotTracker`` (or the concurrent one) with exactly one rule
-broken. ``test_sequence_negative_controls.py`` runs each through the checks listed in
+broken. ``sequences/tests/test_mutants.py`` runs each through the checks listed in
 ``CAUGHT_BY`` and asserts that each catches it:
 
 - ``machine``: the Hypothesis state machine (spec vs the mutant, every read after every step);
-- ``values``: the named upstream reference values (``sequence_values``);
-- ``laws``: the spec law named in ``LAW_OF`` (``sequence_laws``);
-- ``stress``: the real-thread stress run (registry convergence, no lost or doubled ownership).
+- ``values``: the named upstream reference values (``sequences.values``);
+- ``tree.laws``: the spec law named in ``LAW_OF`` (``sequences.laws``);
+- ``tree.stress``: the real-thread stress run (registry convergence, no lost or doubled ownership).
 
 The two the issue names are ``NoCreditCap`` (credit without the cap at the removal time)
 and ``SpilloverWhenUnmodeled`` (aggregate spillover although a prefill is unmodeled).
@@ -345,12 +345,12 @@ CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when
 def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300) -> list[tuple[str, str, str, str, str]]:
     """Return, per mutant: value scenarios failing, machine seeds catching, law seeds catching, stress seeds catching."""
     from hypothesis import Phase, settings
-    from ..harness.seeding import run_given, run_machine
 
+    from ..harness.seeding import run_given, run_machine
     from .laws import LAWS_BY_NAME
     from .machine import sequence_machine_for, sequence_machine_settings
-    from .stress import stress
     from .steps import run_value_scenario
+    from .stress import stress
     from .values import VALUE_SCENARIOS
 
     rows = []

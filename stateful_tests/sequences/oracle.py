@@ -106,7 +106,7 @@ class SlotTrackerProcess:
         self.pub.bind(f"tcp://127.0.0.1:{self.peer_port}")
         cmd = [sys.executable, "-m", "dynamo.slot_tracker", "--port", str(self.http_port),
                "--replica-sync-port", str(self.sync_port), "--replica-sync-peers", f"tcp://127.0.0.1:{self.peer_port}"]
-        self.log = open(self.log_path, "ab")
+        self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until stop() closes it
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
@@ -277,12 +277,12 @@ TEMPLATES = ("spill", "credit", "reanchor", "mixed", "zero")
 def _template(rng: random.Random, kind: str, hot: tuple[int, int], ids: list[str], jitter_ms: int) -> list[Op]:
     """Return the opening of a scenario: the shape of one family of experiments (R2-R23) with drawn numbers."""
     J = jitter_ms
-    dur = lambda *ms: millis(rng.choice(ms))  # noqa: E731
-    tok = lambda: rng.choice([100, 400, 1000])  # noqa: E731
+    dur = lambda *ms: millis(rng.choice(ms))
+    tok = lambda: rng.choice([100, 400, 1000])
     a, b, c = ids[:3]
-    add = lambda rid, tokens, duration, gap=2: Op("add", gap * J, rid, hot, _prompt(rng), tokens, duration, True, "replica")  # noqa: E731
-    reads = lambda n, spread: [Op("loads", rng.choice(spread) * J) for _ in range(n)]  # noqa: E731
-    via = lambda: rng.choice(["http", "replica"])  # noqa: E731
+    add = lambda rid, tokens, duration, gap=2: Op("add", gap * J, rid, hot, _prompt(rng), tokens, duration, True, "replica")
+    reads = lambda n, spread: [Op("loads", rng.choice(spread) * J) for _ in range(n)]
+    via = lambda: rng.choice(["http", "replica"])
     if kind == "spill":  # R2, R16, R17: all modeled, the anchor's rate runs on into the queue
         ops = [add(a, tok(), dur(200, 300, 500)), add(b, tok(), dur(0, 500, 1000, 2000))]
         if rng.random() < 0.5:
@@ -322,7 +322,7 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
     mostly name ids already added, so they hit anchors and queued prefills alike.
     """
     rng = random.Random(f"slot-tracker/{seed}/{index}")
-    gap = lambda: rng.choice([2, 3, 4, 6]) * jitter_ms  # noqa: E731  (>= 2 jitter: writes keep their order)
+    gap = lambda: rng.choice([2, 3, 4, 6]) * jitter_ms
     workers = rng.sample([1, 2, 3], rng.randint(1, 2))
     ops: list[Op] = [Op("register", 0, worker_id=w, dp_size=rng.randint(1, 2)) for w in workers]
     hot = (workers[0], 0)
@@ -504,11 +504,11 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
         any_worker = bool(early.snapshot().worker_table.ranges)
         if op.kind == "register":
             body = {"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": op.dp_size}
-            call = lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at)  # noqa: E731
+            call = lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at)
             route = "/register"
         elif op.kind == "unregister":
             body = {"worker_id": op.worker_id, "model_name": model}
-            call = lambda t, at: t.unregister_worker(op.worker_id)  # noqa: E731
+            call = lambda t, at: t.unregister_worker(op.worker_id)
             route = "/unregister"
         elif op.kind == "add":
             hint = None if op.tokens is None else PrefillLoadHint(op.tokens, op.duration)
@@ -517,18 +517,18 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
                 body = {"model_name": model, "request_id": op.rid, "worker_id": worker.worker_id, "dp_rank": worker.dp_rank,
                         "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens}
             request = SequenceRequest(op.rid, worker, op.blocks if op.via == "replica" else (op.blocks or ()), op.track, None, hint)
-            call = lambda t, at: t.add_request(request, at)  # noqa: E731
+            call = lambda t, at: t.add_request(request, at)
             route = "/add"
             result.modeled_adds += op.via == "replica" and op.duration is not None and bool(op.tokens)
         elif op.kind == "mark":
             body = {"model_name": model, "request_id": op.rid}
             fence = worker if op.via == "replica" else None
-            call = lambda t, at: t.mark_prefill_completed(op.rid, at, fence)  # noqa: E731
+            call = lambda t, at: t.mark_prefill_completed(op.rid, at, fence)
             route = "/prefill_complete"
         else:
             body = {"model_name": model, "request_id": op.rid}
             fence = worker if op.via == "replica" else None
-            call = lambda t, at: t.free(op.rid, at, fence)  # noqa: E731
+            call = lambda t, at: t.free(op.rid, at, fence)
             route = "/free"
 
         if op.via == "replica" and op.kind in ("add", "mark", "free"):
@@ -551,7 +551,7 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
                 hi_t = seen - t0
         else:
             sent = _now()
-            status, reply = oracle.request("POST", route, body)
+            status, _reply = oracle.request("POST", route, body)
             done = _now()
             lo_t, hi_t = sent - t0, done - t0
             first = _model_outcome(early, lambda t: call(t, lo_t))

@@ -26,7 +26,7 @@ Each thread counts its successful adds and frees per id. After every thread has 
 
 A failure names the seed; ``kvproof check --only stress --seed S`` or
 ``stress(..., seed=S)`` replays the same operation streams (the interleaving itself is the
-OS scheduler's, so a rare race may need a few seeds; ``test_sequence_stress.py`` runs several).
+OS scheduler's, so a rare race may need a few seeds; ``sequences/tests/test_stress.py`` runs several).
 
 Source: seed 000 "Torn reads are intentional", "Eventual consistency contract"; sequences.md
 §8.3 (concurrency experiments: 8 threads adding one id get one 201 and seven 409), §10 item 4.
@@ -34,6 +34,7 @@ Source: seed 000 "Torn reads are intentional", "Eventual consistency contract"; 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections import Counter
@@ -167,10 +168,8 @@ def stress(
             for cycle in range(max(1, ops // 20)):
                 tracker.register_worker(CHURN_WORKER, 0, 1, now())
                 for k in range(rng.randint(0, 3)):
-                    try:
+                    with contextlib.suppress(SequenceError):
                         tracker.add_request(_request(rng, f"z{cycle}.{k}", WorkerWithDpRank(CHURN_WORKER, 0)), now())
-                    except SequenceError:
-                        pass
                 tracker.unregister_worker(CHURN_WORKER)
                 counts["churn"] += 1
         except Exception as exc:

@@ -19,7 +19,21 @@ from __future__ import annotations
 
 from ...spec.sequence_inputs import secs
 from .steps import (
-    MISSING, W1, W2, Add, Anchor, Blocks, Expire, Free, Mark, Ms, Owner, Potential, Register, Tokens, Unregister,
+    MISSING,
+    W1,
+    W2,
+    Add,
+    Anchor,
+    Blocks,
+    Expire,
+    Free,
+    Mark,
+    Ms,
+    Owner,
+    Potential,
+    Register,
+    Tokens,
+    Unregister,
     ValueScenario,
 )
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from ...spec.errors import KvProofError
 from ..harness import targets
-from .streams import Stream, apply_op
 from ..harness.targets import canonical, dump_entries
+from .streams import Stream, apply_op
 
 
 def check_dump_rebuild(factory: Callable[[], Any], stream: Stream) -> list[str]:

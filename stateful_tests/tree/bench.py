@@ -1,6 +1,6 @@
 """Throughput of the trees on one workload, measured side by side in one run.
 
-The workload is ``streams`` generated event streams (``streams.generate``) concatenated,
+The workload is ``tree.streams`` generated event streams (``tree.streams.generate``) concatenated,
 each stream's workers renumbered so they do not collide, pre-encoded to the JSON bytes every
 target decodes itself. For each tree: **events/s** applying the whole workload to a fresh
 tree, and **find_matches/s** answering every query of the workload on the final tree. Each
@@ -47,21 +47,23 @@ class BenchReport:
             return None
         return getattr(x, column) / getattr(y, column)
 
-    def table(self) -> str:
-        lines = [
-            f"workload: {self.events} events, {self.queries} queries; median of {self.repeats} runs",
-            f"{'tree':<28} {'events/s':>12} {'find_matches/s':>15}",
-        ]
-        for r in self.rows:
-            ev = "-" if r.events_per_s is None else f"{r.events_per_s:,.0f}"
-            fm = "-" if r.finds_per_s is None else f"{r.finds_per_s:,.0f}"
-            lines.append(f"{r.name:<28} {ev:>12} {fm:>15}  {r.note}")
-        for a, b in (("impl (1 lane)", "reference"), ("pool x1", "reference"), ("pool x4", "pool x1"),
-                     ("impl (1 lane)", "dynamo"), ("reference", "dynamo")):
+    HEADERS = ("tree", "events/s", "find_matches/s", "note")
+    RATIOS = (("impl (1 lane)", "reference"), ("pool x1", "reference"), ("pool x4", "pool x1"),
+              ("impl (1 lane)", "dynamo"), ("reference", "dynamo"))
+
+    def table_rows(self) -> list[tuple[str, str, str, str]]:
+        def rate(x: float | None) -> str:
+            return "-" if x is None else f"{x:,.0f}"
+
+        return [(r.name, rate(r.events_per_s), rate(r.finds_per_s), r.note) for r in self.rows]
+
+    def ratio_lines(self) -> list[str]:
+        lines = []
+        for a, b in self.RATIOS:
             e, f = self.ratio(a, b, "events_per_s"), self.ratio(a, b, "finds_per_s")
-            if e is not None:
+            if e is not None and f is not None:
                 lines.append(f"ratio {a} / {b}: events {e:.2f}x, find_matches {f:.2f}x")
-        return "\n".join(lines)
+        return lines
 
 
 def workload(streams: int, seed: int) -> tuple[list[tuple[str, int, Any]], list[list[int]]]:

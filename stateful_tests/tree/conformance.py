@@ -16,7 +16,7 @@ by ``kvproof check`` on the subject.
 On the first mismatch, ``shrink`` reduces the stream to a minimal list of operations that
 still shows a difference (dropping chunks, single operations, hashes of removals and
 blocks at the ends of stores), and ``Mismatch.report`` prints it with the command that
-replays it. ``kvproof conform`` is the command-line front end.
+replays it. ``kvproof conform tree`` is the command-line front end.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any
 
 from ...spec.events import Removed, Stored, event_data_json
 from ..harness import targets
-from .streams import EventOp, Op, Stream, StreamProfile, apply_op, describe, generate
 from ..harness.targets import canonical, dump_entries, replayable
+from .streams import DEFAULT_PROFILE, EventOp, Op, Stream, StreamProfile, apply_op, describe, generate
 
 Factory = Callable[[], Any]
 
@@ -50,7 +50,7 @@ class Mismatch:
     shrunk: list[Op] = field(default_factory=list)
 
     def replay_command(self, subject: str, oracle: str) -> str:
-        return f"kvproof conform {oracle} --target {subject} --seed {self.seed} --stream {self.stream}"
+        return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}"
 
     def report(self, subject: str, oracle: str) -> str:
         lines = [
@@ -249,14 +249,14 @@ def conform(
     oracle: Factory,
     streams: int,
     seed: int,
-    profile: StreamProfile = StreamProfile(),
+    profile: StreamProfile = DEFAULT_PROFILE,
     only_stream: int | None = None,
     subject_name: str = "subject",
     oracle_name: str = "oracle",
     max_reported: int = 3,
     on_mismatch: Callable[[Mismatch], None] | None = None,
 ) -> ConformReport:
-    """Run ``streams`` streams of run ``seed`` (or just ``only_stream``) through both trees."""
+    """Run ``tree.streams`` streams of run ``seed`` (or just ``only_stream``) through both trees."""
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else range(streams)
     report = ConformReport(subject_name, oracle_name, seed, len(indices))

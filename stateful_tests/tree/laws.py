@@ -2,7 +2,7 @@
 
 Each ``law_*`` is a Hypothesis test over the pure functions of ``spec.coverage``,
 ``spec.shape`` and ``spec.match``; its docstring states the law. The gate runs them all
-(``kvproof check``, layer ``spec``) and ``test_spec_laws.py`` runs each as a test. The Z3
+(``kvproof check``, layer ``spec``) and ``tree/tests/test_laws.py`` runs each as a test. The Z3
 proofs of the same rules for *all* inputs live in ``proofs/``; these are the sampled,
 executable statements of them.
 """
@@ -18,7 +18,19 @@ from ...spec.coverage import EdgeState, cover_prefix, current_cutoff, drop_worke
 from ...spec.invariants import NODE_PREDICATES
 from ...spec.match import chain_score, early_exit_agrees, find_matches_walk
 from ...spec.primitives import Block, FrozenMap, Rank
-from ...spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert, extend_leaf, plan_descend, plan_store_at, split_at
+from ...spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    plan_descend,
+    plan_store_at,
+    split_at,
+)
 from ..harness.seeding import run_given
 
 RANKS = [Rank(w, d) for w in (1, 2, 3) for d in (0, 1)]
@@ -178,7 +190,7 @@ def law_descend_plan_matches_by_local_hash(state: EdgeState, more: list[int]) ->
 class _ChainNode:
     """A node of a straight chain, for the match-walk law."""
 
-    def __init__(self, state: EdgeState, child: "_ChainNode | None") -> None:
+    def __init__(self, state: EdgeState, child: _ChainNode | None) -> None:
         self.state, self.next = state, child
 
     def edge_state(self) -> EdgeState:

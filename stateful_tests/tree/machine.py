@@ -15,7 +15,7 @@ small universes, and after every step checks:
 
 The universes are tiny (three local hashes, four ranks over three workers, paths of at
 most six blocks) so that splits, cutoffs, demotions, holes and sticky internal nodes
-happen in most runs; ``phenomena`` counts them (see ``test_machines.py``).
+happen in most runs; ``phenomena`` counts them (see ``tree/tests/test_machine.py``).
 
 Source: spec.contract; crtc.md §10 "Differential harness", §14 "Oracle"; aesthetics.md §3.
 """

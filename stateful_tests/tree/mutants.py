@@ -1,7 +1,7 @@
 """Deliberately broken trees: the negative controls of every check kvproof runs.
 
 Each mutant is the reference ``RadixTree`` with exactly one rule broken. A check that no
-mutant can fail is a check that cannot fail; ``test_negative_controls.py`` runs each
+mutant can fail is a check that cannot fail; ``tree/tests/test_mutants.py`` runs each
 mutant through the contract machine, the conformance test and the vectors, and asserts
 that the checks listed in ``CAUGHT_BY`` catch it. Each is also a valid ``--target``::
 

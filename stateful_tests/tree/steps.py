@@ -3,14 +3,14 @@
 A step carries its expected outcome: ``"ok"`` or the name of the typed rejection
 (``ParentBlockNotFound``, ``BlockNotFound``, ``InvalidBlockSequence``), or the expected scores
 of a query, or the expected dump as a multiset. ``run_scenario`` replays a ``Scenario`` of
-these steps on a fresh tree of any target; the data lives in ``vectors``.
+these steps on a fresh tree of any target; the data lives in ``tree.vectors``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block
@@ -71,7 +71,7 @@ class Dump:
     events: list[tuple[int, int, int | None, list[int]]]
 
 
-Step = Union[Store, Remove, Clear, RemoveWorker, ClearAllBlocks, Query, Dump]
+Step = Store | Remove | Clear | RemoveWorker | ClearAllBlocks | Query | Dump
 
 
 def run_step(tree: Any, step: Step, event_id: int) -> str | None:

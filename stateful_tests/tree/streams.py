@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block, Rank
@@ -62,7 +62,7 @@ class ClearAllBlocksOp:
     worker_id: int
 
 
-Op = Union[EventOp, RemoveWorkerOp, ClearAllBlocksOp]
+Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp
 
 
 def apply_op(tree: Any, op: Op) -> str:
@@ -292,7 +292,10 @@ def _queries(e: _Engines) -> list[list[int]]:
     return [list(q) for q in chosen]
 
 
-def generate(seed: int, index: int, profile: StreamProfile = StreamProfile()) -> Stream:
+DEFAULT_PROFILE = StreamProfile()
+
+
+def generate(seed: int, index: int, profile: StreamProfile = DEFAULT_PROFILE) -> Stream:
     """Generate stream ``index`` of run ``seed``."""
     rng = stream_rng(seed, index)
     e = _Engines(rng, profile)

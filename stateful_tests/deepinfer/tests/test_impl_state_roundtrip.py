@@ -1,12 +1,12 @@
 """impl.state_roundtrip: every round-trip law on every backend, dispatch, and the GPU path's no-host rule.
 
-Each law of ``roundtrip_laws.LAWS`` is one test per backend over the standard cases (seed 1, 60
+Each law of ``deepinfer.roundtrip_laws.LAWS`` is one test per backend over the standard cases (seed 1, 60
 cases: the book's numbers, S < R and S = R, both modes, random layouts). torch CPU tests skip with
 the reason when torch is absent and fail instead under ``KVPROOF_REQUIRE_TORCH=1``; the CUDA and
 cupy tests skip with the reason when there is no GPU and fail under ``KVPROOF_REQUIRE_GPU=1``.
 """
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ def need(name: str):
     return be
 
 
-@lru_cache(maxsize=None)
+@cache
 def standard_cases():
     return tuple(make_cases(1, 60))
 

@@ -1,16 +1,16 @@
 """Every round-trip law can fail: each broken round trip is caught where CAUGHT_BY says, and each weak-test
 trap of state_roundtrip.md §5.5 is shown both ways (the weak check passes the mutant, the strong one catches it)."""
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
-from kvproof.stateful_tests.deepinfer.mutants import CAUGHT_BY, MUTANTS, TRAPS, PadsOffHost, trap_cases
 from kvproof.stateful_tests.deepinfer.backends import backend, required
+from kvproof.stateful_tests.deepinfer.mutants import CAUGHT_BY, MUTANTS, TRAPS, PadsOffHost, trap_cases
 from kvproof.stateful_tests.deepinfer.roundtrip_laws import LAWS, catches, make_cases
 
 
-@lru_cache(maxsize=None)
+@cache
 def standard_cases():
     return tuple(make_cases(1, 60))
 

@@ -4,7 +4,23 @@ from fractions import Fraction
 
 import pytest
 
-from kvproof.spec.acceptance import LAB25_RECORDS, LAB25_TAU, Point, Record, accepted_prefix, common_shrink, dominates, frontier_with_taus, gpu_rate, lab25_report, non_dominated, plot_point, tau_conditional, tau_mean_fraction, user_rate
+from kvproof.spec.acceptance import (
+    LAB25_RECORDS,
+    LAB25_TAU,
+    Point,
+    Record,
+    accepted_prefix,
+    common_shrink,
+    dominates,
+    frontier_with_taus,
+    gpu_rate,
+    lab25_report,
+    non_dominated,
+    plot_point,
+    tau_conditional,
+    tau_mean_fraction,
+    user_rate,
+)
 from kvproof.spec.deepinfer_errors import InvalidQuantity, InvalidQuantityType
 from kvproof.stateful_tests.deepinfer.golden import BOOK_LAB25
 

@@ -5,7 +5,17 @@ from fractions import Fraction
 
 import pytest
 
-from kvproof.spec.capacity import LAB23_WORKLOAD, decode_demand, decode_gpus, lab23_capacity_report, prefill_demand, prefill_gpus, reused_token_fraction, request_hit_rate, workload
+from kvproof.spec.capacity import (
+    LAB23_WORKLOAD,
+    decode_demand,
+    decode_gpus,
+    lab23_capacity_report,
+    prefill_demand,
+    prefill_gpus,
+    request_hit_rate,
+    reused_token_fraction,
+    workload,
+)
 from kvproof.spec.deepinfer_errors import InvalidQuantity, InvalidQuantityType
 from kvproof.stateful_tests.deepinfer.golden import BOOK_LAB23_CAPACITY
 

@@ -3,7 +3,18 @@
 import pytest
 
 from kvproof.spec.deepinfer_errors import InvalidQuantity, InvalidQuantityType
-from kvproof.spec.hit_length import BLOCK, RESERVE, HitCase, HitLengths, aligned_candidates, hit_by_search, hit_law_violations, hit_lengths, lab24_check, lab24_domain
+from kvproof.spec.hit_length import (
+    BLOCK,
+    RESERVE,
+    HitCase,
+    HitLengths,
+    aligned_candidates,
+    hit_by_search,
+    hit_law_violations,
+    hit_lengths,
+    lab24_check,
+    lab24_domain,
+)
 from kvproof.stateful_tests.deepinfer.mutants import HIT_MUTANTS
 
 # Lab 24 as printed: L, block hit L1, compute hit with SWA present / missing (full availability, C = L).
@@ -24,7 +35,7 @@ def test_lab24_table_row(length, block_hit, present, missing):
 
 
 def test_full_availability_is_any_extent_past_the_cap():
-    for length, block_hit, present, missing in BOOK_TABLE:
+    for length, _block_hit, present, missing in BOOK_TABLE:
         for cached in (max(0, length - RESERVE), length, 10_000):
             assert hit_lengths(length, cached, True).compute_hit == present
             assert hit_lengths(length, cached, False).compute_hit == missing

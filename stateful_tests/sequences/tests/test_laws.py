@@ -1,14 +1,13 @@
-"""Each law of stateful_tests.sequence_laws (the active-sequence rules, sampled over random histories) on the
+"""Each law of stateful_tests.sequences.laws (the active-sequence rules, sampled over random histories) on the
 spec, the reference and the concurrent implementation."""
-
-import os
 
 import pytest
 
+from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.sequences.laws import LAWS, run_law
 from kvproof.stateful_tests.sequences.model import TARGETS
 
-EXAMPLES = 400 if os.environ.get("KVPROOF_PROFILE") == "deep" else 60
+EXAMPLES = profile_named().sequences.law_examples
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))

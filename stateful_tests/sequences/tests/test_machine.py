@@ -2,25 +2,24 @@
 that it reaches what the rules exist for: credits capped and not, re-anchoring, spillover and anchor-only
 reads, missing durations, expiry, duplicates, unknown workers, fenced frees and malformed input."""
 
-import os
-
 import pytest
-from kvproof.stateful_tests.harness.seeding import run_machine
 
+from kvproof.stateful_tests.harness.profiles import profile_named
+from kvproof.stateful_tests.harness.seeding import run_machine
 from kvproof.stateful_tests.sequences.machine import PHENOMENA, sequence_machine_for, sequence_machine_settings
 
-DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
+PROFILE = profile_named()
 
 
 @pytest.fixture(scope="module")
 def machine():
     m = sequence_machine_for()
-    run_machine(m, sequence_machine_settings(600 if DEEP else 150, 40))
+    run_machine(m, sequence_machine_settings(PROFILE.sequences.machine_examples, PROFILE.sequences.machine_steps))
     return m
 
 
 def test_spec_reference_and_impl_agree_on_every_read(machine):
-    assert len(machine.runs) >= 150
+    assert len(machine.runs) >= PROFILE.sequences.machine_examples
     assert sum(r["_checks"] for r in machine.runs) > 10_000
 
 

@@ -3,13 +3,13 @@ sequence_mutants.CAUGHT_BY says. The two the issue names: NoCreditCap and Spillo
 
 import pytest
 from hypothesis import Phase
-from kvproof.stateful_tests.harness.seeding import run_machine
 
+from kvproof.stateful_tests.harness.seeding import run_machine
 from kvproof.stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
 from kvproof.stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
 from kvproof.stateful_tests.sequences.mutants import CAUGHT_BY, LAW_OF, MUTANTS, NoCreditCap, SpilloverWhenUnmodeled
-from kvproof.stateful_tests.sequences.stress import stress
 from kvproof.stateful_tests.sequences.steps import run_value_scenario
+from kvproof.stateful_tests.sequences.stress import stress
 from kvproof.stateful_tests.sequences.values import VALUE_SCENARIOS
 
 
@@ -21,7 +21,7 @@ def _ids(m):
 def test_machine_catches(mutant):
     quick = sequence_machine_settings(200, 40)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: skip shrinking
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any failure counts today; issue 17 names the expected one
         run_machine(sequence_machine_for({"mutant": mutant}), quick)
 
 
@@ -34,7 +34,7 @@ def test_values_catch(mutant):
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "laws" in CAUGHT_BY[m]], ids=_ids)
 def test_law_catches(mutant):
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any failure counts today; issue 17 names the expected one
         run_law(LAWS_BY_NAME[LAW_OF[mutant]], 300, make=mutant, shrink=False)
 
 

@@ -7,11 +7,51 @@ import pytest
 
 from kvproof.spec import sequence_invariants as inv
 from kvproof.spec import slot_tracker as st
-from kvproof.spec.prefill import EMPTY_PREFILL, AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, PrefillState, credited_anchor_since, is_prefill_tracked, modeled_remaining_prefill_ms, on_prefill_insert, on_prefill_remove, prefill_load_snapshot, total_modeled_ms
+from kvproof.spec.prefill import (
+    EMPTY_PREFILL,
+    AnchorSnapshot,
+    PrefillEntry,
+    PrefillLoadSnapshot,
+    PrefillState,
+    credited_anchor_since,
+    is_prefill_tracked,
+    modeled_remaining_prefill_ms,
+    on_prefill_insert,
+    on_prefill_remove,
+    prefill_load_snapshot,
+    total_modeled_ms,
+)
 from kvproof.spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
-from kvproof.spec.sequence_errors import DuplicateRequest, InvalidDuration, InvalidInstant, MissingExpectedDuration, RequestNotFound, SequenceArgumentTypeError, TokenLoadOverflow, WorkerNotFound
-from kvproof.spec.sequence_inputs import PrefillLoadHint, SequenceRequest, check_duration, check_instant, floor_ms, millis, secs, secs_f64
-from kvproof.spec.sequences import CHECK_EXPIRY_FREQUENCY, active_blocks, new_active_sequences, on_add_request, on_force_expiry, on_free, on_mark_prefill_completed, prompt_paths
+from kvproof.spec.sequence_errors import (
+    DuplicateRequest,
+    InvalidDuration,
+    InvalidInstant,
+    MissingExpectedDuration,
+    RequestNotFound,
+    SequenceArgumentTypeError,
+    TokenLoadOverflow,
+    WorkerNotFound,
+)
+from kvproof.spec.sequence_inputs import (
+    PrefillLoadHint,
+    SequenceRequest,
+    check_duration,
+    check_instant,
+    floor_ms,
+    millis,
+    secs,
+    secs_f64,
+)
+from kvproof.spec.sequences import (
+    CHECK_EXPIRY_FREQUENCY,
+    active_blocks,
+    new_active_sequences,
+    on_add_request,
+    on_force_expiry,
+    on_free,
+    on_mark_prefill_completed,
+    prompt_paths,
+)
 from kvproof.spec.token_load import active_prefill_tokens, anchor_remaining_tokens, completed_tokens
 
 A = PrefillEntry("A", 100, secs(10))

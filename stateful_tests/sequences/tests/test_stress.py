@@ -2,20 +2,19 @@
 duplicate ids, topology churn); after quiescence the registry equals the projection of the authoritative
 state and no request is lost or owned twice."""
 
-import os
-
 import pytest
 
 from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.sequences.stress import stress
 
-DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
-SEEDS = range(1, 21) if DEEP else range(1, 5)
+PROFILE = profile_named()
+SEEDS = range(1, PROFILE.sequences.stress_rounds + 1)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_lost_or_doubled_ownership_and_the_registry_converges(seed):
-    report = stress(SlotTracker, threads=8, ops=1500 if DEEP else 400, seed=seed)
+    report = stress(SlotTracker, threads=8, ops=PROFILE.sequences.stress_ops, seed=seed)
     print(report.summary(), report.statistics)
     assert report.problems == []
     stats = report.statistics

@@ -36,7 +36,7 @@ def test_a_mismatch_is_shrunk_and_replayable(dynamo_tree):
     assert report.mismatches
     m = report.mismatches[0]
     assert 1 <= len(m.shrunk) <= 8, m.report("mutant", "dynamo")
-    assert m.replay_command("t", "dynamo") == f"kvproof conform dynamo --target t --seed 1 --stream {m.stream}"
+    assert m.replay_command("t", "dynamo") == f"kvproof conform tree --target t --oracle dynamo --seed 1 --stream {m.stream}"
     # Replaying the one stream finds the same mismatch again.
     again = conform(SplitDropsCarriedCutoffs, dynamo_tree, streams=0, seed=1, only_stream=m.stream)
     assert again.mismatches and again.mismatches[0].op_index == m.op_index

@@ -2,7 +2,6 @@
 
 import pytest
 from hypothesis import Phase
-from kvproof.stateful_tests.harness.seeding import run_machine
 
 from kvproof.impl import _sync
 from kvproof.impl.indexer import ThreadPoolIndexer
@@ -10,12 +9,12 @@ from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
 from kvproof.spec.events import KvCacheEvent, Removed, Stored
 from kvproof.spec.primitives import Block
-from kvproof.stateful_tests.tree.impl_mutants import ExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
 from kvproof.stateful_tests.harness.interleave import race
+from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
+from kvproof.stateful_tests.tree.impl_mutants import ExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
 from kvproof.stateful_tests.tree.machine import contract_machine_for
-from kvproof.stateful_tests.harness.seeding import machine_settings
-from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
 from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario
+from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
 
 

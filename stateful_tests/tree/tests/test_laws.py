@@ -1,4 +1,4 @@
-"""Each law of stateful_tests.laws (the spec's node rules, sampled) as its own test."""
+"""Each law of stateful_tests.tree.laws (the spec's node rules, sampled) as its own test."""
 
 import pytest
 

@@ -1,26 +1,24 @@
 """The contract state machine on the reference, and proof that it reaches the interesting shapes."""
 
-import os
-
 import pytest
 
 from kvproof.reference import RadixTree
+from kvproof.stateful_tests.harness.profiles import profile_named
+from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
 from kvproof.stateful_tests.tree.machine import PHENOMENA, contract_machine_for
-from kvproof.stateful_tests.harness.seeding import machine_settings
-from kvproof.stateful_tests.harness.seeding import run_machine
 
-DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
+PROFILE = profile_named()
 
 
 @pytest.fixture(scope="module")
 def reference_machine():
     machine = contract_machine_for(RadixTree)
-    run_machine(machine, machine_settings(400 if DEEP else 100, 40))
+    run_machine(machine, machine_settings(PROFILE.tree.machine_examples, PROFILE.tree.machine_steps))
     return machine
 
 
 def test_reference_obeys_the_contract(reference_machine):
-    assert len(reference_machine.runs) >= 100
+    assert len(reference_machine.runs) >= PROFILE.tree.machine_examples
 
 
 @pytest.mark.parametrize(

@@ -2,11 +2,10 @@
 
 import pytest
 from hypothesis import Phase
-from kvproof.stateful_tests.harness.seeding import run_machine
 
+from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
 from kvproof.stateful_tests.tree.conformance import conform
 from kvproof.stateful_tests.tree.machine import contract_machine_for
-from kvproof.stateful_tests.harness.seeding import machine_settings
 from kvproof.stateful_tests.tree.mutants import CAUGHT_BY, MUTANTS
 from kvproof.stateful_tests.tree.steps import run_scenario
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
@@ -20,7 +19,7 @@ def _ids(m):
 def test_contract_machine_catches(mutant):
     quick = machine_settings(100, 30)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: skip shrinking
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any failure counts today; issue 17 names the expected one
         run_machine(contract_machine_for(mutant), quick)
 
 

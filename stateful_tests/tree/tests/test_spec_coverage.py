@@ -1,6 +1,6 @@
 """Named tests of spec.coverage: each rule with its source's worked values."""
 
-from kvproof.spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, promote, remove_at, removal_cutoff
+from kvproof.spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, promote, removal_cutoff, remove_at
 from kvproof.spec.primitives import Block, FrozenMap, Rank
 
 EDGE = tuple(Block(i + 1, 100 * (i + 1)) for i in range(6))

@@ -5,7 +5,16 @@ import json
 import pytest
 
 from kvproof.spec.errors import MalformedEvent
-from kvproof.spec.events import Cleared, KvCacheEvent, Removed, Stored, decode_event, decode_router_event, encode_event, encode_router_event
+from kvproof.spec.events import (
+    Cleared,
+    KvCacheEvent,
+    Removed,
+    Stored,
+    decode_event,
+    decode_router_event,
+    encode_event,
+    encode_router_event,
+)
 from kvproof.spec.primitives import Block
 
 

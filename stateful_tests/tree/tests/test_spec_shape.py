@@ -2,7 +2,20 @@
 
 from kvproof.spec.coverage import EdgeState
 from kvproof.spec.primitives import Block, FrozenMap, Rank
-from kvproof.spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert, extend_leaf, may_extend_leaf, plan_descend, plan_store_at, split_at
+from kvproof.spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    may_extend_leaf,
+    plan_descend,
+    plan_store_at,
+    split_at,
+)
 
 EDGE = tuple(Block(i + 1, 100 * (i + 1)) for i in range(6))
 

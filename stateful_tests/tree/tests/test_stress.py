@@ -1,18 +1,17 @@
 """Real-thread stress of the concurrent tree (a bounded slice; ``kvproof stress`` runs any size)."""
 
-import os
-
 import pytest
 
+from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.tree.impl_mutants import IMPL_MUTANTS
 from kvproof.stateful_tests.tree.stress import StressConfig, run_stress
 
-DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
+PROFILE = profile_named()
 
 
 @pytest.mark.parametrize("mode", ["strict", "chaos"])
 def test_no_overcount_and_parity_at_quiescence(mode):
-    report = run_stress(StressConfig(ops=60_000 if DEEP else 8_000, seed=7, mode=mode, yield_sleep=0.05))
+    report = run_stress(StressConfig(ops=PROFILE.tree.stress_ops, seed=7, mode=mode, yield_sleep=0.05))
     print(report.summary_line(), f"{report.seconds:.1f} s", report.statistics)
     assert report.reads > 500 and report.checkpoints >= 4
     assert report.statistics["splits"] and report.statistics["repairs"] and report.statistics["fanout_inserts"]

@@ -1,9 +1,12 @@
-"""Shared pytest configuration: Hypothesis profiles, the slow marker, the Dynamo fixture.
+"""The suite's pytest plugin (loaded by the root conftest.py): the profile, the slow marker, the oracle fixtures.
 
-Profiles (``HYPOTHESIS_PROFILE``): ``default`` and ``ci`` are derandomized, so every run
-explores the same examples and a failure reproduces by rerunning the test; ``deep``
-explores ten times more with fresh randomness (print_blob gives the replay decorator);
-``debug`` is verbose. ``KVPROOF_PROFILE=deep`` also enables tests marked ``slow``.
+One variable selects the profile, for the suite as for the gate: ``KVPROOF_PROFILE`` (``quick``,
+``ci`` by default, ``deep``; ``harness.profiles``). It picks the Hypothesis settings profile of
+the same name (``quick`` and ``ci`` are derandomized, so every run explores the same examples
+and a failure reproduces by rerunning the test; ``deep`` explores ten times more with fresh
+randomness, print_blob giving the replay decorator), the seed policy (``harness.seeding``) and,
+under ``deep``, the tests marked ``slow`` (also ``--run-slow``). ``HYPOTHESIS_PROFILE`` still
+overrides the Hypothesis part alone (``debug`` is verbose).
 
 Tests that need the real Dynamo package skip with the reason when it is absent; with
 ``KVPROOF_REQUIRE_DYNAMO=1`` (as ``.ci/run`` sets) they fail instead, so CI cannot pass
@@ -18,17 +21,18 @@ import pytest
 from hypothesis import HealthCheck, Verbosity, settings
 
 # The real slot tracker, started once per session for every test that needs it.
+from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.sequences.fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
 
-settings.register_profile("default", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("quick", parent=settings.get_profile("ci"))
 settings.register_profile("deep", max_examples=1000, derandomize=False, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("debug", derandomize=True, database=None, deadline=None, verbosity=Verbosity.verbose)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
-
-DEEP = os.environ.get("KVPROOF_PROFILE") == "deep"
+PROFILE = profile_named()
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", PROFILE.name))
+DEEP = PROFILE.name == "deep"
 
 
 def pytest_addoption(parser):

@@ -8,22 +8,17 @@
   names, each weak-test trap's weak check passes its mutant and its strong check catches it,
   and a wrong decode rule breaks the lab 23 golden lines.
 
-These rows do not use the tree target (``ctx.factory``). Profiles: ``ci`` runs 60 round-trip
-cases at seed ``ctx.seed``; ``deep`` runs 600 at a fresh seed, printed for replay with
-``kvproof roundtrip --backend B --seed S --count N``.
+These rows do not use the tree target (``ctx.factory``). The profile's ``deepinfer.roundtrip_cases``
+sets the cases per law; a failure replays with ``kvproof roundtrip --backend B --seed S --count N``.
 """
 
 from __future__ import annotations
 
-from .gate import Check, Context, Failed, Row, Skip
-
-
-def _case_count(ctx: Context) -> int:
-    return 60 if ctx.profile.name == "ci" else 600
+from . import Check, Context, Failed, Row, Skip
 
 
 def _golden(ctx: Context, row: Row) -> None:
-    from .stateful_tests.deepinfer.golden import GOLDENS, golden_problems
+    from ..stateful_tests.deepinfer.golden import GOLDENS, golden_problems
 
     problems = []
     for golden in GOLDENS:
@@ -39,9 +34,9 @@ def _golden(ctx: Context, row: Row) -> None:
 
 def _laws(backend_name: str):
     def run(ctx: Context, row: Row) -> None:
-        from .stateful_tests.deepinfer.roundtrip_laws import run_suite
+        from ..stateful_tests.deepinfer.roundtrip_laws import run_suite
 
-        count = _case_count(ctx)
+        count = ctx.profile.deepinfer.roundtrip_cases
         report = run_suite(backend_name, seed=ctx.seed, count=count)
         if report.skipped:
             raise Skip(report.skipped)
@@ -59,17 +54,17 @@ def _laws(backend_name: str):
 
 
 def _torch_applies(ctx: Context) -> str | None:
-    from .stateful_tests.deepinfer.backends import backend
+    from ..stateful_tests.deepinfer.backends import backend
 
     return backend("torch").reason
 
 
 def _controls(ctx: Context, row: Row) -> None:
-    from .spec.service_queue import lab23_report
-    from .stateful_tests.deepinfer.golden import BOOK_LAB23_SERVICE
-    from .stateful_tests.deepinfer.mutants import run_controls
+    from ..spec.service_queue import lab23_report
+    from ..stateful_tests.deepinfer.golden import BOOK_LAB23_SERVICE
+    from ..stateful_tests.deepinfer.mutants import run_controls
 
-    results = run_controls(seed=ctx.seed, count=_case_count(ctx))
+    results = run_controls(seed=ctx.seed, count=ctx.profile.deepinfer.roundtrip_cases)
     row.examples = len(results) + 1
     row.checks = len(results) + 1
     bad = [r for r in results if not r.ok and not r.skipped]
@@ -86,8 +81,12 @@ def _controls(ctx: Context, row: Row) -> None:
 
 
 CHECKS: list[Check] = [
-    Check("deepinfer", "golden numbers (ch. 11 labs)", _golden),
-    Check("deepinfer", "round-trip laws, numpy", _laws("numpy")),
-    Check("deepinfer", "round-trip laws, torch CPU", _laws("torch"), _torch_applies),
-    Check("deepinfer", "negative controls and traps", _controls),
+    Check("deepinfer", "deepinfer", "golden numbers (ch. 11 labs)", _golden,
+          what="every printed line of the chapter's labs 23-25, reproduced by spec/"),
+    Check("deepinfer", "deepinfer", "round-trip laws, numpy", _laws("numpy"),
+          what='impl.state_roundtrip on numpy arrays obeys the 19 round-trip laws'),
+    Check("deepinfer", "deepinfer", "round-trip laws, torch CPU", _laws("torch"), _torch_applies,
+          what='impl.state_roundtrip on torch CPU tensors obeys the 19 round-trip laws'),
+    Check("deepinfer", "deepinfer", "negative controls and traps", _controls,
+          what='each broken round trip is caught by its laws; each weak-test trap is shown weak and its strong check catches it'),
 ]

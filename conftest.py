@@ -1,0 +1,5 @@
+"""The suite's pytest configuration lives in the package (``kvproof.stateful_tests.pytest_suite``), so the
+tests of every folder (stateful_tests/, proofs/, kvproof/) share one profile, one slow marker and the
+oracle fixtures."""
+
+pytest_plugins = ["kvproof.stateful_tests.pytest_suite"]

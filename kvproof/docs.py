@@ -1,0 +1,110 @@
+"""The documents kvproof generates from its own tables: ``proofs/README.md`` and the README's gate table.
+
+Both are written from the same rows the commands print, through ``report.markdown_table``; the
+suite fails when a committed copy drifts (``proofs/test_proofs.py``, ``kvproof/tests/test_docs.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .report import markdown_table
+
+PROOFS_HEADERS = ("Property", "Spec function", "Method", "Bounds", "Result", "Negative control")
+
+README_HEAD = """# proofs/
+
+Proofs, for all inputs in the stated bounds rather than sampled ones, of the laws `spec/`
+states. **This file is generated** by `kvproof prove --write-readme` from the same table
+`kvproof prove` prints; `test_proofs.py` fails if it drifts.
+
+- **Z3** proofs are about the spec's own kernels (`spec/arith.py`): the functions the
+  reference and the implementation call are called again with Z3 terms, and the solver must
+  answer `unsat` for the negation of the claim (`proofs/harness.py`; never `prove()`, which
+  cannot fail a test). Each proof is run again over a deliberately wrong rule, which must
+  come back `sat`; its model is the counterexample shown.
+- **CrossHair** checks PEP 316 contracts on the pure kernels (`proofs/contracts.py`) and
+  compares each kernel with an independent statement of its rule (`crosshair
+  diffbehavior`); the same contracts over broken rules (`proofs/contracts_broken.py`) must be
+  refuted. CrossHair never sees threaded code.
+
+"""
+
+README_TAIL = """
+## What is not proved
+
+- Only the arithmetic kernels are proved for all inputs; the data-structure code around
+  them (edge states, trees, lookups, threads) is checked by sampling: the Hypothesis state
+  machines, the differential conformance with Dynamo, the lockstep twin and the real-thread
+  stress (README.md).
+- The match proof bounds chains at four nodes; longer chains are covered by the Hypothesis
+  law that the walk equals the kernel, not by Z3.
+- The layout-size proof bounds the layout at four segments.
+- CrossHair rows marked "not refuted" found no counterexample within their time but did not
+  exhaust every path; "confirmed" rows did. The state-construction contract builds real edge
+  states and is only sampled this way.
+- The GPU round trip, the service queue simulation and the acceptance lab are checked by
+  their golden numbers and laws (docs/deepinfer.md), not proved.
+"""
+
+
+def proofs_readme_path() -> Path:
+    """``proofs/README.md`` next to the installed ``kvproof.proofs`` package (the checkout's, in an editable install)."""
+    from . import proofs
+
+    return Path(proofs.__file__).resolve().parent / "README.md"
+
+
+def _result_cell(result: str) -> str:
+    # CrossHair may or may not exhaust every path within its time; `kvproof prove` says which.
+    return "no counterexample" if result in ("confirmed", "not refuted") else result
+
+
+def proofs_readme_cells(rows: list) -> list[tuple[str, ...]]:
+    """One row per proof: the stable cells, then the control's verdict with its witness."""
+    cells = []
+    for r in rows:
+        witness = r.counterexample.split(": ", 1)[-1] if r.control == "caught" else "-"
+        cells.append((r.property, f"`{r.function}`", r.method, r.bounds, _result_cell(r.result), f"{r.control}: {witness}"))
+    return cells
+
+
+def proofs_readme_rows(rows: list) -> list[str]:
+    """Each README table row up to the control's verdict: the part that must not drift (witnesses may vary)."""
+    stable = [(*cells[:-1], r.control) for cells, r in zip(proofs_readme_cells(rows), rows)]
+    return [line.removesuffix(" |") for line in markdown_table(PROOFS_HEADERS, stable).splitlines()[2:]]
+
+
+def proofs_readme(rows: list) -> str:
+    return README_HEAD + markdown_table(PROOFS_HEADERS, proofs_readme_cells(rows)) + "\n" + README_TAIL
+
+
+GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `python -m kvproof.docs`; a test fails on drift -->"
+GATE_END = "<!-- /gate-rows -->"
+GATE_HEADERS = ("Family", "Layer", "Row", "What it checks")
+
+
+def gate_table() -> str:
+    """The README's table of gate rows, from the checks themselves."""
+    from .gate import all_checks
+
+    return markdown_table(GATE_HEADERS, [(c.family, c.layer, c.name, c.what) for c in all_checks()])
+
+
+def with_gate_table(readme: str) -> str:
+    """``readme`` with the text between the gate-rows markers replaced by ``gate_table()``."""
+    head, _, rest = readme.partition(GATE_BEGIN)
+    _, _, tail = rest.partition(GATE_END)
+    if not rest:
+        raise ValueError("the README has no gate-rows markers")
+    return f"{head}{GATE_BEGIN}\n{gate_table()}\n{GATE_END}{tail}"
+
+
+def readme_path() -> Path:
+    return Path(__file__).resolve().parent.parent / "README.md"
+
+
+if __name__ == "__main__":
+    path = readme_path()
+    path.write_text(with_gate_table(path.read_text()))
+    print(f"wrote the gate table into {path}")

@@ -1,0 +1,223 @@
+"""The gate: every check kvproof has, run against one target, summarised as one row per check.
+
+Each ``Check`` belongs to a rule family (``tree``, ``sequences``, ``deepinfer``, ``proofs``),
+names the layer it exercises, and knows how to run under a profile (``harness.profiles``) and
+count what it did (``checks``: individual comparisons or assertions; ``examples``: generated
+cases, streams or scenarios). A row passes, fails (with the first problem and the command that
+replays it), or is skipped with a visible reason. A skip is never a pass.
+
+The rows run the same check functions as the pytest suite (the laws, machines, vectors,
+conformance and stress of ``kvproof.stateful_tests``); ``kvproof check`` and
+``pytest --kvproof-target`` (``kvproof.pytest_plugin``) are two front ends over ``run_gate``.
+
+Pointed at a tree other than the embedded implementation, the gate runs only the ``tree``
+family by default (the other families never touch the target) and says which rows it left out.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..stateful_tests.harness.profiles import Profile
+
+FAMILIES = ("tree", "sequences", "deepinfer", "proofs")
+EMBEDDED = ("impl", "impl-lanes", "impl-pool")
+
+
+class Result(enum.StrEnum):
+    PASS = "pass"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+
+
+@dataclass
+class Row:
+    """One gate row's outcome."""
+
+    family: str
+    layer: str
+    name: str
+    checks: int = 0
+    examples: int = 0
+    seconds: float = 0.0
+    result: Result = Result.PASS
+    detail: str = ""
+    replay: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "layer": self.layer, "name": self.name, "checks": self.checks,
+                "examples": self.examples, "seconds": round(self.seconds, 3), "result": self.result.value,
+                "detail": self.detail, "replay": self.replay}
+
+
+@dataclass
+class Context:
+    target_name: str
+    factory: Callable[[], Any]
+    profile: Profile
+    seed: int
+    command: str  # the command that reproduces this run, for replay lines
+
+
+def _always(ctx: Context) -> str | None:
+    return None
+
+
+def _everywhere(ctx: Context) -> bool:
+    return True
+
+
+@dataclass
+class Check:
+    family: str
+    layer: str
+    name: str
+    run: Callable[[Context, Row], None]
+    applies: Callable[[Context], str | None] = _always  # a skip reason, or None
+    relevant: Callable[[Context], bool] = _everywhere  # False: the row is not part of this gate
+    what: str = ""  # one line: what the row checks, and on which layer (the README's gate table)
+
+    @property
+    def key(self) -> str:
+        return f"{self.family}: {self.name}"
+
+
+def embedded_only(ctx: Context) -> bool:
+    """The concurrent tree's own rows belong to the gate only when it is the target."""
+    return ctx.target_name in EMBEDDED
+
+
+class Skip(Exception):
+    """Raised by a check that cannot run here; its message is the visible reason."""
+
+
+class Failed(Exception):
+    """Raised by a check with its counted result already recorded; the message is the first problem."""
+
+
+def all_checks() -> list[Check]:
+    """Every check, family by family."""
+    from . import deepinfer, proofs, sequences, tree
+
+    return tree.CHECKS + sequences.CHECKS + deepinfer.CHECKS + proofs.CHECKS
+
+
+def default_families(target_name: str) -> tuple[str, ...]:
+    """All families for the embedded implementation; only the tree's rows for any other tree."""
+    return FAMILIES if target_name in EMBEDDED else ("tree",)
+
+
+@dataclass
+class Selection:
+    """The rows a gate run will execute, and those it leaves out with the reason."""
+
+    checks: list[Check]
+    left_out: list[tuple[Check, str]]
+
+
+def select(ctx: Context, families: tuple[str, ...], only: str | None) -> Selection:
+    chosen, left_out = [], []
+    for check in all_checks():
+        if check.family not in families:
+            left_out.append((check, f"family {check.family} not selected"))
+        elif only and only not in check.layer and only not in check.name and only != check.family:
+            continue
+        elif not check.relevant(ctx):
+            left_out.append((check, f"runs only on the embedded implementation ({', '.join(EMBEDDED)})"))
+        else:
+            chosen.append(check)
+    return Selection(chosen, left_out)
+
+
+@dataclass
+class GateReport:
+    target: str
+    profile: str
+    seed: int
+    families: tuple[str, ...]
+    rows: list[Row] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (row key, reason)
+
+    @property
+    def failed(self) -> list[Row]:
+        return [r for r in self.rows if r.result is Result.FAIL]
+
+    @property
+    def skipped(self) -> list[Row]:
+        return [r for r in self.rows if r.result is Result.SKIP]
+
+    @property
+    def passed(self) -> list[Row]:
+        return [r for r in self.rows if r.result is Result.PASS]
+
+    HEADERS = ("family", "layer", "check", "checks", "examples", "seconds", "result")
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        return [(r.family, r.layer, r.name, r.checks, r.examples, f"{r.seconds:.1f}", r.result.value) for r in self.rows]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "profile": self.profile, "seed": self.seed, "families": list(self.families),
+                "rows": [r.to_json() for r in self.rows],
+                "left_out": [{"check": k, "reason": why} for k, why in self.left_out]}
+
+
+def make_context(target_name: str, factory: Callable[[], Any], profile: Profile, seed: int | None) -> Context:
+    if seed is None:
+        seed = 1 if profile.fixed_seed else random.SystemRandom().randrange(1, 2**31)
+    command = f"kvproof check --target {target_name} --profile {profile.name} --seed {seed}"
+    return Context(target_name, factory, profile, seed, command)
+
+
+def run_check(check: Check, ctx: Context) -> Row:
+    """Run one check against the context's target and return its row (never raises)."""
+    row = Row(check.family, check.layer, check.name)
+    started = time.perf_counter()
+    reason = check.applies(ctx)
+    try:
+        if reason is not None:
+            raise Skip(reason)
+        check.run(ctx, row)
+    except Skip as skip:
+        row.result, row.detail = Result.SKIP, str(skip)
+    except Failed as failure:
+        row.result, row.detail = Result.FAIL, str(failure)
+    except Exception as exc:  # a falsified law, an assertion, or a crash of the target
+        row.result = Result.FAIL
+        row.detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if row.result is Result.FAIL and not row.replay:
+        row.replay = f"{ctx.command} --only '{check.name}'"
+    row.seconds = time.perf_counter() - started
+    return row
+
+
+def iter_gate(ctx: Context, selection: Selection) -> Iterator[Row]:
+    for check in selection.checks:
+        yield run_check(check, ctx)
+
+
+def run_gate(
+    target_name: str,
+    factory: Callable[[], Any],
+    profile: Profile,
+    seed: int | None = None,
+    only: str | None = None,
+    families: tuple[str, ...] | None = None,
+    progress: Callable[[Row], None] | None = None,
+) -> GateReport:
+    """Run the selected checks (families, then those whose layer or name contains ``only``) against one target."""
+    ctx = make_context(target_name, factory, profile, seed)
+    families = families or default_families(target_name)
+    selection = select(ctx, families, only)
+    report = GateReport(target_name, profile.name, ctx.seed, families,
+                        left_out=[(c.key, why) for c, why in selection.left_out])
+    for row in iter_gate(ctx, selection):
+        report.rows.append(row)
+        if progress is not None:
+            progress(row)
+    return report

@@ -1,0 +1,137 @@
+"""The gate's rows for the active-sequence state (the slot tracker): spec laws, the three-way state
+machine, the upstream values, bad input, the real-thread stress slice, the negative controls and
+the conformance slice against the real ``python -m dynamo.slot_tracker``. Sizes come from the
+profile's ``sequences`` budget.
+
+None of these checks uses ``ctx.factory`` (that is the radix-tree target); each runs the spec,
+the reference and the concurrent implementation of the slot tracker.
+"""
+
+from __future__ import annotations
+
+from . import Check, Context, Failed, Row, Skip
+
+
+def _spec_laws(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.laws import LAWS, run_law
+
+    for law in LAWS:
+        row.examples += run_law(law, ctx.profile.sequences.law_examples, ctx.seed)
+        row.checks += 1
+
+
+def _machine(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.harness.seeding import run_machine
+    from ..stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
+
+    machine = sequence_machine_for()
+    run_machine(machine, sequence_machine_settings(ctx.profile.sequences.machine_examples, ctx.profile.sequences.machine_steps), ctx.seed)
+    row.examples = len(machine.runs)
+    row.checks = sum(run["_checks"] for run in machine.runs)
+
+
+def _values(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.model import TARGETS
+    from ..stateful_tests.sequences.steps import run_value_scenario
+    from ..stateful_tests.sequences.values import VALUE_SCENARIOS
+
+    problems = []
+    for name, factory in TARGETS.items():
+        for scenario in VALUE_SCENARIOS:
+            row.examples += 1
+            row.checks += len(scenario.steps)
+            problems += [f"{name}: {scenario.name}: {p}" for p in run_value_scenario(factory, scenario)]
+    if problems:
+        raise Failed(f"{len(problems)} steps differ; first: {problems[0]}")
+
+
+def _bad_input(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.bad_input import check_bad_input
+    from ..stateful_tests.sequences.model import TARGETS
+
+    problems = []
+    for name, factory in TARGETS.items():
+        tried, found = check_bad_input(factory)
+        row.checks += tried
+        row.examples += tried
+        problems += [f"{name}: {p}" for p in found]
+    if problems:
+        raise Failed(f"{len(problems)} problems; first: {problems[0]}")
+
+
+def _stress(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.stress import stress
+
+    rounds, ops = ctx.profile.sequences.stress_rounds, ctx.profile.sequences.stress_ops
+    for k in range(rounds):
+        report = stress(threads=8, ops=ops, seed=ctx.seed + k)
+        row.examples += 1
+        row.checks += report.ops
+        if report.problems:
+            row.replay = f"kvproof stress sequences --threads 8 --ops {ops} --seed {ctx.seed + k}"
+            raise Failed(f"{report.summary()}; first: {report.problems[0]}")
+
+
+def _controls(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
+    from ..stateful_tests.sequences.mutants import CAUGHT_BY, LAW_OF, MUTANTS
+    from ..stateful_tests.sequences.steps import run_value_scenario
+    from ..stateful_tests.sequences.values import VALUE_SCENARIOS
+
+    missed = []
+    for mutant in MUTANTS:
+        if "values" in CAUGHT_BY[mutant]:
+            row.checks += 1
+            if not any(run_value_scenario(mutant, s) for s in VALUE_SCENARIOS):
+                missed.append(f"{mutant.__name__} (values)")
+        if "laws" in CAUGHT_BY[mutant]:
+            row.checks += 1
+            try:
+                run_law(LAWS_BY_NAME[LAW_OF[mutant]], 200, True, make=mutant, shrink=False)
+                missed.append(f"{mutant.__name__} ({LAW_OF[mutant]})")
+            except Exception:  # the law fails on the mutant, as it must
+                pass
+        row.examples += 1
+    if missed:
+        raise Failed(f"{len(missed)} negative controls not caught: {', '.join(missed)}")
+
+
+def _conformance_applies(ctx: Context) -> str | None:
+    from ..stateful_tests.sequences.oracle import oracle_unavailable
+
+    return oracle_unavailable()
+
+
+def _conformance(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.oracle import conform_slot_tracker, oracle_unavailable
+
+    reason = oracle_unavailable()
+    if reason:
+        raise Skip(reason)
+    scenarios = ctx.profile.sequences.conform_scenarios
+    report = conform_slot_tracker(scenarios, ctx.seed)
+    row.examples, row.checks = report.scenarios, report.reads
+    if report.mismatches:
+        m = report.mismatches[0]
+        row.replay = f"kvproof conform slot-tracker --seed {ctx.seed} --scenarios {scenarios} --scenario {m.scenario}"
+        raise Failed(f"{len(report.mismatches)} mismatches in {report.scenarios} scenarios; first:\n{m.report(ctx.seed, scenarios)}")
+
+
+# ``--only`` matches a family, layer or name substring; these layers and names avoid "spec" and "vectors",
+# the words that select the tree's own rows.
+CHECKS: list[Check] = [
+    Check("sequences", "laws", "rule laws", _spec_laws,
+          what='the active-sequence laws over random histories, on the spec model only (pytest runs them on every tracker)'),
+    Check("sequences", "machine", "three-way state machine", _machine,
+          what='spec, reference and concurrent trackers driven alike on a fake clock: every outcome and read equal'),
+    Check("sequences", "values", "upstream values", _values,
+          what='the 54 named upstream values and experiments, on the spec, reference and concurrent trackers'),
+    Check("sequences", "api", "bad input, harmless", _bad_input,
+          what='malformed or impossible tracker calls get the exact typed error and change nothing, on all three trackers'),
+    Check("sequences", "concurrency", "stress (real threads)", _stress,
+          what='the concurrent tracker under racing adds, frees and marks: no request lost or owned twice, registry equals the projection'),
+    Check("sequences", "controls", "negative controls", _controls,
+          what='each broken tracker is caught by the values or the law its table names'),
+    Check("sequences", "conformance", "vs dynamo.slot_tracker", _conformance, _conformance_applies,
+          what='the reference tracker against the real python -m dynamo.slot_tracker (HTTP and replica sync)'),
+]

@@ -1,0 +1,32 @@
+"""Helpers for the command's tests: run ``kvproof`` in-process with click's runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from click.testing import CliRunner
+
+from kvproof.cli import main
+
+
+@dataclass
+class Ran:
+    code: int
+    out: str
+
+    @property
+    def last(self) -> str:
+        return self.out.strip().splitlines()[-1]
+
+
+@pytest.fixture
+def kvproof_cli():
+    """``kvproof_cli(*args)`` runs the command and returns its exit code and output (stdout and stderr)."""
+    runner = CliRunner()
+
+    def run(*args: str) -> Ran:
+        result = runner.invoke(main, list(args), catch_exceptions=False)
+        return Ran(result.exit_code, result.output)
+
+    return run

@@ -1,0 +1,102 @@
+"""The profiles: how much each rule family explores, in one object per profile.
+
+One name selects a profile everywhere: ``kvproof check --profile NAME`` for the gate, the
+``KVPROOF_PROFILE`` environment variable for the gate and the pytest suite alike (the flag wins).
+
+- ``quick``: a pre-commit loop, the whole gate in under a minute on 2 cores; deterministic.
+- ``ci`` (the default): deterministic, sized for a 2-core CI machine.
+- ``deep``: more exploration from a fresh seed, printed so that a failure replays with
+  ``--seed`` (or ``KVPROOF_SEED``); in pytest it also runs the tests marked ``slow``.
+
+Every size a gate row or a sized test uses lives here; neither branches on a profile's name. The
+suite's tests take the same budgets as the gate's rows (``ci``: the contract machine's 150 runs of
+40 steps, 8,000 stress operations per mode, ...), so a row and its test explore alike.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TreeBudget:
+    law_examples: int  # examples per node-rule law
+    machine_examples: int  # contract-machine runs (also the lockstep twin's)
+    machine_steps: int
+    conform_streams: int  # differential streams against the oracle
+    dump_streams: int  # streams whose dump must rebuild the tree
+    stress_ops: int  # real-thread stress operations per mode
+
+
+@dataclass(frozen=True)
+class SequenceBudget:
+    law_examples: int
+    machine_examples: int
+    machine_steps: int
+    stress_rounds: int
+    stress_ops: int
+    conform_scenarios: int  # scenarios against the real slot tracker
+
+
+@dataclass(frozen=True)
+class DeepInferBudget:
+    roundtrip_cases: int  # cases per round-trip law (the fixed ones first, then random)
+
+
+@dataclass(frozen=True)
+class ProofBudget:
+    z3_timeout_ms: int
+    crosshair_condition_s: float
+    crosshair_diff_s: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    fixed_seed: bool  # True: seed 1 unless given; False: a fresh seed, printed
+    tree: TreeBudget
+    sequences: SequenceBudget
+    deepinfer: DeepInferBudget
+    proofs: ProofBudget
+
+
+PROFILES: dict[str, Profile] = {
+    "quick": Profile(
+        "quick", True,
+        TreeBudget(law_examples=60, machine_examples=25, machine_steps=25, conform_streams=60, dump_streams=20, stress_ops=8_000),
+        SequenceBudget(law_examples=20, machine_examples=25, machine_steps=25, stress_rounds=1, stress_ops=400, conform_scenarios=3),
+        DeepInferBudget(roundtrip_cases=20),
+        ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=0.5, crosshair_diff_s=1.0),
+    ),
+    "ci": Profile(
+        "ci", True,
+        TreeBudget(law_examples=300, machine_examples=150, machine_steps=40, conform_streams=500, dump_streams=100, stress_ops=8_000),
+        SequenceBudget(law_examples=100, machine_examples=150, machine_steps=40, stress_rounds=4, stress_ops=400, conform_scenarios=10),
+        DeepInferBudget(roundtrip_cases=60),
+        ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=1.0, crosshair_diff_s=2.0),
+    ),
+    "deep": Profile(
+        "deep", False,
+        TreeBudget(law_examples=2000, machine_examples=500, machine_steps=60, conform_streams=2000, dump_streams=500, stress_ops=100_000),
+        SequenceBudget(law_examples=666, machine_examples=600, machine_steps=60, stress_rounds=20, stress_ops=1500, conform_scenarios=60),
+        DeepInferBudget(roundtrip_cases=600),
+        ProofBudget(z3_timeout_ms=60_000, crosshair_condition_s=10.0, crosshair_diff_s=30.0),
+    ),
+}
+
+DEFAULT_PROFILE = "ci"
+PROFILE_VARIABLE = "KVPROOF_PROFILE"
+
+
+class UnknownProfile(ValueError):
+    """A profile name that is not one of ``PROFILES``."""
+
+
+def profile_named(name: str | None = None) -> Profile:
+    """Return the profile ``name``, else the one ``KVPROOF_PROFILE`` names, else ``ci``."""
+    chosen = name or os.environ.get(PROFILE_VARIABLE) or DEFAULT_PROFILE
+    try:
+        return PROFILES[chosen]
+    except KeyError:
+        raise UnknownProfile(f"unknown profile {chosen!r}: one of {', '.join(PROFILES)}") from None

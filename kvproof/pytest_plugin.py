@@ -35,6 +35,13 @@ class GateRowFailed(Exception):
     """A gate row failed; the message is its detail and replay command."""
 
 
+class GateFamily(pytest.Collector):
+    """The parent of one family's rows (node id ``kvproof-gate/<family>``, JUnit class ``kvproof-gate.<family>``)."""
+
+    def collect(self) -> list[Any]:
+        return []  # the rows are made by pytest_collection_modifyitems
+
+
 class GateItem(pytest.Item):
     def __init__(self, *, check: Any, context: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -80,10 +87,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     selection = select(ctx, families, config.getoption("--kvproof-only"))
     if items:
         config.hook.pytest_deselected(items=list(items))
-    items[:] = [
-        GateItem.from_parent(session, name=f"{c.family}::{c.layer}::{c.name}", check=c, context=ctx)
-        for c in selection.checks
-    ]
+    parents = {f: GateFamily.from_parent(session, name=f"kvproof-gate/{f}") for f in families}
+    items[:] = [GateItem.from_parent(parents[c.family], name=c.name, check=c, context=ctx) for c in selection.checks]
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -21,8 +21,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis import Phase, settings
 from hypothesis import seed as hypothesis_seed
-from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from .profiles import profile_named
@@ -70,3 +70,10 @@ def machine_settings(examples: int = 60, steps: int = 30) -> settings:
         print_blob=True,
         report_multiple_bugs=False,
     )
+
+
+def law_settings(examples: int, shrink: bool = True) -> settings:
+    """Return the settings every law runs with; ``shrink=False`` stops at the first counterexample
+    (a negative control only needs detection)."""
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    return settings(max_examples=examples, database=None, deadline=None, print_blob=True, phases=phases)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ...spec.primitives import U64_MAX, WorkerWithDpRank
@@ -37,7 +37,7 @@ from ...spec.sequence_inputs import NANOS_PER_MILLI, PrefillLoadHint, SequenceRe
 from ...spec.sequence_invariants import write_model_violations
 from ...spec.sequences import CHECK_EXPIRY_FREQUENCY, block_membership
 from ...spec.slot_tracker import SlotTrackerState, project_prompt_registry, read_loads, read_modeled_remaining_prefill_times
-from ..harness.seeding import run_given
+from ..harness.seeding import law_settings, run_given
 from .model import SpecSlotTracker
 
 W = (WorkerWithDpRank(1, 0), WorkerWithDpRank(2, 0))
@@ -500,6 +500,5 @@ def run_law(
     ``shrink=False`` stops at the first counterexample (negative controls only need detection).
     """
     before = EXAMPLES["count"]
-    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
-    run_given(law(make), settings(max_examples=examples, database=None, deadline=None, print_blob=True, phases=phases), seed)
+    run_given(law(make), law_settings(examples, shrink), seed)
     return EXAMPLES["count"] - before

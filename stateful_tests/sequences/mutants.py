@@ -346,7 +346,7 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
     """Return, per mutant: value scenarios failing, machine seeds catching, law seeds catching, stress seeds catching."""
     from hypothesis import Phase, settings
 
-    from ..harness.seeding import run_given, run_machine
+    from ..harness.seeding import law_settings, run_given, run_machine
     from .laws import LAWS_BY_NAME
     from .machine import sequence_machine_for, sequence_machine_settings
     from .steps import run_value_scenario
@@ -371,7 +371,7 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
         if mutant in LAW_OF:
             caught = 0
             for s in seeds:
-                quick = settings(max_examples=law_histories, database=None, deadline=None, phases=[Phase.generate])
+                quick = settings(law_settings(law_histories), phases=[Phase.generate], print_blob=False)
                 try:
                     run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
                 except Exception:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ...spec.coverage import EdgeState, cover_prefix, current_cutoff, drop_worker, promote, remove_at
@@ -31,7 +31,7 @@ from ...spec.shape import (
     plan_store_at,
     split_at,
 )
-from ..harness.seeding import run_given
+from ..harness.seeding import law_settings, run_given
 
 RANKS = [Rank(w, d) for w in (1, 2, 3) for d in (0, 1)]
 
@@ -261,5 +261,5 @@ LAWS: list[Callable[..., None]] = [
 def run_law(law: Callable[..., None], examples: int, seed: int | None = None) -> int:
     """Run one law for ``examples`` examples; return how many ran. Raises on a counterexample."""
     before = EXAMPLES["count"]
-    run_given(fresh(law), settings(max_examples=examples, database=None, deadline=None, print_blob=True), seed)
+    run_given(fresh(law), law_settings(examples), seed)
     return EXAMPLES["count"] - before

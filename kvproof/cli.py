@@ -174,7 +174,8 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
         click.echo(m.report(target.name, oracle.name))
 
     result = run_conform(target.factory, oracle.factory, streams, seed, StreamProfile(events=events), only_stream=stream,
-                         subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch)
+                         subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
+                         on_progress=out.Progress("conform tree", "streams"))
     if result.mismatches:
         for path in write_failure_files(result, Path("kvproof-failures")):
             click.echo(f"wrote {path}")

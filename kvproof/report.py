@@ -57,6 +57,23 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(r) for r in rows)])
 
 
+class Progress:
+    """Progress of a long run on stderr: a line at every tenth of the work, with the time elapsed and an
+    estimate of the time left (the elapsed time per unit done, times the units left)."""
+
+    def __init__(self, what: str, unit: str) -> None:
+        self.what, self.unit, self.shown = what, unit, -1
+
+    def __call__(self, done: int, total: int, seconds: float) -> None:
+        tenth = 10 * done // max(total, 1)
+        if done == 0 or tenth == self.shown or total < 10:
+            return
+        self.shown = tenth
+        left = seconds / done * (total - done)
+        print(f"{self.what}: {done}/{total} {self.unit} ({100 * done // total}%), {seconds:.0f} s elapsed, about {left:.0f} s left",
+              file=sys.stderr, flush=True)
+
+
 def with_schema(kind: str, body: dict[str, Any]) -> dict[str, Any]:
     """Return ``body`` with its schema tag first: ``kvproof.<kind>/<version>``."""
     return {"schema": f"kvproof.{kind}/{JSON_SCHEMA_VERSION}", **body}

@@ -437,7 +437,7 @@ class ControlResult:
 
 
 def catch_rate(mutant: type, laws: tuple[str, ...], cases: list[Case], backend_name: str = "numpy") -> tuple[int, int]:
-    """Return (cases where at least one of ``tree.laws`` fails for ``mutant``, cases where at least one applies)."""
+    """Return (cases where at least one of ``laws`` fails for ``mutant``, cases where at least one applies)."""
     from .roundtrip_laws import LAW_BY_NAME, run_suite
 
     report = run_suite(backend_name, factory=mutant, laws=[LAW_BY_NAME[n] for n in laws], cases=cases)

@@ -989,7 +989,7 @@ def run_suite(
     only_case: int | None = None,
     stop_at_first: bool = False,
 ) -> SuiteReport:
-    """Run ``tree.laws`` over the cases on one backend; an unavailable backend gives a report with ``skipped``."""
+    """Run ``laws`` over the cases on one backend; an unavailable backend gives a report with ``skipped``."""
     be = backend(backend_name)
     if cases is None:
         cases = make_cases(seed, count)

@@ -6,8 +6,8 @@ broken. ``sequences/tests/test_mutants.py`` runs each through the checks listed 
 
 - ``machine``: the Hypothesis state machine (spec vs the mutant, every read after every step);
 - ``values``: the named upstream reference values (``sequences.values``);
-- ``tree.laws``: the spec law named in ``LAW_OF`` (``sequences.laws``);
-- ``tree.stress``: the real-thread stress run (registry convergence, no lost or doubled ownership).
+- ``laws``: the spec law named in ``LAW_OF`` (``sequences.laws``);
+- ``stress``: the real-thread stress run (registry convergence, no lost or doubled ownership).
 
 The two the issue names are ``NoCreditCap`` (credit without the cap at the removal time)
 and ``SpilloverWhenUnmodeled`` (aggregate spillover although a prefill is unmodeled).

@@ -1,6 +1,6 @@
 """Throughput of the trees on one workload, measured side by side in one run.
 
-The workload is ``tree.streams`` generated event streams (``tree.streams.generate``) concatenated,
+The workload is ``streams`` generated event streams (``streams.generate``) concatenated,
 each stream's workers renumbered so they do not collide, pre-encoded to the JSON bytes every
 target decodes itself. For each tree: **events/s** applying the whole workload to a fresh
 tree, and **find_matches/s** answering every query of the workload on the final tree. Each

@@ -255,12 +255,18 @@ def conform(
     oracle_name: str = "oracle",
     max_reported: int = 3,
     on_mismatch: Callable[[Mismatch], None] | None = None,
+    on_progress: Callable[[int, int, float], None] | None = None,
 ) -> ConformReport:
-    """Run ``tree.streams`` streams of run ``seed`` (or just ``only_stream``) through both trees."""
+    """Run ``streams`` streams of run ``seed`` (or just ``only_stream``) through both trees.
+
+    ``on_progress(done, total, seconds)`` is called before each stream (a progress display).
+    """
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else range(streams)
     report = ConformReport(subject_name, oracle_name, seed, len(indices))
-    for index in indices:
+    for done, index in enumerate(indices, 1):
+        if on_progress is not None:
+            on_progress(done - 1, len(indices), time.perf_counter() - started)
         stream = generate(seed, index, profile)
         result = run_stream(subject, oracle, stream, shrink_failures=len(report.mismatches) < max_reported)
         report.events += result.events

@@ -3,7 +3,7 @@
 A step carries its expected outcome: ``"ok"`` or the name of the typed rejection
 (``ParentBlockNotFound``, ``BlockNotFound``, ``InvalidBlockSequence``), or the expected scores
 of a query, or the expected dump as a multiset. ``run_scenario`` replays a ``Scenario`` of
-these steps on a fresh tree of any target; the data lives in ``tree.vectors``.
+these steps on a fresh tree of any target; the data lives in ``vectors``.
 """
 
 from __future__ import annotations

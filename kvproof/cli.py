@@ -228,7 +228,8 @@ def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter
         click.echo(m.report(seed, scenarios))
 
     result = run_conform(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=scenario, on_mismatch=on_mismatch,
-                         log_path=log_path, model_factory=lambda: factory())
+                         log_path=log_path, model_factory=lambda: factory(),
+                         on_progress=out.Progress("conform slot-tracker", "scenarios"))
     click.echo(f"seconds={result.seconds:.1f} seed={seed} model={model} jitter_ms={jitter_ms} "
                f"ops={result.ops} writes={result.writes} modeled_adds={result.modeled_adds}")
     if json_path:

@@ -600,11 +600,13 @@ def conform_slot_tracker(
     model_factory: Callable[[], Any] = ReferenceSlotTracker,
     oracle: SlotTrackerProcess | None = None,
     length: int = 10,
+    on_progress: Callable[[int, int, float], None] | None = None,
 ) -> ConformReport:
     """Run ``scenarios`` scenarios (``parallel`` at a time, each on its own model name) against a slot tracker and compare.
 
     ``oracle``: a started ``SlotTrackerProcess`` to reuse (else one is started and stopped here);
-    ``length``: random operations after each scenario's template.
+    ``length``: random operations after each scenario's template; ``on_progress(done, total, seconds)``
+    is called as scenarios finish (a progress display).
     """
     report = ConformReport(seed, jitter_ms=jitter_ms)
     if indices is None:
@@ -636,6 +638,8 @@ def conform_slot_tracker(
                     for m in res.mismatches:
                         if on_mismatch is not None:
                             on_mismatch(m)
+                    if on_progress is not None:
+                        on_progress(len(results), len(indices), time.perf_counter() - started)
 
         threads = [_sync.Thread(runner, name=f"conform-{i}") for i in range(max(1, min(parallel, len(indices))))]
         for t in threads:

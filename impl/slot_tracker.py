@@ -54,7 +54,7 @@ from typing import Any
 from ..reference.sequences import ActiveSequences
 from ..spec import slot_tracker as law
 from ..spec.prefill import modeled_remaining_prefill_ms
-from ..spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
+from ..spec.primitives import U64_MAX, FrozenMap, Rank
 from ..spec.sequence_errors import (
     DuplicateRequest,
     DuplicateWorker,
@@ -70,7 +70,7 @@ from ..spec.sequence_inputs import (
     check_request_id,
     check_sequence_request,
     check_token_sequence,
-    check_uint,
+    check_arg_uint,
     check_worker,
 )
 from ..spec.sequence_invariants import read_model_lag, write_model_violations
@@ -78,8 +78,6 @@ from ..spec.sequences import DEFAULT_EXPIRY, Path, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 from ..spec.token_load import active_prefill_tokens
 from ._sync import Lock, RWGate, yield_point
-
-Rank = WorkerWithDpRank
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,7 @@ class SlotTracker:
     # ------------------------------------------------------------------ topology
 
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         dp = law.check_dp_range(dp_start, dp_size)
         now = check_instant(now)
         with self._topology.exclusive():
@@ -183,7 +181,7 @@ class SlotTracker:
                     self._registry[rank] = _View()
 
     def unregister_worker(self, worker_id: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         with self._topology.exclusive():
             dp = self._ranges.pop(wid, None)
             if dp is None:
@@ -310,7 +308,7 @@ class SlotTracker:
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
         q = check_token_sequence(query) or ()
-        isl = check_uint(new_isl_tokens, "new_isl_tokens")
+        isl = check_arg_uint(new_isl_tokens, "new_isl_tokens")
         now = check_instant(now)
         out = {}
         for rank, view in self._views():

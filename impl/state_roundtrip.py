@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..spec.deepinfer_errors import StateArgumentError, StateArgumentType
+from ..spec.primitives import is_int, is_uint
 from ..spec.state_layout import (
     Placement,
     Raw,
@@ -364,10 +365,10 @@ class RoundTrip:
         return backend
 
     def _check_state_id(self, cache: Any, state_id: object) -> int:
-        if isinstance(state_id, bool) or not isinstance(state_id, (int, np.integer)):
+        if not is_int(state_id, (int, np.integer)):
             raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
         state_id = int(state_id)
-        if not 0 <= state_id < cache.shape[0]:
+        if not is_uint(state_id, cache.shape[0] - 1):
             raise StateArgumentError(f"state_id {state_id} outside [0, {cache.shape[0]})")
         return state_id
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..spec import slot_tracker as law
 from ..spec.prefill import AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, PrefillState, is_prefill_tracked
-from ..spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
+from ..spec.primitives import U64_MAX, FrozenMap, Rank
 from ..spec.sequence_errors import (
     DuplicateRequest,
     DuplicateWorker,
@@ -62,14 +62,12 @@ from ..spec.sequence_inputs import (
     check_request_id,
     check_sequence_request,
     check_token_sequence,
-    check_uint,
+    check_arg_uint,
     check_worker,
 )
 from ..spec.sequence_invariants import is_block_membership_exact, read_model_lag, write_model_violations
 from ..spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY, ActiveSequencesState, Path, RequestRecord, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
-
-Rank = WorkerWithDpRank
 
 
 # ----------------------------------------------------------------------------- reads (own arithmetic)
@@ -401,7 +399,7 @@ class SlotTracker:
     # -- topology
 
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         dp = law.check_dp_range(dp_start, dp_size)
         now = check_instant(now)
         if wid in self.ranges:
@@ -412,7 +410,7 @@ class SlotTracker:
             self.registry[rank] = _View()
 
     def unregister_worker(self, worker_id: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         dp = self.ranges.pop(wid, None)
         if dp is None:
             raise UnknownWorker(wid)
@@ -487,7 +485,7 @@ class SlotTracker:
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
         q = check_token_sequence(query) or ()
-        isl = check_uint(new_isl_tokens, "new_isl_tokens")
+        isl = check_arg_uint(new_isl_tokens, "new_isl_tokens")
         now = check_instant(now)
         out = {}
         for rank, v in self.registry.items():

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from . import sequences as single
 from .prefill import modeled_remaining_prefill_ms
-from .primitives import EMPTY_MAP, U32_MAX, U64_MAX, FrozenMap, WorkerWithDpRank
+from .primitives import EMPTY_MAP, U32_MAX, U64_MAX, FrozenMap, Rank
 from .sequence_errors import (
     DuplicateRequest,
     DuplicateWorker,
@@ -53,13 +53,11 @@ from .sequence_inputs import (
     check_request_id,
     check_sequence_request,
     check_token_sequence,
-    check_uint,
+    check_arg_uint,
     check_worker,
 )
 from .sequences import DEFAULT_EXPIRY, ActiveSequencesState, Path, WorkerLoadSnapshot
 from .token_load import active_prefill_tokens
-
-Rank = WorkerWithDpRank
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +149,7 @@ def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
     Source: sequences.md §1 "WorkerTable" (``InvalidDpSize``, ``InvalidDpRange``); §8.3
     (start 4294967295 size 1 is 400; start 4294967294 size 1 is accepted).
     """
-    start, size = check_uint(dp_start, "dp_start", U32_MAX), check_uint(dp_size, "dp_size", U32_MAX)
+    start, size = check_arg_uint(dp_start, "dp_start", U32_MAX), check_arg_uint(dp_size, "dp_size", U32_MAX)
     if size == 0:
         raise InvalidDpRange("dp_size must be greater than 0")
     if start + size > U32_MAX:
@@ -165,7 +163,7 @@ def on_register_worker(state: SlotTrackerState, worker_id: object, dp_start: obj
     Source: sequences.md §1 ``register_worker`` (``DuplicateWorker``), "A worker that is
     removed and re-added starts empty"; §8.2 ``POST /register``.
     """
-    wid = check_uint(worker_id, "worker_id")
+    wid = check_arg_uint(worker_id, "worker_id")
     dp = check_dp_range(dp_start, dp_size)
     now = check_instant(now)
     if wid in state.worker_table.ranges:
@@ -183,7 +181,7 @@ def on_unregister_worker(state: SlotTrackerState, worker_id: object) -> SlotTrac
     Source: sequences.md §1 ``unregister_worker`` (strict), "the orchestrator then removes the
     removed workers' request mappings and registry entries"; §8.3.
     """
-    wid = check_uint(worker_id, "worker_id")
+    wid = check_arg_uint(worker_id, "worker_id")
     if wid not in state.worker_table.ranges:
         raise UnknownWorker(wid)
     gone = set(dp_ranks(wid, state.worker_table.ranges[wid]))
@@ -347,7 +345,7 @@ def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_t
     Source: sequences.md §8.2 ``POST /potential_loads``, §8.3 (128 tokens, 5 blocks, 2 requests).
     """
     q = check_token_sequence(query) or ()
-    isl = check_uint(new_isl_tokens, "new_isl_tokens")
+    isl = check_arg_uint(new_isl_tokens, "new_isl_tokens")
     now = check_instant(now)
     return FrozenMap({
         rank: PotentialLoad(

@@ -72,6 +72,7 @@ from typing import Any, Literal
 from .arith import PY, Arith
 
 from .deepinfer_errors import LayoutError, StateArgumentError, StateArgumentType, TruncationGuardError
+from .primitives import is_int, is_uint
 from .quantities import as_count
 
 Mode = Literal["raw-prefix", "ring-view"]
@@ -372,16 +373,16 @@ class Selection:
 
 def check_state_id(cache: StateCache, state_id: object) -> int:
     """Return ``state_id`` if it names a slot of ``cache``; else a typed error."""
-    if isinstance(state_id, bool) or not isinstance(state_id, int):
-        raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
-    if not 0 <= state_id < len(cache):
+    if not is_uint(state_id, len(cache) - 1):
+        if not is_int(state_id):
+            raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
         raise StateArgumentError(f"state_id {state_id} outside [0, {len(cache)})")
     return state_id
 
 
 def check_position(lhp: object) -> int:
     """Return ``lhp`` if it is an int >= -1 (a hit of zero tokens); else a typed error."""
-    if isinstance(lhp, bool) or not isinstance(lhp, int):
+    if not is_int(lhp):
         raise StateArgumentType(f"last_hit_position must be an int, not {type(lhp).__name__}")
     if lhp < -1:
         raise StateArgumentError(f"last_hit_position {lhp} < -1")

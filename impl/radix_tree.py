@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..spec.coverage import EdgeState
 from ..spec.coverage import cover_prefix, covers, current_cutoff, drop_worker, holders, new_edge, promote, remove_at, remove_batch, removal_run, stale_hashes
@@ -51,39 +50,8 @@ from ..spec.primitives import Block, Rank
 from ..spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert
 from ..spec.shape import extend_leaf, may_extend_leaf, plan_descend, plan_store_at, should_clear_children, split_at
 from . import _sync
-from .lane import Direction, Lane, find_moved
+from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
 from .node import Node, RootStep
-
-@dataclass(frozen=True)
-class ImplStatistics:
-    """What the concurrent tree did, summed over lanes.
-
-    Fields: ``splits``; ``leaf_extensions``; ``demotions``; ``reuses``; ``fanout_inserts``
-    (children added under an internal parent on the shared gate); ``first_child_inserts``
-    (exclusive); ``stale_plan_retries``; ``repairs`` / ``repair_failures``;
-    ``children_cleared``; ``released_dead_nodes``; ``cutoffs_set``; ``sticky_refusals``;
-    ``rejected``; ``gate_shared`` / ``gate_exclusive`` (acquisitions over reachable nodes and
-    the root); ``nodes``.
-    """
-
-    splits: int
-    leaf_extensions: int
-    demotions: int
-    reuses: int
-    fanout_inserts: int
-    first_child_inserts: int
-    stale_plan_retries: int
-    repairs: int
-    repair_failures: int
-    children_cleared: int
-    released_dead_nodes: int
-    cutoffs_set: int
-    sticky_refusals: int
-    rejected: int
-    gate_shared: int
-    gate_exclusive: int
-    nodes: int
-
 
 class ConcurrentRadixTree(TreeReads):
     """The concurrent compressed radix tree (see the module docstring)."""
@@ -494,10 +462,8 @@ class ConcurrentRadixTree(TreeReads):
             total.update(lane.stats)
         nodes = self._forest()
         gates = [self.root.gate.statistics()] + [n.gate.statistics() for n in nodes]
-        fields = ImplStatistics.__dataclass_fields__
-        values = {name: total[name] for name in fields if name not in ("gate_shared", "gate_exclusive", "nodes")}
         return ImplStatistics(
-            **values,
+            **{name: total[name] for name in LANE_COUNTERS},
             gate_shared=sum(g.shared for g in gates),
             gate_exclusive=sum(g.exclusive for g in gates),
             nodes=len(nodes),

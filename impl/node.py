@@ -95,7 +95,7 @@ class Node:
 
     def begin_shape_change(self) -> None:
         """Mark the start of an edge or child-map change (caller holds the exclusive gate)."""
-        assert self.gate.held_exclusive(), "shape changes take the exclusive gate"
+        assert self.gate.owns_exclusive(), "shape changes take the exclusive gate (held by this thread)"
         self.version += 1
 
     def end_shape_change(self) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ from ..spec.state_layout import (
     Placement,
     Raw,
     Ring,
+    Sizes,
     StateLayout,
     carved,
     check_position,
@@ -273,6 +275,18 @@ def raw_placements(placed: tuple[Placement, ...]) -> tuple[Placement, ...]:
     return tuple(p for p in placed if isinstance(p.segment, Raw) and p.segment.nbytes)
 
 
+@lru_cache(maxsize=512)
+def layout_plan(layout: StateLayout) -> tuple[Sizes, dict[bool, tuple[tuple[RingGroup, ...], tuple[Placement, ...]]]]:
+    """Return the layout's sizes and, per direction, its ring groups and raw placements (checks the layout first).
+
+    Cached per layout here, in the implementation: the spec recomputes its placements on
+    every call and keeps no caches.
+    """
+    layout.check()
+    plans = {to_ce: (ring_groups(carved(layout, to_ce)), raw_placements(carved(layout, to_ce))) for to_ce in (False, True)}
+    return sizes(layout), plans
+
+
 class RoundTrip:
     """``select`` and ``load`` for one layout, on any supported array type.
 
@@ -282,15 +296,10 @@ class RoundTrip:
     """
 
     def __init__(self, layout: StateLayout, alloc_fill: int | None = None) -> None:
-        layout.check()
+        self.sizes, self._plans = layout_plan(layout)
         self.layout = layout
         self.raw_prefix = layout.mode == "raw-prefix"
-        self.sizes = sizes(layout)
         self.alloc_fill = alloc_fill
-        self._plans = {
-            to_ce: (ring_groups(carved(layout, to_ce)), raw_placements(carved(layout, to_ce)))
-            for to_ce in (False, True)
-        }
 
     # -- rule steps (one per mutant)
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import deepinfer, prefill, tree_rules
 from .harness import Proof, run
@@ -86,6 +87,9 @@ def table(rows: list[Row]) -> str:
                  f"(Z3 {sum(r.seconds for r in rows if r.method == 'Z3'):.2f} s)")
     return "\n".join(lines)
 
+
+README_PATH = Path(__file__).resolve().parent / "README.md"
+"""The generated table, beside this module wherever the package is installed (``kvproof prove --write-readme``)."""
 
 README_HEAD = """# proofs/
 

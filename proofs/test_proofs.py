@@ -1,12 +1,11 @@
 """Every proof proves, every negative control is caught, and proofs/README.md is the table."""
 
-from pathlib import Path
 
 import pytest
 import z3
 
 from kvproof.proofs import harness
-from kvproof.proofs.registry import CI, Z3_PROOFS, readme_rows, run_all
+from kvproof.proofs.registry import CI, README_PATH, Z3_PROOFS, readme_rows, run_all
 from kvproof.proofs.harness import run
 
 
@@ -38,7 +37,7 @@ def test_every_crosshair_check_passes_and_every_control_is_refuted(all_rows):
 
 
 def test_proofs_readme_is_generated_from_the_table(all_rows):
-    committed = (Path(__file__).resolve().parent / "README.md").read_text()
+    committed = README_PATH.read_text()
     for row in readme_rows(all_rows):
         assert row in committed, f"proofs/README.md is stale (run kvproof prove --write-readme): missing {row}"
     assert committed.count("\n| ") == len(all_rows) + 1  # header + one row per check, nothing else

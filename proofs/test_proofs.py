@@ -1,6 +1,5 @@
 """Every proof proves, every negative control is caught, and proofs/README.md is the table."""
 
-
 import pytest
 import z3
 

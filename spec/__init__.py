@@ -27,3 +27,9 @@ Each function's docstring states its rule and names its source section (the rese
 the seeds under ``shared/seeds``, or an observation of the real package recorded in
 ``docs/*-findings.md``).
 """
+
+if __name__ != "kvproof.spec":
+    raise ImportError(
+        f"import kvproof.spec, not {__name__}: the spec/ folder is installed as the package kvproof.spec"
+        " (pyproject package-dir), and importing it by its folder name would load a second copy of every module"
+    )

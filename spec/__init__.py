@@ -15,6 +15,7 @@ The radix tree:
 7. ``dump``        - the dump and the abstract index, for any tree.
 8. ``invariants``  - every structural invariant as a named predicate.
 9. ``contract``    - the shape-free contract: held and reachable blocks, score bounds.
+10. ``api``        - the Protocols a ``--target`` provides: the tree API, the slot-tracker API.
 
 The active-sequence state: ``sequence_inputs``, ``sequence_errors``, ``prefill`` (anchor,
 credit, modeled remaining time), ``token_load``, ``sequences`` (one slot), ``slot_tracker``

@@ -374,12 +374,13 @@ class RoundTrip:
         return backend
 
     def _check_state_id(self, cache: Any, state_id: object) -> int:
-        if not is_int(state_id, (int, np.integer)):
+        if isinstance(state_id, np.integer):
+            state_id = int(state_id)
+        if is_uint(state_id, cache.shape[0] - 1):
+            return state_id
+        if not is_int(state_id):
             raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
-        state_id = int(state_id)
-        if not is_uint(state_id, cache.shape[0] - 1):
-            raise StateArgumentError(f"state_id {state_id} outside [0, {cache.shape[0]})")
-        return state_id
+        raise StateArgumentError(f"state_id {state_id} outside [0, {cache.shape[0]})")
 
     def _check_position(self, lhp: object) -> int:
         if isinstance(lhp, np.integer):

@@ -409,20 +409,20 @@ class SlotTracker:
         self._publish(request.worker, stored, removed)
 
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
-        rid, now, named = law.check_request_args(request_id, now, worker)
+        rid, at, named = law.check_request_args(request_id, now, worker)
         owner = law.check_fence(rid, named, self.index.get(rid))
         if owner is None:
             raise errors.RequestNotFound(rid)
-        if self.slots[owner].mark_prefill_completed(rid, now):
+        if self.slots[owner].mark_prefill_completed(rid, at):
             self._publish(owner, [], [])
 
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
-        rid, now, named = law.check_request_args(request_id, now, worker)
+        rid, at, named = law.check_request_args(request_id, now, worker)
         owner = law.check_fence(rid, named, self.index.get(rid))
         if owner is None:
             return False
         del self.index[rid]
-        removed = self.slots[owner].free(rid, now)
+        removed = self.slots[owner].free(rid, at)
         self._publish(owner, [], removed or [])
         return True
 

@@ -16,8 +16,11 @@ Worked example (crtc.md §3.5, Dynamo test ``split_moves_cutoffs_at_and_past_the
     cutoffs   = {1: 1, 2: 3, 3: 5, 301: 4}   rank 2 holds b0..b2, rank 3 holds b0..b4
 
 ``current_cutoff`` reads coverage as one number (``len`` for full ranks, 0 for strangers);
-``cover_prefix`` only ever raises it; ``remove_at`` only ever lowers it. Everything in this
-module is a pure function of frozen data.
+``cover_prefix`` only ever raises it; ``remove_at`` only ever lowers it. ``removal_run``
+groups a removal batch into one cut per node and ``stale_hashes`` names the lookup entries
+a cut scrubs. Everything in this module is a pure function of frozen data (given pure
+accessors), except ``remove_batch``: it states the batch rule by driving the tree's own
+removal callback.
 
 Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State", "Removal".
 """

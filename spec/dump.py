@@ -2,8 +2,9 @@
 
 Both walk any tree given two accessors: ``state_of(node) -> EdgeState`` and
 ``children_of(node) -> Mapping[first local hash, node]``. The sequential reference and the
-concurrent implementation call the same functions, so their dumps and snapshots follow one
-rule.
+concurrent implementation mix in ``TreeReads``, which answers ``dump_tree_as_events``
+(``dump_router_events``), ``snapshot`` and ``shape`` with these functions, so their dumps and
+snapshots follow one rule.
 
 **Dump.** Breadth first from the root's children. Chains are merged: a node with no cutoffs
 whose only live child (a child some rank holds) has no cutoffs and the same full set is

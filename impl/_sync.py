@@ -12,13 +12,20 @@ Design (after trio's ``_core`` and shuttle's ``shuttle-std``, aesthetics.md §4-
 
 - ``RWGate`` is a writer-preferring shared/exclusive lock (Dynamo's ``shape_gate`` is a
   parking_lot ``RwLock<()>``). It is not reentrant: taking the exclusive side while holding
-  the shared side deadlocks, exactly as in Rust; ``check_held`` asserts the mode a caller
-  claims to hold (cheap, always on).
+  the shared side deadlocks, exactly as in Rust. It records which thread holds the exclusive
+  side, so ``owns_exclusive()`` asserts that *this* thread holds it (cheap, always on; in
+  the spirit of trio's ``ConflictDetector``), while ``held_exclusive()`` / ``held_shared()``
+  say whether anyone does (the quiescence checks).
 - ``Channel`` is an unbounded FIFO (Dynamo's lanes use flume channels).
-- ``yield_point`` names are stable strings (``"gate.before_exclusive"``, ``"store.plan"``)
-  so that a failing schedule can be printed and replayed.
+- ``yield_point`` names are stable dotted strings, ``<operation>.<place>``, so that a
+  failing schedule can be printed and replayed. The tree uses ``store.after_plan``,
+  ``store.after_child_plan``, ``store.after_descend_plan``, ``store.before_first_child``,
+  ``remove.before_gate``, ``drop.before_gate``, ``repair.before_scan``,
+  ``repair.after_redirect``, ``read.after_version`` and ``read.after_child``; the slot
+  tracker's names start with ``sequences.`` (``sequences.add.booked``,
+  ``sequences.free.owner_found``, ``sequences.read.between_load_and_membership``, ...).
 
-XX: the explorer needs blocking operations (``Lock.acquire``, ``RWGate`` waits,
+XX: the explorer needs blocking operations (``Lock`` acquisition, ``RWGate`` waits,
 ``Channel.get``, ``Event.wait``) to report to it instead of blocking the OS thread; the
 ``Hooks`` protocol below has the entry points it will need.
 """
@@ -64,22 +71,13 @@ def set_switch_interval(seconds: float) -> float:
 
 
 class Lock:
-    """A plain mutual-exclusion lock."""
+    """A plain mutual-exclusion lock, used as ``with lock:``."""
 
     __slots__ = ("_lock", "name")
 
     def __init__(self, name: str = "lock") -> None:
         self._lock = threading.Lock()
         self.name = name
-
-    def acquire(self) -> None:
-        self._lock.acquire()
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def locked(self) -> bool:
-        return self._lock.locked()
 
     def __enter__(self) -> Lock:
         self._lock.acquire()
@@ -91,25 +89,24 @@ class Lock:
 
 @dataclass(frozen=True)
 class GateStatistics:
-    """Counters of one ``RWGate``: acquisitions by mode and how often an acquire had to wait."""
+    """Counters of one ``RWGate``: acquisitions by mode."""
 
     shared: int
     exclusive: int
-    shared_waits: int
-    exclusive_waits: int
 
 
 class RWGate:
     """A writer-preferring shared/exclusive lock.
 
     Invariant: ``_writer`` implies ``_readers == 0``; waiting writers block new readers so a
-    stream of readers cannot starve a split. The uncontended paths take one short internal
-    lock and never touch the condition variable.
+    stream of readers cannot starve a split. ``_owner`` is the thread that holds the exclusive
+    side (None when nobody does). The uncontended paths take one short internal lock and
+    never touch the condition variable.
     """
 
     __slots__ = (
-        "_lock", "_cond", "_readers", "_writer", "_writers_waiting", "_readers_waiting", "_stats", "name",
-        "_shared_cm", "_exclusive_cm",
+        "_lock", "_cond", "_readers", "_writer", "_owner", "_writers_waiting", "_readers_waiting",
+        "_shared_count", "_exclusive_count", "name", "_shared_cm", "_exclusive_cm",
     )
 
     def __init__(self, name: str = "gate") -> None:
@@ -117,9 +114,11 @@ class RWGate:
         self._cond = threading.Condition(self._lock)
         self._readers = 0
         self._writer = False
+        self._owner: int | None = None
         self._writers_waiting = 0
         self._readers_waiting = 0
-        self._stats = [0, 0, 0, 0]  # shared, exclusive, shared waits, exclusive waits
+        self._shared_count = 0
+        self._exclusive_count = 0
         self.name = name
         self._shared_cm = _Hold(self.acquire_shared, self.release_shared)
         self._exclusive_cm = _Hold(self.acquire_exclusive, self.release_exclusive)
@@ -128,13 +127,12 @@ class RWGate:
         lock = self._lock
         lock.acquire()
         if self._writer or self._writers_waiting:
-            self._stats[2] += 1
             self._readers_waiting += 1
             while self._writer or self._writers_waiting:
                 self._cond.wait()
             self._readers_waiting -= 1
         self._readers += 1
-        self._stats[0] += 1
+        self._shared_count += 1
         lock.release()
 
     def release_shared(self) -> None:
@@ -150,20 +148,22 @@ class RWGate:
         lock = self._lock
         lock.acquire()
         if self._writer or self._readers:
-            self._stats[3] += 1
             self._writers_waiting += 1
             while self._writer or self._readers:
                 self._cond.wait()
             self._writers_waiting -= 1
         self._writer = True
-        self._stats[1] += 1
+        self._owner = threading.get_ident()
+        self._exclusive_count += 1
         lock.release()
 
     def release_exclusive(self) -> None:
         lock = self._lock
         lock.acquire()
         assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
+        assert self._owner == threading.get_ident(), f"{self.name}: exclusive release by a thread that does not hold it"
         self._writer = False
+        self._owner = None
         if self._writers_waiting or self._readers_waiting:
             self._cond.notify_all()
         lock.release()
@@ -177,13 +177,19 @@ class RWGate:
         return self._exclusive_cm
 
     def held_exclusive(self) -> bool:
+        """Check if any thread holds the exclusive side."""
         return self._writer
 
+    def owns_exclusive(self) -> bool:
+        """Check if the calling thread holds the exclusive side (what a shape change asserts)."""
+        return self._writer and self._owner == threading.get_ident()
+
     def held_shared(self) -> bool:
+        """Check if any thread holds the shared side."""
         return self._readers > 0
 
     def statistics(self) -> GateStatistics:
-        return GateStatistics(*self._stats)
+        return GateStatistics(self._shared_count, self._exclusive_count)
 
 
 class _Hold:
@@ -233,9 +239,6 @@ class Channel:
     def get(self) -> Any:
         return self._queue.get()
 
-    def empty(self) -> bool:
-        return self._queue.empty()
-
 
 class Thread:
     """A started OS thread running ``target()``; ``join`` waits for it."""
@@ -248,9 +251,6 @@ class Thread:
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
-
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
 
 
 def local() -> Any:

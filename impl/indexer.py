@@ -19,10 +19,10 @@ Source: seed 004 "Concurrency Model"; crtc.md §7 "Event routing (ThreadPoolInde
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..spec.events import KvCacheEvent, check_worker_id, decode_event
+from ..spec.events import KvCacheEvent, Payload, check_worker_id, parse_event
 from ..spec.match import OverlapScores
 from . import _sync
 from .radix_tree import ConcurrentRadixTree
@@ -101,14 +101,13 @@ class ThreadPoolIndexer:
 
     # ------------------------------------------------------------------ the API
 
-    def submit(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> Ack:
+    def submit(self, worker_id: int, event: Payload | KvCacheEvent) -> Ack:
         """Queue one event on the worker's lane; return its acknowledgement (errors surface in ``wait``)."""
-        worker_id = check_worker_id(worker_id)
-        if not isinstance(event, KvCacheEvent):
-            event = decode_event(event)
+        rank, event = parse_event(worker_id, event)  # on the caller's thread: a bad payload is never queued
+        worker_id = rank.worker_id
         return self._enqueue(self.lane_of(worker_id), lambda lane: self.tree.apply_on(lane, worker_id, event))
 
-    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+    def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one event and wait until it is visible; raise its typed error if it was rejected."""
         self.submit(worker_id, event).wait()
 

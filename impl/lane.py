@@ -27,6 +27,7 @@ Source: seed 004 "Lookup Repair"; crtc.md §2 "Per-lane lookup", §6.
 from __future__ import annotations
 
 from collections import Counter, deque
+from dataclasses import dataclass, fields
 from enum import Enum
 
 from ..spec.coverage import current_cutoff
@@ -35,11 +36,42 @@ from . import _sync
 from .node import Node
 
 
-STAT_NAMES = (
-    "splits", "leaf_extensions", "demotions", "reuses", "fanout_inserts", "first_child_inserts",
-    "stale_plan_retries", "repairs", "repair_failures", "children_cleared", "released_dead_nodes",
-    "cutoffs_set", "sticky_refusals", "rejected",
-)
+@dataclass(frozen=True)
+class ImplStatistics:
+    """What the concurrent tree did, summed over lanes.
+
+    Fields: ``splits``; ``leaf_extensions``; ``demotions``; ``reuses``; ``fanout_inserts``
+    (children added under an internal parent on the shared gate); ``first_child_inserts``
+    (exclusive); ``stale_plan_retries``; ``repairs`` / ``repair_failures``;
+    ``children_cleared``; ``released_dead_nodes``; ``cutoffs_set``; ``sticky_refusals``;
+    ``rejected``; ``gate_shared`` / ``gate_exclusive`` (acquisitions over reachable nodes and
+    the root); ``nodes``.
+    """
+
+    splits: int
+    leaf_extensions: int
+    demotions: int
+    reuses: int
+    fanout_inserts: int
+    first_child_inserts: int
+    stale_plan_retries: int
+    repairs: int
+    repair_failures: int
+    children_cleared: int
+    released_dead_nodes: int
+    cutoffs_set: int
+    sticky_refusals: int
+    rejected: int
+    gate_shared: int
+    gate_exclusive: int
+    nodes: int
+
+
+TREE_WIDE_COUNTERS = ("gate_shared", "gate_exclusive", "nodes")
+"""The ``ImplStatistics`` fields read off the reachable nodes; every other field is a lane counter."""
+
+LANE_COUNTERS = tuple(f.name for f in fields(ImplStatistics) if f.name not in TREE_WIDE_COUNTERS)
+"""What each lane counts in ``Lane.stats`` (summed over lanes by ``ConcurrentRadixTree.statistics``)."""
 
 
 class Direction(Enum):
@@ -71,7 +103,7 @@ class Lane:
         self.index = index
         self.lookups: dict[Rank, dict[int, Node]] = {}
         # Written only by this lane's thread; every key exists from the start so readers can sum safely.
-        self.stats: Counter[str] = Counter({name: 0 for name in STAT_NAMES})
+        self.stats: Counter[str] = Counter({name: 0 for name in LANE_COUNTERS})
 
     def lookup_for(self, rank: Rank) -> dict[int, Node]:
         """Return (registering if new) the rank's lookup on this lane."""

@@ -38,7 +38,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..spec.coverage import EdgeState
+from ..spec.coverage import EdgeState, holders
+from ..spec.invariants import edge_index_of
 from . import _sync
 
 _ids = itertools.count(1)
@@ -56,7 +57,7 @@ class NodeView:
         """Return the view of ``state``, reusing ``previous``'s index when the edge is unchanged."""
         if previous is not None and previous.state.edge is state.edge:
             return NodeView(state, previous.index)
-        return NodeView(state, {block.ext: i for i, block in enumerate(state.edge)})
+        return NodeView(state, edge_index_of(state.edge))
 
 
 class Node:
@@ -94,7 +95,7 @@ class Node:
 
     def begin_shape_change(self) -> None:
         """Mark the start of an edge or child-map change (caller holds the exclusive gate)."""
-        assert self.gate.held_exclusive(), "shape changes take the exclusive gate"
+        assert self.gate.owns_exclusive(), "shape changes take the exclusive gate (held by this thread)"
         self.version += 1
 
     def end_shape_change(self) -> None:
@@ -107,8 +108,8 @@ class Node:
             return list(self.children.values())
 
     def holders(self) -> frozenset:
-        state = self.view.state
-        return state.full_edge_workers | frozenset(state.worker_cutoffs)
+        """Return every rank that holds part of the edge now (``spec.coverage.holders``)."""
+        return holders(self.view.state)
 
     def __repr__(self) -> str:
         s = self.view.state

@@ -36,87 +36,24 @@ Source: seed 004; crtc.md §3-§7.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
 
-from ..spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, new_edge, promote, remove_at
-from ..spec.dump import credited_index, dump_chains, tree_shape
-from ..spec.errors import BlockNotFound, InvalidBlockSequence, ParentBlockNotFound
-from ..spec.events import (
-    Cleared,
-    KvCacheEvent,
-    Removed,
-    Stored,
-    check_uint,
-    check_worker_id,
-    decode_event,
-    encode_router_event,
-)
+from ..spec.coverage import EdgeState
+from ..spec.coverage import cover_prefix, covers, current_cutoff, drop_worker, holders, new_edge, promote, remove_at, remove_batch, removal_run, stale_hashes
+from ..spec.dump import TreeReads
+from ..spec.errors import KvCacheEventError, ParentBlockNotFound
+from ..spec.events import KvCacheEvent, Payload, Removed, Stored
+from ..spec.events import check_not_self_parented, check_rank, check_worker_id, dispatch, parse_event
 from ..spec.invariants import edge_position, node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
-from ..spec.primitives import U32_MAX, Block, Rank
-from ..spec.shape import (
-    CoverPrefix,
-    InsertBelow,
-    PassThrough,
-    Reuse,
-    ReuseAndExtend,
-    SplitAndAttach,
-    SplitThenInsert,
-    extend_leaf,
-    may_extend_leaf,
-    plan_descend,
-    plan_store_at,
-    split_at,
-)
+from ..spec.primitives import Block, Rank
+from ..spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert
+from ..spec.shape import extend_leaf, may_extend_leaf, plan_descend, plan_store_at, should_clear_children, split_at
 from . import _sync
-from .lane import Direction, Lane, find_moved
+from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
 from .node import Node, RootStep
 
-_EVENT_ERRORS = (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence)
-
-
-def _state_of(node: Node) -> EdgeState:
-    return node.view.state
-
-
-def _children_of(node: Node) -> dict:
-    return node.children
-
-
-@dataclass(frozen=True)
-class ImplStatistics:
-    """What the concurrent tree did, summed over lanes.
-
-    Fields: ``splits``; ``leaf_extensions``; ``demotions``; ``reuses``; ``fanout_inserts``
-    (children added under an internal parent on the shared gate); ``first_child_inserts``
-    (exclusive); ``stale_plan_retries``; ``repairs`` / ``repair_failures``;
-    ``children_cleared``; ``released_dead_nodes``; ``cutoffs_set``; ``sticky_refusals``;
-    ``rejected``; ``gate_shared`` / ``gate_exclusive`` (acquisitions over reachable nodes and
-    the root); ``nodes``.
-    """
-
-    splits: int
-    leaf_extensions: int
-    demotions: int
-    reuses: int
-    fanout_inserts: int
-    first_child_inserts: int
-    stale_plan_retries: int
-    repairs: int
-    repair_failures: int
-    children_cleared: int
-    released_dead_nodes: int
-    cutoffs_set: int
-    sticky_refusals: int
-    rejected: int
-    gate_shared: int
-    gate_exclusive: int
-    nodes: int
-
-
-class ConcurrentRadixTree:
+class ConcurrentRadixTree(TreeReads):
     """The concurrent compressed radix tree (see the module docstring)."""
 
     #: Checks the version of a plan before committing it (the negative controls switch it off).
@@ -127,13 +64,18 @@ class ConcurrentRadixTree:
         self.root.internal = True  # the root is a fanout point from the start; it is never extended
         self.lanes = [Lane(i) for i in range(max(1, lanes))]
 
+    # spec.dump.TreeReads (dump_tree_as_events, snapshot, shape, child_states; quiescent) reads nodes through this
+    @staticmethod
+    def state_of(node: Node) -> EdgeState:
+        return node.view.state
+
     # ------------------------------------------------------------------ API (lane 0)
 
     def lane(self, index: int) -> LaneHandle:
         """Return the event interface of lane ``index`` (one thread at a time)."""
         return LaneHandle(self, self.lanes[index])
 
-    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+    def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one KV event on lane 0 (see ``lane`` for concurrent use)."""
         self.apply_on(self.lanes[0], worker_id, event)
 
@@ -145,7 +87,7 @@ class ConcurrentRadixTree:
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
-        rank = Rank(check_worker_id(worker_id), check_uint(dp_rank, "dp_rank", U32_MAX))
+        rank = check_rank(worker_id, dp_rank)
         for lane in self.lanes:
             self.drop_ranks(lane, [rank] if rank in lane.lookups else [], forget=True)
 
@@ -161,33 +103,25 @@ class ConcurrentRadixTree:
 
     # ------------------------------------------------------------------ events on a lane
 
-    def apply_on(self, lane: Lane, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+    def apply_on(self, lane: Lane, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one event through ``lane``'s lookups; raise the reference's typed errors."""
-        worker_id = check_worker_id(worker_id)
-        if not isinstance(event, KvCacheEvent):
-            event = decode_event(event)
-        rank = Rank(worker_id, event.dp_rank)
-        data = event.data
+        rank, event = parse_event(worker_id, event)
         try:
-            if isinstance(data, Stored):
-                self._store(lane, rank, data)
-            elif isinstance(data, Removed):
-                self._remove(lane, rank, data)
-            elif isinstance(data, Cleared):
-                self.drop_ranks(lane, [rank], forget=True)
-            else:
-                raise TypeError(f"not an event: {data!r}")
-        except _EVENT_ERRORS:
+            dispatch(
+                event.data,
+                lambda stored: self._store(lane, rank, stored),
+                lambda removed: self._remove(lane, rank, removed),
+                lambda _: self.drop_ranks(lane, [rank], forget=True),
+            )
+        except KvCacheEventError:
             lane.stats["rejected"] += 1
             raise
 
     # ------------------------------------------------------------------ store
 
     def _store(self, lane: Lane, rank: Rank, stored: Stored) -> None:
+        check_not_self_parented(stored)  # crtc.md §12 item 1, E14
         parent_hash, blocks = stored.parent_hash, stored.blocks
-        # A store may not name its own parent among its blocks (crtc.md §12 item 1, E14).
-        if parent_hash is not None and any(b.ext == parent_hash for b in blocks):
-            raise InvalidBlockSequence(f"block sequence contains its parent hash {parent_hash}")
         lookup = lane.lookup_for(rank)
         if parent_hash is None:
             if blocks:
@@ -386,7 +320,7 @@ class ConcurrentRadixTree:
         node.end_shape_change()
         lane.stats["splits"] += 1
         # Only the splitting lane redirects its own entries now; other lanes repair lazily.
-        for rank in suffix_state.full_edge_workers | frozenset(suffix_state.worker_cutoffs):
+        for rank in holders(suffix_state):
             lookup = lane.lookups.get(rank)
             if lookup is None:
                 continue
@@ -399,35 +333,30 @@ class ConcurrentRadixTree:
     def _remove(self, lane: Lane, rank: Rank, removed: Removed) -> None:
         lookup = lane.lookup_for(rank)
         hashes = removed.block_hashes
-        scrubbed: set[int] = set()
-        first_error: BlockNotFound | None = None
-        i = 0
-        while i < len(hashes):
-            h = hashes[i]
-            node = lookup.get(h)
-            if node is None:
-                if h not in scrubbed:
-                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
-                i += 1
-                continue
-            owners = (node,)
-            consumed = self._remove_run(lane, rank, node, owners, hashes, i, scrubbed)
-            while consumed is None:
-                # The entry is stale: follow the hash to where splits moved it and run there. The
-                # resolved node can itself be split before we lock it, so keep following (each
-                # step moves down a finite chain of splits); entries may name any node passed.
-                resolved = lane.repair(owners[-1], h, Direction.TOWARD_HEAD)
-                if resolved is None:
-                    if lookup.get(h) in owners:
-                        del lookup[h]  # treated as already gone: no entry may leak (#10774)
-                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
-                    consumed = 1
-                    break
-                owners += (resolved,)
-                consumed = self._remove_run(lane, rank, resolved, owners, hashes, i, scrubbed)
-            i += consumed
-        if first_error is not None:
-            raise first_error
+        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_from(lane, rank, lookup, hashes, i, scrubbed))
+
+    def _remove_from(
+        self, lane: Lane, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]
+    ) -> int | None:
+        """Remove the run of hashes from ``i``, following splits; return how many it consumed, None if ``hashes[i]`` is not held."""
+        h = hashes[i]
+        node = lookup.get(h)
+        if node is None:
+            return 1 if h in scrubbed else None  # already scrubbed by this batch: skipped silently
+        owners = (node,)
+        consumed = self._remove_run(lane, rank, node, owners, hashes, i, scrubbed)
+        while consumed is None:
+            # The entry is stale: follow the hash to where splits moved it and run there. The
+            # resolved node can itself be split before we lock it, so keep following (each
+            # step moves down a finite chain of splits); entries may name any node passed.
+            resolved = lane.repair(owners[-1], h, Direction.TOWARD_HEAD)
+            if resolved is None:
+                if lookup.get(h) in owners:
+                    del lookup[h]  # treated as already gone: no entry may leak (#10774)
+                return None
+            owners += (resolved,)
+            consumed = self._remove_run(lane, rank, resolved, owners, hashes, i, scrubbed)
+        return consumed
 
     def _remove_run(
         self, lane: Lane, rank: Rank, node: Node, owners: tuple[Node, ...], hashes: tuple[int, ...], i: int, scrubbed: set[int]
@@ -446,15 +375,9 @@ class ConcurrentRadixTree:
             pos = view.index.get(hashes[i])
             if pos is None:
                 return None
-            low, low_hash, j = pos, hashes[i], i + 1
-            first_covered = covers(view.state, rank, pos)
-            while first_covered and j < len(hashes) and lookup.get(hashes[j]) in owners:
-                p = view.index.get(hashes[j])
-                if p is None or not covers(view.state, rank, p):
-                    break
-                if p < low:
-                    low, low_hash = p, hashes[j]
-                j += 1
+            j, low = removal_run(
+                hashes, i, view.index.get, lambda p: covers(view.state, rank, p), lambda other: lookup.get(other) in owners
+            )
             for h in hashes[i:j]:
                 if lookup.get(h) in owners:
                     del lookup[h]
@@ -463,10 +386,7 @@ class ConcurrentRadixTree:
                 node.publish(state)
                 if state.worker_cutoffs.get(rank):
                     lane.stats["cutoffs_set"] += 1
-                stale = [b.ext for b in view.state.edge[uncovered.start : uncovered.stop]]
-            else:
-                stale = [low_hash]
-            self._scrub(lookup, stale, scrubbed)
+            self._scrub(lookup, stale_hashes(view.state.edge, uncovered, hashes[i]), scrubbed)
             self._clear_children_if_unheld(lane, node)
         return j - i
 
@@ -478,7 +398,7 @@ class ConcurrentRadixTree:
 
     def _clear_children_if_unheld(self, lane: Lane, node: Node) -> None:
         """Drop the children of a node no rank holds in full (exclusive gate held); internal stays set."""
-        if node.children and not node.view.state.full_edge_workers:
+        if should_clear_children(node.view.state, len(node.children)):
             node.begin_shape_change()
             node.children = {}
             node.end_shape_change()
@@ -535,21 +455,6 @@ class ConcurrentRadixTree:
 
     # ------------------------------------------------------------------ whole-tree reads (quiescent)
 
-    def dump_tree_as_events(self) -> list[str]:
-        """Return the tree as replayable ``RouterEvent`` JSON strings (quiescent; same rules as the reference)."""
-        return [
-            encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
-            for i, (rank, stored) in enumerate(dump_chains(self.root, _state_of, _children_of))
-        ]
-
-    def snapshot(self) -> dict[Rank, frozenset[int]]:
-        """Return the spec's abstract index (quiescent): per rank, the blocks a query can credit."""
-        return credited_index(self.root, _state_of, _children_of)
-
-    def shape(self) -> list[tuple]:
-        """Return the reachable tree as ``(path, edge, full, cutoffs, internal)`` tuples (quiescent)."""
-        return tree_shape(self.root, _state_of, _children_of, lambda n: n.internal)
-
     def statistics(self) -> ImplStatistics:
         """Return the counters of every lane plus the gate acquisitions of reachable nodes."""
         total: Counter[str] = Counter()
@@ -557,10 +462,8 @@ class ConcurrentRadixTree:
             total.update(lane.stats)
         nodes = self._forest()
         gates = [self.root.gate.statistics()] + [n.gate.statistics() for n in nodes]
-        fields = ImplStatistics.__dataclass_fields__
-        values = {name: total[name] for name in fields if name not in ("gate_shared", "gate_exclusive", "nodes")}
         return ImplStatistics(
-            **values,
+            **{name: total[name] for name in LANE_COUNTERS},
             gate_shared=sum(g.shared for g in gates),
             gate_exclusive=sum(g.exclusive for g in gates),
             nodes=len(nodes),
@@ -580,10 +483,10 @@ class ConcurrentRadixTree:
         the block and that the rank covers there, or a stale node whose subtree does (a lane
         never keeps an entry for a block its rank no longer holds).
         """
-        problems = [f"root: {name}" for name in root_violations(self.root.view.state, self._child_states(self.root))]
+        problems = [f"root: {name}" for name in root_violations(self.root.view.state, self.child_states(self.root))]
         for node in [self.root] + self._forest():
             if node is not self.root:
-                for name in node_violations(node.view.state, node.internal, self._child_states(node), node.view.index):
+                for name in node_violations(node.view.state, node.internal, self.child_states(node), node.view.index):
                     problems.append(f"{node!r}: {name}")
             if node.version % 2:
                 problems.append(f"{node!r}: shape version {node.version} is odd at quiescence")
@@ -608,9 +511,6 @@ class ConcurrentRadixTree:
             node, pos = moved, edge_position(moved.view.state.edge, ext)
         return covers(node.view.state, rank, pos)
 
-    def _child_states(self, node: Node) -> dict[int, EdgeState]:
-        return {key: child.view.state for key, child in node.children.items()}
-
 
 class LaneHandle:
     """The event interface of one lane: what one event thread calls."""
@@ -620,7 +520,7 @@ class LaneHandle:
     def __init__(self, tree: ConcurrentRadixTree, lane: Lane) -> None:
         self.tree, self.lane = tree, lane
 
-    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+    def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         self.tree.apply_on(self.lane, worker_id, event)
 
     def remove_worker(self, worker_id: int) -> None:

@@ -48,38 +48,20 @@ Source: seed 000 (whole); sequences.md §1 "RequestIndex", §5, §10 item 4.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..reference.sequences import ActiveSequences
+from ..spec import sequence_errors as errors
 from ..spec import slot_tracker as law
 from ..spec.prefill import modeled_remaining_prefill_ms
-from ..spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
-from ..spec.sequence_errors import (
-    DuplicateRequest,
-    DuplicateWorker,
-    MissingExpectedDuration,
-    RequestNotFound,
-    TokenLoadOverflow,
-    UnknownWorker,
-    WorkerNotFound,
-    WrongWorker,
-)
-from ..spec.sequence_inputs import (
-    check_instant,
-    check_request_id,
-    check_sequence_request,
-    check_token_sequence,
-    check_uint,
-    check_worker,
-)
+from ..spec.primitives import FrozenMap, Rank
+from ..spec.sequence_inputs import check_arg_uint, check_instant
 from ..spec.sequence_invariants import read_model_lag, write_model_violations
 from ..spec.sequences import DEFAULT_EXPIRY, Path, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 from ..spec.token_load import active_prefill_tokens
 from ._sync import Lock, RWGate, yield_point
-
-Rank = WorkerWithDpRank
 
 
 @dataclass(frozen=True)
@@ -93,6 +75,17 @@ class TrackerStatistics:
     raced_marks: int
 
 
+@dataclass
+class SlotCounts:
+    """One slot's counters (written under its lock); ``statistics`` sums them into ``TrackerStatistics``."""
+
+    adds: int = 0
+    duplicate_rejections: int = 0
+    frees: int = 0
+    raced_frees: int = 0
+    raced_marks: int = 0
+
+
 class _Slot:
     """One (worker, dp_rank): its ActiveSequences and the counters of what happened to it."""
 
@@ -101,7 +94,7 @@ class _Slot:
     def __init__(self, rank: Rank, now: int) -> None:
         self.lock = Lock(f"slot{rank!r}")  # guards seq, counts, and every index entry naming this slot
         self.seq = ActiveSequences(now)
-        self.counts = [0, 0, 0, 0, 0]  # adds, duplicate rejections, frees, raced frees, raced marks
+        self.counts = SlotCounts()
 
 
 class _RequestIndex:
@@ -168,12 +161,9 @@ class SlotTracker:
     # ------------------------------------------------------------------ topology
 
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
-        dp = law.check_dp_range(dp_start, dp_size)
-        now = check_instant(now)
+        wid, dp, now = law.check_register_args(worker_id, dp_start, dp_size, now)
         with self._topology.exclusive():
-            if wid in self._ranges:
-                raise DuplicateWorker(wid)
+            law.check_new_worker(self._ranges, wid)
             ranks = law.dp_ranks(wid, dp)
             self._ranges[wid] = dp
             for rank in ranks:
@@ -183,11 +173,11 @@ class SlotTracker:
                     self._registry[rank] = _View()
 
     def unregister_worker(self, worker_id: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         with self._topology.exclusive():
             dp = self._ranges.pop(wid, None)
             if dp is None:
-                raise UnknownWorker(wid)
+                raise errors.UnknownWorker(wid)
             gone = set(law.dp_ranks(wid, dp))
             for rank in gone:
                 del self._slots[rank]
@@ -213,59 +203,49 @@ class SlotTracker:
             view.load = slot.seq.load_snapshot()
 
     def add_request(self, request: object, now: object) -> None:
-        request = check_sequence_request(request)
-        now = check_instant(now)
+        request, now = law.check_add_args(request, now)
         rid, worker = request.request_id, request.worker
         with self._topology.shared():
-            slot = self._slots.get(worker)
-            if slot is None:
-                raise WorkerNotFound(worker)
+            slot = law.check_slot(self._slots.get(worker), worker)
             yield_point("sequences.add.slot_found")
             with slot.lock:
                 yield_point("sequences.add.slot_locked")
-                owner = self._index.get(rid)
-                if owner is None and slot.seq.would_overflow(request):
-                    raise TokenLoadOverflow(f"prefill tokens of {worker!r} would pass u64")
-                if owner is None:
+                try:
+                    law.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
                     owner = self._index.try_insert(rid, worker)
-                if owner is not None:
-                    slot.counts[1] += 1
-                    raise DuplicateRequest(rid, owner)
+                    if owner is not None:  # an add of the same id on another slot booked it since the check
+                        raise errors.DuplicateRequest(rid, owner)
+                except errors.DuplicateRequest:
+                    slot.counts.duplicate_rejections += 1
+                    raise
                 yield_point("sequences.add.booked")
                 expired, stored, removed = slot.seq.add(request, now, self.expiry)
                 for gone in expired:
                     self._index.remove_if(gone, worker)
-                slot.counts[0] += 1
+                slot.counts.adds += 1
                 yield_point("sequences.add.mutated")
                 self._publish(worker, slot, stored, removed)
 
     def _lookup(self, rid: str, named: Rank | None) -> Rank | None:
-        owner = self._index.get(rid)
-        if named is not None and owner is not None and named != owner:
-            raise WrongWorker(rid, named, owner)
-        return owner
+        return law.check_fence(rid, named, self._index.get(rid))
 
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
-        rid = check_request_id(request_id)
-        now = check_instant(now)
-        named = None if worker is None else check_worker(worker)
+        rid, now, named = law.check_request_args(request_id, now, worker)
         with self._topology.shared():
             owner = self._lookup(rid, named)
             if owner is None:
-                raise RequestNotFound(rid)
+                raise errors.RequestNotFound(rid)
             slot = self._slots[owner]
             yield_point("sequences.mark.owner_found")
             with slot.lock:
                 if self._index.get(rid) != owner:
-                    slot.counts[4] += 1
-                    raise RequestNotFound(rid)  # freed (and perhaps re-added elsewhere) since the lookup
+                    slot.counts.raced_marks += 1
+                    raise errors.RequestNotFound(rid)  # freed (and perhaps re-added elsewhere) since the lookup
                 if slot.seq.mark_prefill_completed(rid, now):
                     self._publish(owner, slot, [], [])
 
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
-        rid = check_request_id(request_id)
-        now = check_instant(now)
-        named = None if worker is None else check_worker(worker)
+        rid, now, named = law.check_request_args(request_id, now, worker)
         with self._topology.shared():
             owner = self._lookup(rid, named)
             if owner is None:
@@ -274,11 +254,11 @@ class SlotTracker:
             yield_point("sequences.free.owner_found")
             with slot.lock:
                 if not self._index.remove_if(rid, owner):
-                    slot.counts[3] += 1
+                    slot.counts.raced_frees += 1
                     return False  # another free got there first
                 yield_point("sequences.free.unbooked")
                 removed = slot.seq.free(rid, now)
-                slot.counts[2] += 1
+                slot.counts.frees += 1
                 self._publish(owner, slot, [], removed or [])
                 return True
 
@@ -305,23 +285,18 @@ class SlotTracker:
         out = {}
         for rank, view in self._views():
             load = view.load  # one reference read: never torn
-            out[rank] = WorkerLoad(active_prefill_tokens(load.prefill, now), load.active_blocks, load.active_requests)
+            out[rank] = law.load_row(active_prefill_tokens(load.prefill, now), load)
         return FrozenMap(out)
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
-        q = check_token_sequence(query) or ()
-        isl = check_uint(new_isl_tokens, "new_isl_tokens")
-        now = check_instant(now)
+        q, isl, now = law.check_potential_loads_args(query, new_isl_tokens, now)
         out = {}
         for rank, view in self._views():
             load = view.load
             yield_point("sequences.read.between_load_and_membership")  # [Relaxed: torn read]
             with view.lock:
-                depth = 0
-                while depth < len(q) and q[: depth + 1] in view.membership:
-                    depth += 1
-            tokens = min(active_prefill_tokens(load.prefill, now) + isl, U64_MAX)
-            out[rank] = PotentialLoad(tokens, load.active_blocks + len(q) - depth, load.active_requests)
+                depth = law.overlap_depth(view.membership, q)
+            out[rank] = law.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, depth, isl)
         return FrozenMap(out)
 
     def modeled_remaining_prefill_times(self, now: object) -> FrozenMap[Rank, Any]:
@@ -330,7 +305,7 @@ class SlotTracker:
         for rank, view in self._views():
             try:
                 out[rank] = modeled_remaining_prefill_ms(view.load.prefill, now)
-            except MissingExpectedDuration as missing:
+            except errors.MissingExpectedDuration as missing:
                 out[rank] = missing
         return FrozenMap(out)
 
@@ -338,8 +313,8 @@ class SlotTracker:
 
     def statistics(self) -> TrackerStatistics:
         with self._topology.exclusive():
-            totals = [sum(s.counts[i] for s in self._slots.values()) for i in range(5)]
-        return TrackerStatistics(*totals)
+            totals = {f.name: sum(getattr(s.counts, f.name) for s in self._slots.values()) for f in fields(SlotCounts)}
+        return TrackerStatistics(**totals)
 
     def snapshot(self) -> law.SlotTrackerState:
         """Return the authoritative state (taken under the exclusive topology gate: no writer runs)."""

@@ -36,15 +36,18 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ..spec.deepinfer_errors import StateArgumentError, StateArgumentType
+from ..spec.primitives import is_int, is_uint
 from ..spec.state_layout import (
     Placement,
     Raw,
     Ring,
+    Sizes,
     StateLayout,
     carved,
     check_position,
@@ -272,6 +275,18 @@ def raw_placements(placed: tuple[Placement, ...]) -> tuple[Placement, ...]:
     return tuple(p for p in placed if isinstance(p.segment, Raw) and p.segment.nbytes)
 
 
+@lru_cache(maxsize=512)
+def layout_plan(layout: StateLayout) -> tuple[Sizes, dict[bool, tuple[tuple[RingGroup, ...], tuple[Placement, ...]]]]:
+    """Return the layout's sizes and, per direction, its ring groups and raw placements (checks the layout first).
+
+    Cached per layout here, in the implementation: the spec recomputes its placements on
+    every call and keeps no caches.
+    """
+    layout.check()
+    plans = {to_ce: (ring_groups(carved(layout, to_ce)), raw_placements(carved(layout, to_ce))) for to_ce in (False, True)}
+    return sizes(layout), plans
+
+
 class RoundTrip:
     """``select`` and ``load`` for one layout, on any supported array type.
 
@@ -281,15 +296,10 @@ class RoundTrip:
     """
 
     def __init__(self, layout: StateLayout, alloc_fill: int | None = None) -> None:
-        layout.check()
+        self.sizes, self._plans = layout_plan(layout)
         self.layout = layout
         self.raw_prefix = layout.mode == "raw-prefix"
-        self.sizes = sizes(layout)
         self.alloc_fill = alloc_fill
-        self._plans = {
-            to_ce: (ring_groups(carved(layout, to_ce)), raw_placements(carved(layout, to_ce)))
-            for to_ce in (False, True)
-        }
 
     # -- rule steps (one per mutant)
 
@@ -364,12 +374,13 @@ class RoundTrip:
         return backend
 
     def _check_state_id(self, cache: Any, state_id: object) -> int:
-        if isinstance(state_id, bool) or not isinstance(state_id, (int, np.integer)):
+        if isinstance(state_id, np.integer):
+            state_id = int(state_id)
+        if is_uint(state_id, cache.shape[0] - 1):
+            return state_id
+        if not is_int(state_id):
             raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
-        state_id = int(state_id)
-        if not 0 <= state_id < cache.shape[0]:
-            raise StateArgumentError(f"state_id {state_id} outside [0, {cache.shape[0]})")
-        return state_id
+        raise StateArgumentError(f"state_id {state_id} outside [0, {cache.shape[0]})")
 
     def _check_position(self, lhp: object) -> int:
         if isinstance(lhp, np.integer):

@@ -1,7 +1,5 @@
 """Every proof proves, every negative control is caught, and proofs/README.md is the table."""
 
-from pathlib import Path
-
 import pytest
 import z3
 

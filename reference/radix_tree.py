@@ -44,50 +44,22 @@ Source: crtc.md §12 "The plain RadixTree it must agree with", §3-§5; seed 004
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from ..spec.coverage import EdgeState, covers, cover_prefix, drop_worker, holders, new_edge, promote, remove_at
-from ..spec.dump import credited_index, dump_chains, tree_shape
-from ..spec.errors import BlockNotFound, InvalidBlockSequence, ParentBlockNotFound
-from ..spec.events import (
-    Cleared,
-    KvCacheEvent,
-    Removed,
-    Stored,
-    check_uint,
-    check_worker_id,
-    decode_event,
-    encode_router_event,
-)
-from ..spec.invariants import is_lookup_entry_on_holder, node_violations, root_violations
+from ..spec.coverage import EdgeState
+from ..spec.coverage import cover_prefix, covers, drop_worker, holders, new_edge, promote, remove_at, remove_batch, removal_run, stale_hashes
+from ..spec.dump import TreeReads
+from ..spec.errors import KvCacheEventError, ParentBlockNotFound
+from ..spec.events import KvCacheEvent, Payload, Removed, Stored
+from ..spec.events import check_not_self_parented, check_rank, check_worker_id, dispatch, parse_event
+from ..spec.invariants import edge_index_of, is_lookup_entry_on_holder, node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
-from ..spec.primitives import U32_MAX, Block, Rank
-from ..spec.shape import (
-    CoverPrefix,
-    InsertBelow,
-    PassThrough,
-    Reuse,
-    ReuseAndExtend,
-    SplitAndAttach,
-    SplitThenInsert,
-    extend_leaf,
-    may_extend_leaf,
-    plan_descend,
-    plan_store_at,
-    split_at,
-)
+from ..spec.primitives import Block, Rank
+from ..spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert
+from ..spec.shape import extend_leaf, may_extend_leaf, plan_descend, plan_store_at, should_clear_children, split_at
 
 ROOT_STATE = EdgeState(())
-
-
-def _state_of(node: "Node") -> EdgeState:
-    return node.state
-
-
-def _children_of(node: "Node") -> dict:
-    return node.children
 
 
 class Node:
@@ -103,7 +75,7 @@ class Node:
         self._index_edge()
 
     def _index_edge(self) -> None:
-        self.edge_index = {block.ext: i for i, block in enumerate(self.state.edge)}
+        self.edge_index = edge_index_of(self.state.edge)
 
     def set_edge_state(self, state: EdgeState) -> None:
         """Replace the state; re-index when the edge itself changed."""
@@ -148,7 +120,7 @@ class TreeStatistics:
     nodes: int
 
 
-class RadixTree:
+class RadixTree(TreeReads):
     """The sequential compressed radix tree (see the module docstring)."""
 
     def __init__(self) -> None:
@@ -156,25 +128,24 @@ class RadixTree:
         self._lookups: dict[Rank, dict[int, Node]] = {}
         self._stats: Counter[str] = Counter()
 
+    # spec.dump.TreeReads (dump_tree_as_events, snapshot, shape, child_states) reads nodes through this
+    @staticmethod
+    def state_of(node: Node) -> EdgeState:
+        return node.state
+
     # ------------------------------------------------------------------ events
 
-    def apply_event(self, worker_id: int, event: bytes | str | Mapping[str, Any] | KvCacheEvent) -> None:
+    def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one KV event from ``worker_id``; raise a typed error if it is rejected."""
-        worker_id = check_worker_id(worker_id)
-        if not isinstance(event, KvCacheEvent):
-            event = decode_event(event)
-        rank = Rank(worker_id, event.dp_rank)
-        data = event.data
+        rank, event = parse_event(worker_id, event)
         try:
-            if isinstance(data, Stored):
-                self._apply_stored(rank, data)
-            elif isinstance(data, Removed):
-                self._apply_removed(rank, data)
-            elif isinstance(data, Cleared):
-                self._drop_ranks([rank], forget=True)
-            else:
-                raise TypeError(f"not an event: {data!r}")
-        except (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence):
+            dispatch(
+                event.data,
+                lambda stored: self._apply_stored(rank, stored),
+                lambda removed: self._apply_removed(rank, removed),
+                lambda _: self._drop_ranks([rank], forget=True),
+            )
+        except KvCacheEventError:
             self._stats["rejected"] += 1
             raise
 
@@ -185,9 +156,7 @@ class RadixTree:
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
-        worker_id = check_worker_id(worker_id)
-        dp_rank = check_uint(dp_rank, "dp_rank", U32_MAX)
-        self._drop_ranks([Rank(worker_id, dp_rank)], forget=True)
+        self._drop_ranks([check_rank(worker_id, dp_rank)], forget=True)
 
     def clear_all_blocks(self, worker_id: int) -> None:
         """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
@@ -199,25 +168,6 @@ class RadixTree:
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Return the overlap score of every rank along ``sequence`` (local hashes)."""
         return OverlapScores(find_matches_walk(self.root, check_query(sequence), bool(early_exit)))
-
-    def dump_tree_as_events(self) -> list[str]:
-        """Return the tree as ``RouterEvent`` JSON strings; applying them to an empty tree rebuilds it."""
-        return [
-            encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
-            for i, (rank, stored) in enumerate(self.dump_events())
-        ]
-
-    def dump_events(self) -> list[tuple[Rank, Stored]]:
-        """Return the dump as ``(rank, Stored)`` pairs, parents before children (rules: ``spec.dump``)."""
-        return dump_chains(self.root, _state_of, _children_of)
-
-    def snapshot(self) -> dict[Rank, frozenset[int]]:
-        """Return the spec's abstract index: for each rank, the external hashes a query can credit it with."""
-        return credited_index(self.root, _state_of, _children_of)
-
-    def shape(self) -> list[tuple]:
-        """Return the reachable tree as ``(path, edge, full, cutoffs, internal)`` tuples (``spec.dump.tree_shape``)."""
-        return tree_shape(self.root, _state_of, _children_of, lambda n: n.internal)
 
     def statistics(self) -> TreeStatistics:
         """Return the shape-rule counters (see ``TreeStatistics``)."""
@@ -232,9 +182,9 @@ class RadixTree:
         entry names a node that holds the hash and that the rank covers there, which holds
         for every in-contract stream (hash collisions can strand entries, as in Dynamo).
         """
-        problems = [f"root: {name}" for name in root_violations(self.root.state, self._child_states(self.root))]
+        problems = [f"root: {name}" for name in root_violations(self.root.state, self.child_states(self.root))]
         for path, node in self._reachable_nodes():
-            for name in node_violations(node.state, node.internal, self._child_states(node), node.edge_index):
+            for name in node_violations(node.state, node.internal, self.child_states(node), node.edge_index):
                 problems.append(f"node {path}: {name}")
         if lookups:
             for rank, lookup in self._lookups.items():
@@ -274,10 +224,8 @@ class RadixTree:
     # ------------------------------------------------------------------ store
 
     def _apply_stored(self, rank: Rank, stored: Stored) -> None:
+        check_not_self_parented(stored)  # RadixTree only (crtc.md §12 item 1, E14)
         parent_hash, blocks = stored.parent_hash, stored.blocks
-        # A store may not name its own parent among its blocks (RadixTree only; crtc.md §12 item 1, E14).
-        if parent_hash is not None and any(b.ext == parent_hash for b in blocks):
-            raise InvalidBlockSequence(f"block sequence contains its parent hash {parent_hash}")
         lookup = self._lookups.setdefault(rank, {})
         if parent_hash is None:
             if blocks:
@@ -391,44 +339,34 @@ class RadixTree:
     def _apply_removed(self, rank: Rank, removed: Removed) -> None:
         lookup = self._lookups.setdefault(rank, {})
         hashes = removed.block_hashes
-        scrubbed: set[int] = set()
-        first_error: BlockNotFound | None = None
-        i = 0
-        while i < len(hashes):
-            h = hashes[i]
-            node = lookup.pop(h, None)
-            pos = None if node is None else node.edge_index.get(h)
-            if node is None or pos is None:
-                if node is not None:
-                    lookup[h] = node  # an entry whose node no longer holds the hash stays (E8)
-                if node is not None or h not in scrubbed:
-                    first_error = first_error or BlockNotFound(f"Failed to find block {h} for {rank}")
-                i += 1
-                continue
-            # Absorb the following hashes that name the same node and are covered: one cut at the minimum position.
-            low, low_hash, i = pos, h, i + 1
-            while covers(node.state, rank, pos) and i < len(hashes) and lookup.get(hashes[i]) is node:
-                p = node.edge_index.get(hashes[i])
-                if p is None or not covers(node.state, rank, p):
-                    break
-                del lookup[hashes[i]]
-                if p < low:
-                    low, low_hash = p, hashes[i]
-                i += 1
-            state, uncovered = remove_at(node.state, rank, low)
-            if uncovered:
-                node.set_edge_state(state)
-                if state.worker_cutoffs.get(rank):
-                    self._stats["cutoffs_set"] += 1
-                # Scrub the entries of the newly uncovered blocks, by hash, whichever node they name
-                # (crtc.md §12 item 4, E33; only [new, old) on 1.6.1: docs/dynamo-findings.md F3).
-                stale = [block.ext for block in node.state.edge[uncovered.start : uncovered.stop]]
-            else:
-                stale = [low_hash]
-            self._scrub(lookup, stale, scrubbed)
-            self._clear_children_if_unheld(node)
-        if first_error is not None:
-            raise first_error
+        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed))
+
+    def _remove_run(self, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]) -> int | None:
+        """Remove the run of hashes from ``i`` on one node; return how many it consumed, None if ``hashes[i]`` is not held."""
+        h = hashes[i]
+        node = lookup.pop(h, None)
+        if node is None:
+            return 1 if h in scrubbed else None  # already scrubbed by this batch: skipped silently
+        pos = node.edge_index.get(h)
+        if pos is None:
+            lookup[h] = node  # an entry whose node no longer holds the hash stays (E8)
+            return None
+        # One cut for the run of following hashes on the same node (spec.coverage.removal_run).
+        state = node.state
+        end, low = removal_run(
+            hashes, i, node.edge_index.get, lambda p: covers(state, rank, p), lambda other: lookup.get(other) is node
+        )
+        for absorbed in hashes[i + 1 : end]:
+            del lookup[absorbed]
+        state, uncovered = remove_at(state, rank, low)
+        if uncovered:
+            node.set_edge_state(state)
+            if state.worker_cutoffs.get(rank):
+                self._stats["cutoffs_set"] += 1
+        # Scrub by hash, whichever node the entries name (spec.coverage.stale_hashes).
+        self._scrub(lookup, stale_hashes(node.state.edge, uncovered, h), scrubbed)
+        self._clear_children_if_unheld(node)
+        return end - i
 
     def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
         """Delete the rank's lookup entries for blocks it no longer covers (remembering them for this event)."""
@@ -438,7 +376,7 @@ class RadixTree:
 
     def _clear_children_if_unheld(self, node: Node) -> None:
         # Removal clears children only when no full-edge worker remains; internal stays sticky.
-        if node.children and not node.state.full_edge_workers:
+        if should_clear_children(node.state, len(node.children)):
             node.children = {}
             self._stats["children_cleared"] += 1
 
@@ -457,9 +395,6 @@ class RadixTree:
                 lookup.clear()
 
     # ------------------------------------------------------------------ helpers
-
-    def _child_states(self, node: Node) -> dict[int, EdgeState]:
-        return {key: child.state for key, child in node.children.items()}
 
     def _reachable_nodes(self):
         stack = [((key,), child) for key, child in self.root.children.items()]

@@ -41,35 +41,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..spec import sequence_errors as errors
 from ..spec import slot_tracker as law
 from ..spec.prefill import AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, PrefillState, is_prefill_tracked
-from ..spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
-from ..spec.sequence_errors import (
-    DuplicateRequest,
-    DuplicateWorker,
-    MissingExpectedDuration,
-    RequestNotFound,
-    TokenLoadOverflow,
-    UnknownWorker,
-    WorkerNotFound,
-    WrongWorker,
-)
-from ..spec.sequence_inputs import (
-    NANOS_PER_MILLI,
-    NANOS_PER_SEC,
-    SequenceRequest,
-    check_instant,
-    check_request_id,
-    check_sequence_request,
-    check_token_sequence,
-    check_uint,
-    check_worker,
-)
+from ..spec.primitives import U64_MAX, FrozenMap, Rank
+from ..spec.sequence_inputs import NANOS_PER_MILLI, NANOS_PER_SEC, SequenceRequest, check_arg_uint, check_instant
 from ..spec.sequence_invariants import is_block_membership_exact, read_model_lag, write_model_violations
 from ..spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY, ActiveSequencesState, Path, RequestRecord, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
-
-Rank = WorkerWithDpRank
 
 
 # ----------------------------------------------------------------------------- reads (own arithmetic)
@@ -106,7 +85,7 @@ def remaining_modeled_ms(snapshot: PrefillLoadSnapshot, now: int) -> int:
     """Return the modeled remaining prefill ms of a load snapshot at ``now``; raise ``MissingExpectedDuration``."""
     total = snapshot.total_modeled_ms
     if total is None:
-        raise MissingExpectedDuration()
+        raise errors.MissingExpectedDuration()
     if snapshot.anchor is None:
         return total
     e = now - snapshot.anchor.since if now > snapshot.anchor.since else 0
@@ -386,10 +365,8 @@ class SlotTracker:
     def _remaining_ms(self, snapshot: PrefillLoadSnapshot, now: int) -> int:
         return remaining_modeled_ms(snapshot, now)
 
-    def _check_not_booked(self, rid: str) -> None:
-        owner = self.index.get(rid)
-        if owner is not None:
-            raise DuplicateRequest(rid, owner)
+    def _booked_owner(self, rid: str) -> Rank | None:
+        return self.index.get(rid)
 
     def _publish(self, rank: Rank, stored: list[Path], removed: list[Path]) -> None:
         """Project one slot's delta into the registry: removes, then stores, then the load."""
@@ -401,21 +378,18 @@ class SlotTracker:
     # -- topology
 
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
-        dp = law.check_dp_range(dp_start, dp_size)
-        now = check_instant(now)
-        if wid in self.ranges:
-            raise DuplicateWorker(wid)
+        wid, dp, now = law.check_register_args(worker_id, dp_start, dp_size, now)
+        law.check_new_worker(self.ranges, wid)
         self.ranges[wid] = dp
         for rank in law.dp_ranks(wid, dp):
             self.slots[rank] = self.sequences_class(now)
             self.registry[rank] = _View()
 
     def unregister_worker(self, worker_id: object) -> None:
-        wid = check_uint(worker_id, "worker_id")
+        wid = check_arg_uint(worker_id, "worker_id")
         dp = self.ranges.pop(wid, None)
         if dp is None:
-            raise UnknownWorker(wid)
+            raise errors.UnknownWorker(wid)
         gone = set(law.dp_ranks(wid, dp))
         for rank in gone:
             del self.slots[rank], self.registry[rank]
@@ -425,45 +399,30 @@ class SlotTracker:
     # -- lifecycle
 
     def add_request(self, request: object, now: object) -> None:
-        request = check_sequence_request(request)
-        now = check_instant(now)
-        slot = self.slots.get(request.worker)
-        if slot is None:
-            raise WorkerNotFound(request.worker)
-        self._check_not_booked(request.request_id)
-        if slot.would_overflow(request):
-            raise TokenLoadOverflow(f"prefill tokens of {request.worker!r} would pass u64")
+        request, now = law.check_add_args(request, now)
+        slot = law.check_slot(self.slots.get(request.worker), request.worker)
+        law.check_admission(request, self._booked_owner(request.request_id), lambda: slot.would_overflow(request))
         self.index[request.request_id] = request.worker
         expired, stored, removed = slot.add(request, now, self.expiry)
         for rid in expired:
             self.index.pop(rid, None)
         self._publish(request.worker, stored, removed)
 
-    def _owner(self, rid: str, worker: object) -> Rank | None:
-        owner = self.index.get(rid)
-        if worker is not None:
-            named = check_worker(worker)
-            if owner is not None and named != owner:
-                raise WrongWorker(rid, named, owner)
-        return owner
-
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
-        rid = check_request_id(request_id)
-        now = check_instant(now)
-        owner = self._owner(rid, worker)
+        rid, at, named = law.check_request_args(request_id, now, worker)
+        owner = law.check_fence(rid, named, self.index.get(rid))
         if owner is None:
-            raise RequestNotFound(rid)
-        if self.slots[owner].mark_prefill_completed(rid, now):
+            raise errors.RequestNotFound(rid)
+        if self.slots[owner].mark_prefill_completed(rid, at):
             self._publish(owner, [], [])
 
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
-        rid = check_request_id(request_id)
-        now = check_instant(now)
-        owner = self._owner(rid, worker)
+        rid, at, named = law.check_request_args(request_id, now, worker)
+        owner = law.check_fence(rid, named, self.index.get(rid))
         if owner is None:
             return False
         del self.index[rid]
-        removed = self.slots[owner].free(rid, now)
+        removed = self.slots[owner].free(rid, at)
         self._publish(owner, [], removed or [])
         return True
 
@@ -480,23 +439,14 @@ class SlotTracker:
 
     def loads(self, now: object) -> FrozenMap[Rank, WorkerLoad]:
         now = check_instant(now)
-        return FrozenMap({
-            rank: WorkerLoad(self._decayed_tokens(v.load.prefill, now), v.load.active_blocks, v.load.active_requests)
-            for rank, v in self.registry.items()
-        })
+        return FrozenMap({rank: law.load_row(self._decayed_tokens(v.load.prefill, now), v.load) for rank, v in self.registry.items()})
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
-        q = check_token_sequence(query) or ()
-        isl = check_uint(new_isl_tokens, "new_isl_tokens")
-        now = check_instant(now)
-        out = {}
-        for rank, v in self.registry.items():
-            depth = 0
-            while depth < len(q) and q[: depth + 1] in v.membership:
-                depth += 1
-            tokens = min(self._decayed_tokens(v.load.prefill, now) + isl, U64_MAX)
-            out[rank] = PotentialLoad(tokens, v.load.active_blocks + len(q) - depth, v.load.active_requests)
-        return FrozenMap(out)
+        q, isl, now = law.check_potential_loads_args(query, new_isl_tokens, now)
+        return FrozenMap({
+            rank: law.potential_load_row(self._decayed_tokens(v.load.prefill, now), v.load, q, law.overlap_depth(v.membership, q), isl)
+            for rank, v in self.registry.items()
+        })
 
     def modeled_remaining_prefill_times(self, now: object) -> FrozenMap[Rank, Any]:
         now = check_instant(now)
@@ -504,7 +454,7 @@ class SlotTracker:
         for rank, v in self.registry.items():
             try:
                 out[rank] = self._remaining_ms(v.load.prefill, now)
-            except MissingExpectedDuration as missing:
+            except errors.MissingExpectedDuration as missing:
                 out[rank] = missing
         return FrozenMap(out)
 

@@ -15,6 +15,7 @@ The radix tree:
 7. ``dump``        - the dump and the abstract index, for any tree.
 8. ``invariants``  - every structural invariant as a named predicate.
 9. ``contract``    - the shape-free contract: held and reachable blocks, score bounds.
+10. ``api``        - the Protocols a ``--target`` provides: the tree API, the slot-tracker API.
 
 The active-sequence state: ``sequence_inputs``, ``sequence_errors``, ``prefill`` (anchor,
 credit, modeled remaining time), ``token_load``, ``sequences`` (one slot), ``slot_tracker``
@@ -27,3 +28,9 @@ Each function's docstring states its rule and names its source section (the rese
 the seeds under ``shared/seeds``, or an observation of the real package recorded in
 ``docs/*-findings.md``).
 """
+
+if __name__ != "kvproof.spec":
+    raise ImportError(
+        f"import kvproof.spec, not {__name__}: the spec/ folder is installed as the package kvproof.spec"
+        " (pyproject package-dir), and importing it by its folder name would load a second copy of every module"
+    )

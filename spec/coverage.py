@@ -16,18 +16,23 @@ Worked example (crtc.md §3.5, Dynamo test ``split_moves_cutoffs_at_and_past_the
     cutoffs   = {1: 1, 2: 3, 3: 5, 301: 4}   rank 2 holds b0..b2, rank 3 holds b0..b4
 
 ``current_cutoff`` reads coverage as one number (``len`` for full ranks, 0 for strangers);
-``cover_prefix`` only ever raises it; ``remove_at`` only ever lowers it. Everything in this
-module is a pure function of frozen data.
+``cover_prefix`` only ever raises it; ``remove_at`` only ever lowers it. ``removal_run``
+groups a removal batch into one cut per node and ``stale_hashes`` names the lookup entries
+a cut scrubs. Everything in this module is a pure function of frozen data (given pure
+accessors), except ``remove_batch``: it states the batch rule by driving the tree's own
+removal callback.
 
 Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State", "Removal".
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .arith import PY, Arith
+from .errors import BlockNotFound
 from .primitives import EMPTY_MAP, Block, FrozenMap, Rank
 
 
@@ -163,3 +168,77 @@ def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]
     if new == old:
         return state, range(old, old)
     return with_cutoff(state, rank, new), range(new, old)
+
+
+def removal_run(
+    hashes: Sequence[int],
+    i: int,
+    position_of: Callable[[int], int | None],
+    covered: Callable[[int], bool],
+    same_node: Callable[[int], bool],
+) -> tuple[int, int]:
+    """Return ``(end, low)``: ``hashes[i:end]`` is removed from one node with one cut at position ``low``.
+
+    ``hashes[i]`` is on the node's edge at ``position_of(hashes[i])``. If the rank covers it,
+    the run absorbs each following hash that names the same node (``same_node``), is on the
+    edge and is covered there, and stops at the first that is not; a hash already in the
+    run ends it too (its lookup entry is gone with the first occurrence). The cut is at the
+    lowest position of the run, so a batch that lists a chain tail-first uncovers it in one
+    step. If the rank does not cover ``hashes[i]``, the run is that hash alone.
+
+    Source: crtc.md §4.1 ``remove_worker_for_leading_hashes`` (grouped removal);
+    docs/dynamo-findings.md F3.
+    """
+    low = position_of(hashes[i])
+    assert low is not None, "the run starts at a hash on the node's edge"
+    end = i + 1
+    if covered(low):
+        seen = {hashes[i]}
+        while end < len(hashes) and hashes[end] not in seen and same_node(hashes[end]):
+            p = position_of(hashes[end])
+            if p is None or not covered(p):
+                break
+            seen.add(hashes[end])
+            low = min(low, p)
+            end += 1
+    return end, low
+
+
+def stale_hashes(edge: tuple[Block, ...], uncovered: range, removed: int) -> list[int]:
+    """Return the hashes whose lookup entries a removal scrubs: the newly uncovered blocks, or the removed hash.
+
+    After a cut, the entries of the blocks in ``uncovered`` (``[new, old)`` cutoff, from
+    ``remove_at``) are scrubbed by hash, whichever node they name; a removal that uncovered
+    nothing (the block was already gone) scrubs the removed hash alone.
+
+    Source: crtc.md §12 item 4, E33; PR #10836 (only the newly uncovered suffix);
+    docs/dynamo-findings.md F3.
+    """
+    if uncovered:
+        return [block.ext for block in edge[uncovered.start : uncovered.stop]]
+    return [removed]
+
+
+def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, set[int]], int | None]) -> None:
+    """Apply a ``removed`` batch: every hash the rank holds is removed first, then the first one it did not hold is reported.
+
+    ``remove_from(i, scrubbed)`` removes the run that starts at ``hashes[i]`` and returns how
+    many hashes it consumed (at least 1), or None when the rank does not hold ``hashes[i]``;
+    ``scrubbed`` collects the hashes this batch has scrubbed so far (a hash with no entry
+    that is in it was removed by this batch and is skipped silently). After the whole
+    batch, the first hash not held raises ``BlockNotFound``: the one non-atomic rejection
+    (Dynamo's RadixTree applies the valid hashes of a batch before it fails).
+
+    Source: crtc.md §12 item 4, experiments E4 and E39; spec.errors.
+    """
+    scrubbed: set[int] = set()
+    missing: int | None = None
+    i = 0
+    while i < len(hashes):
+        consumed = remove_from(i, scrubbed)
+        if consumed is None:
+            missing = hashes[i] if missing is None else missing
+            consumed = 1
+        i += consumed
+    if missing is not None:
+        raise BlockNotFound(f"Failed to find block {missing} for {rank}")

@@ -2,8 +2,9 @@
 
 Both walk any tree given two accessors: ``state_of(node) -> EdgeState`` and
 ``children_of(node) -> Mapping[first local hash, node]``. The sequential reference and the
-concurrent implementation call the same functions, so their dumps and snapshots follow one
-rule.
+concurrent implementation mix in ``TreeReads``, which answers ``dump_tree_as_events``
+(``dump_router_events``), ``snapshot`` and ``shape`` with these functions, so their dumps and
+snapshots follow one rule.
 
 **Dump.** Breadth first from the root's children. Chains are merged: a node with no cutoffs
 whose only live child (a child some rank holds) has no cutoffs and the same full set is
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .coverage import EdgeState, holders
-from .events import Stored
+from .events import KvCacheEvent, Stored, encode_router_event
 from .primitives import Rank
 
 N = TypeVar("N")
@@ -66,6 +67,18 @@ def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[tup
     return out
 
 
+def dump_router_events(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[str]:
+    """Return the dump as ``RouterEvent`` JSON lines, numbered from 0: what ``dump_tree_as_events`` returns.
+
+    Each ``(rank, Stored)`` pair of ``dump_chains`` becomes one line, its ``event_id`` its
+    index, its ``dp_rank`` and ``worker_id`` the rank's (``spec.events.encode_router_event``).
+    """
+    return [
+        encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
+        for i, (rank, stored) in enumerate(dump_chains(root, state_of, children_of))
+    ]
+
+
 def credited_index(root: N, state_of: StateOf, children_of: ChildrenOf) -> dict[Rank, frozenset[int]]:
     """Return, per rank, the external hashes a query can credit it with."""
     index: dict[Rank, set[int]] = {}
@@ -98,3 +111,44 @@ def tree_shape(root: N, state_of: StateOf, children_of: ChildrenOf, internal_of:
         out.append((key, state.edge, state.full_edge_workers, dict(state.worker_cutoffs), internal_of(node)))
         stack.extend((key, c) for c in children_of(node).values())
     return sorted(out, key=repr)
+
+
+class TreeReads:
+    """The whole-tree reads, answered by the functions above for any tree that has a ``root``.
+
+    A tree mixes this in and says how to read one of its nodes: ``state_of(node)`` (its
+    ``EdgeState``; no default), ``children_of(node)`` (first local hash -> child; default
+    ``node.children``) and ``internal_of(node)`` (the sticky flag; default ``node.internal``).
+    Every method only reads; a concurrent tree calls them at quiescence. So the reference
+    and the concurrent tree dump, snapshot and show their shape by one rule.
+    """
+
+    root: Any
+
+    @staticmethod
+    def state_of(node: Any) -> EdgeState:
+        raise NotImplementedError
+
+    @staticmethod
+    def children_of(node: Any) -> Mapping[int, Any]:
+        return node.children
+
+    @staticmethod
+    def internal_of(node: Any) -> bool:
+        return node.internal
+
+    def dump_tree_as_events(self) -> list[str]:
+        """Return the tree as ``RouterEvent`` JSON strings; applied in order to an empty tree they rebuild it."""
+        return dump_router_events(self.root, self.state_of, self.children_of)
+
+    def snapshot(self) -> dict[Rank, frozenset[int]]:
+        """Return the spec's abstract index: for each rank, the external hashes a query can credit it with."""
+        return credited_index(self.root, self.state_of, self.children_of)
+
+    def shape(self) -> list[tuple]:
+        """Return the reachable tree as ``(path, edge, full, cutoffs, internal)`` tuples (``tree_shape``)."""
+        return tree_shape(self.root, self.state_of, self.children_of, self.internal_of)
+
+    def child_states(self, node: Any) -> dict[int, EdgeState]:
+        """Return ``node``'s children as first local hash -> edge state (what ``spec.invariants`` checks)."""
+        return {key: self.state_of(child) for key, child in self.children_of(node).items()}

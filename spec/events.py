@@ -1,4 +1,4 @@
-"""KV cache events, the non-event operations, and their wire format.
+"""KV cache events, their wire format, and the front door that turns a payload into a ranked event.
 
 Data
 ----
@@ -8,8 +8,9 @@ Data
   several sequences.
 - ``Cleared()``: the rank dropped everything. It is a per-rank reset (the emitting
   ``(worker_id, dp_rank)`` only).
-- ``RemoveWorker(worker_id)``: operation, not event. Drop every rank of a worker.
-- ``RemoveWorkerDpRank(worker_id, dp_rank)``: operation. Drop one rank.
+
+The front door every tree shares is ``parse_event`` (worker id, decode, rank) followed by
+``dispatch``; ``check_rank`` is the front door of ``remove_worker_dp_rank``.
 
 Wire format (Dynamo ``KvCacheEvent``, JSON, snake_case tags)::
 
@@ -29,12 +30,12 @@ Source: crtc.md §1 "Events"; Dynamo ``protocols.rs``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
-from .errors import MalformedEvent
-from .primitives import U32_MAX, U64_MAX, Block, Rank
+from .errors import InvalidArgument, InvalidArgumentType, InvalidBlockSequence, MalformedEvent
+from .primitives import U32_MAX, U64_MAX, Block, Rank, is_int, is_uint
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,21 +76,6 @@ class KvCacheEvent:
     dp_rank: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class RemoveWorker:
-    """Operation: drop every rank of ``worker_id``."""
-
-    worker_id: int
-
-
-@dataclass(frozen=True, slots=True)
-class RemoveWorkerDpRank:
-    """Operation: drop the one rank ``(worker_id, dp_rank)``."""
-
-    worker_id: int
-    dp_rank: int
-
-
 # ---------------------------------------------------------------------------------------
 # Decoding
 
@@ -98,12 +84,11 @@ def _fail(path: str, message: str) -> MalformedEvent:
     return MalformedEvent(f"Failed to deserialize KvCacheEvent: {path}: {message}")
 
 
-def check_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
-    """Return ``value`` if it is an integer in ``[0, bound]``; raise ``MalformedEvent`` otherwise."""
-    # bool is an int subclass in Python but not a JSON integer.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {value!r}")
-    if not 0 <= value <= bound:
+def check_wire_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
+    """Return ``value`` if it is a wire unsigned integer in ``[0, bound]`` (``is_uint``); raise ``MalformedEvent`` otherwise."""
+    if not is_uint(value, bound):
+        if not is_int(value):  # a JSON true is not an integer
+            raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {value!r}")
         raise _fail(path, f"integer {value} out of range [0, {bound}]")
     return value
 
@@ -124,18 +109,18 @@ def _decode_stored(body: Any) -> Stored:
     body = _mapping(body, "data.stored")
     parent = body.get("parent_hash")
     if parent is not None:
-        parent = check_uint(parent, "data.stored.parent_hash")
+        parent = check_wire_uint(parent, "data.stored.parent_hash")
     start = body.get("start_position")
     if start is not None:
-        check_uint(start, "data.stored.start_position", U32_MAX)
+        check_wire_uint(start, "data.stored.start_position", U32_MAX)
     raw_blocks = _field(body, "blocks", "data.stored")
     if not isinstance(raw_blocks, list):
         raise _fail("data.stored.blocks", "expected a list")
     blocks = []
     for i, raw in enumerate(raw_blocks):
         raw = _mapping(raw, f"data.stored.blocks[{i}]")
-        ext = check_uint(_field(raw, "block_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].block_hash")
-        local = check_uint(_field(raw, "tokens_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].tokens_hash")
+        ext = check_wire_uint(_field(raw, "block_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].block_hash")
+        local = check_wire_uint(_field(raw, "tokens_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].tokens_hash")
         blocks.append(Block(local, ext))
     return Stored(parent, tuple(blocks))
 
@@ -145,7 +130,7 @@ def _decode_removed(body: Any) -> Removed:
     hashes = _field(body, "block_hashes", "data.removed")
     if not isinstance(hashes, list):
         raise _fail("data.removed.block_hashes", "expected a list")
-    return Removed(tuple(check_uint(h, f"data.removed.block_hashes[{i}]") for i, h in enumerate(hashes)))
+    return Removed(tuple(check_wire_uint(h, f"data.removed.block_hashes[{i}]") for i, h in enumerate(hashes)))
 
 
 def decode_event_data(data: Any) -> EventData:
@@ -188,21 +173,81 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
 def decode_event(payload: bytes | bytearray | str | Mapping[str, Any]) -> KvCacheEvent:
     """Decode Dynamo's KvCacheEvent JSON into a ``KvCacheEvent``; ``MalformedEvent`` if it does not decode."""
     obj = load_json(payload)
-    event_id = check_uint(_field(obj, "event_id", "<root>"), "event_id")
+    event_id = check_wire_uint(_field(obj, "event_id", "<root>"), "event_id")
     dp_rank = obj.get("dp_rank")
-    dp_rank = 0 if dp_rank is None else check_uint(dp_rank, "dp_rank", U32_MAX)
+    dp_rank = 0 if dp_rank is None else check_wire_uint(dp_rank, "dp_rank", U32_MAX)
     return KvCacheEvent(event_id, decode_event_data(_field(obj, "data", "<root>")), dp_rank)
 
 
 def check_worker_id(worker_id: Any) -> int:
-    """Return ``worker_id`` if it is a u64; raise a typed error otherwise."""
-    from .errors import InvalidArgument, InvalidArgumentType
-
-    if isinstance(worker_id, bool) or not isinstance(worker_id, int):
-        raise InvalidArgumentType(f"worker_id must be an int, got {type(worker_id).__name__}")
-    if not 0 <= worker_id <= U64_MAX:
+    """Return ``worker_id`` if it is a u64; raise ``InvalidArgumentType`` / ``InvalidArgument`` otherwise."""
+    if not is_uint(worker_id, U64_MAX):
+        if not is_int(worker_id):
+            raise InvalidArgumentType(f"worker_id must be an int, got {type(worker_id).__name__}")
         raise InvalidArgument(f"worker_id {worker_id} is not a u64")
     return worker_id
+
+
+def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
+    """Return the rank ``(worker_id, dp_rank)`` a ``remove_worker_dp_rank`` call names.
+
+    The worker id is checked first (``check_worker_id``), then the dp rank as a u32
+    (``MalformedEvent``, as the binding reports it).
+    """
+    worker_id = check_worker_id(worker_id)
+    return Rank(worker_id, check_wire_uint(dp_rank, "dp_rank", U32_MAX))
+
+
+Payload = Union[bytes, bytearray, str, Mapping[str, Any]]
+
+
+def parse_event(worker_id: Any, payload: Payload | KvCacheEvent) -> tuple[Rank, KvCacheEvent]:
+    """Return the rank an event applies to and the decoded event: every tree's front door.
+
+    The worker id is checked before the payload is decoded (so a bad id wins over a bad
+    payload); a payload that is already a ``KvCacheEvent`` is taken as is; the event
+    applies to ``(worker_id, event.dp_rank)``. Nothing here touches a tree, so a rejected
+    call changes nothing.
+
+    Source: crtc.md §1 "Events" (``apply_event(worker_id, bytes)``, ``dp_rank`` default 0).
+    """
+    worker_id = check_worker_id(worker_id)
+    event = payload if isinstance(payload, KvCacheEvent) else decode_event(payload)
+    return Rank(worker_id, event.dp_rank), event
+
+
+R = TypeVar("R")
+
+
+def dispatch(
+    data: EventData,
+    on_stored: Callable[[Stored], R],
+    on_removed: Callable[[Removed], R],
+    on_cleared: Callable[[Cleared], R],
+) -> R:
+    """Call the handler of ``data``'s variant (the event set is closed: anything else is a ``TypeError``)."""
+    if isinstance(data, Stored):
+        return on_stored(data)
+    if isinstance(data, Removed):
+        return on_removed(data)
+    if isinstance(data, Cleared):
+        return on_cleared(data)
+    raise TypeError(f"not an event: {data!r}")
+
+
+def is_self_parented(stored: Stored) -> bool:
+    """Check if a store names its own parent among its blocks.
+
+    Such a store is rejected with ``InvalidBlockSequence`` before anything changes (the plain
+    RadixTree's rule; crtc.md §12 item 1, experiment E14).
+    """
+    return stored.parent_hash is not None and any(b.ext == stored.parent_hash for b in stored.blocks)
+
+
+def check_not_self_parented(stored: Stored) -> None:
+    """Raise ``InvalidBlockSequence`` if ``stored`` names its own parent (``is_self_parented``; E14)."""
+    if is_self_parented(stored):
+        raise InvalidBlockSequence(f"block sequence contains its parent hash {stored.parent_hash}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,10 +295,5 @@ def encode_router_event(worker_id: int, event: KvCacheEvent) -> str:
 def decode_router_event(payload: bytes | str | Mapping[str, Any]) -> tuple[int, KvCacheEvent]:
     """Decode one ``dump_tree_as_events`` entry into ``(worker_id, event)``."""
     obj = load_json(payload, "RouterEvent")
-    worker_id = check_uint(_field(obj, "worker_id", "<root>"), "worker_id")
+    worker_id = check_wire_uint(_field(obj, "worker_id", "<root>"), "worker_id")
     return worker_id, decode_event(_field(obj, "event", "<root>"))
-
-
-def rank_of(worker_id: int, event: KvCacheEvent) -> Rank:
-    """Return the rank an event applies to."""
-    return Rank(worker_id, event.dp_rank)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .coverage import EdgeState, covers
+from .shape import should_clear_children
 
 
 def edge_position(edge: tuple, ext: int) -> int | None:
@@ -24,6 +25,16 @@ def edge_position(edge: tuple, ext: int) -> int | None:
         if edge[i].ext == ext:
             return i
     return None
+
+
+def edge_index_of(edge: tuple) -> dict[int, int]:
+    """Return the edge index: each external hash of ``edge`` -> its position, a repeated hash -> its last.
+
+    Both trees keep this index beside each edge (``edge_position`` without the scan).
+
+    Source: crtc.md §2 "edge_index ... A repeated hash resolves to its last position".
+    """
+    return {block.ext: i for i, block in enumerate(edge)}
 
 
 def is_edge_nonempty(state: EdgeState) -> bool:
@@ -53,19 +64,16 @@ def is_internal_if_it_has_children(internal: bool, child_count: int) -> bool:
 
 
 def is_holderless_childless(state: EdgeState, child_count: int) -> bool:
-    """Check if a node with no full-edge worker has no children (removal clears them).
+    """Check if a node with no full-edge worker has no children (removal clears them: ``should_clear_children``).
 
     Source: seed 004 "Removal" ("removal may clear children only when no full-edge workers remain").
     """
-    return bool(state.full_edge_workers) or child_count == 0
+    return not should_clear_children(state, child_count)
 
 
 def is_edge_index_consistent(edge: tuple, edge_index: Mapping[int, int]) -> bool:
     """Check if the edge index maps every external hash of the edge to its last position, and nothing else."""
-    expected = {}
-    for i, block in enumerate(edge):
-        expected[block.ext] = i
-    return dict(edge_index) == expected
+    return dict(edge_index) == edge_index_of(edge)
 
 
 def is_lookup_entry_on_holder(state: EdgeState, rank, ext: int) -> bool:

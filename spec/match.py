@@ -28,7 +28,7 @@ from typing import Any, Optional, Protocol
 from .arith import PY, Arith
 from .coverage import EdgeState
 from .errors import InvalidArgument, InvalidArgumentType
-from .primitives import U64_MAX, Rank
+from .primitives import U64_MAX, Rank, is_int, is_uint
 
 
 class NodeView(Protocol):
@@ -146,9 +146,9 @@ def check_query(sequence: Iterable[object]) -> list[int]:
         raise InvalidArgumentType(f"sequence must be a sequence of ints, got {type(sequence).__name__}")
     query = []
     for i, x in enumerate(sequence):
-        if isinstance(x, bool) or not isinstance(x, int):
-            raise InvalidArgumentType(f"sequence[{i}] must be an int, got {type(x).__name__}")
-        if not 0 <= x <= U64_MAX:
+        if not is_uint(x, U64_MAX):
+            if not is_int(x):
+                raise InvalidArgumentType(f"sequence[{i}] must be an int, got {type(x).__name__}")
             raise InvalidArgument(f"sequence[{i}] = {x} is not a u64")
         query.append(x)
     return query

@@ -99,11 +99,6 @@ IDLE_PREFILL_SNAPSHOT = PrefillLoadSnapshot()
 # ----------------------------------------------------------------------------- predicates
 
 
-def is_modeled(entry: PrefillEntry) -> bool:
-    """Check if a prefill has an expected duration."""
-    return entry.duration is not None
-
-
 def is_prefill_tracked(track_prefill_tokens: bool, hint: PrefillLoadHint | None) -> bool:
     """Check if an admitted request's prefill is tracked: the flag is set and the hint has tokens.
 

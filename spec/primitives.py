@@ -25,7 +25,7 @@ local-hash chain from the root, so it is unique per position. Streams that break
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import NamedTuple, NewType, TypeVar
+from typing import Any, NamedTuple, NewType, TypeGuard, TypeVar, overload
 
 LocalBlockHash = NewType("LocalBlockHash", int)
 """Hash of the tokens of one block (u64)."""
@@ -49,6 +49,37 @@ class WorkerWithDpRank(NamedTuple):
 
 
 Rank = WorkerWithDpRank
+"""The one alias of ``WorkerWithDpRank``; every layer imports it from here."""
+
+
+T = TypeVar("T")
+
+
+@overload
+def is_int(value: object) -> TypeGuard[int]: ...
+@overload
+def is_int(value: object, kinds: type[T] | tuple[type[T], ...]) -> TypeGuard[T]: ...
+def is_int(value: object, kinds: Any = int) -> bool:
+    """Check if ``value`` is an instance of ``kinds`` (``int`` unless told) and not a ``bool``.
+
+    ``bool`` is an ``int`` subclass in Python, but neither JSON nor Dynamo's typed APIs take
+    ``true`` for ``1``: every argument and wire check rejects it by type.
+    """
+    return isinstance(value, kinds) and not isinstance(value, bool)
+
+
+def is_uint(value: object, bound: int = U64_MAX) -> TypeGuard[int]:
+    """Check if ``value`` is an unsigned integer of the domain: an ``int``, not a ``bool``, in ``[0, bound]``.
+
+    Every family wraps it in its own raise (the error types rightly differ: wire
+    ``MalformedEvent``, tree ``InvalidArgument*``, sequence ``InvalidSequenceArgument``,
+    state-layout ``StateArgument*``), raising its type error when ``is_int`` fails and its
+    range error otherwise.
+
+        >>> is_uint(0), is_uint(2**64), is_uint(True), is_uint(4, bound=3)
+        (True, False, False, False)
+    """
+    return is_int(value) and 0 <= value <= bound
 
 
 class Block(NamedTuple):

@@ -17,11 +17,12 @@ import operator
 from fractions import Fraction
 
 from .deepinfer_errors import InvalidQuantity, InvalidQuantityType
+from .primitives import is_int
 
 
 def as_count(name: str, value: object, minimum: int = 0) -> int:
     """Return ``value`` as an int >= ``minimum``; reject bools, floats and strings by type."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value, numbers.Integral):
         raise InvalidQuantityType(f"{name} must be an integer, not {type(value).__name__} {value!r}")
     value = operator.index(value)
     if value < minimum:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank
+from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank, is_int, is_uint
 from .sequence_errors import (
     InvalidDuration,
     InvalidInstant,
@@ -71,12 +71,8 @@ def secs_f64(duration: int) -> float:
 # ----------------------------------------------------------------------------- checks
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _nanos(value: object, what: str, error: type[InvalidSequenceArgument], upper: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_int(value, (int, float)):
         raise SequenceArgumentTypeError(f"{what} must be an int of nanoseconds, got {type(value).__name__}")
     if isinstance(value, float):
         # A float is a number of nanoseconds; it must be finite before it can be truncated.
@@ -108,11 +104,11 @@ def check_duration(value: object) -> int | None:
     return _nanos(value, "expected_prefill_duration", InvalidDuration, DURATION_MAX)
 
 
-def check_uint(value: object, what: str, upper: int = U64_MAX) -> int:
-    """Return ``value`` if it is an int in ``[0, upper]``; otherwise raise a typed error."""
-    if not _is_int(value):
-        raise SequenceArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")
-    if not 0 <= value <= upper:
+def check_arg_uint(value: object, what: str, upper: int = U64_MAX) -> int:
+    """Return ``value`` if it is an int in ``[0, upper]`` (``is_uint``); otherwise ``SequenceArgumentTypeError`` / ``InvalidSequenceArgument``."""
+    if not is_uint(value, upper):
+        if not is_int(value):
+            raise SequenceArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")
         raise InvalidSequenceArgument(f"{what} {value} is outside [0, {upper}]")
     return value
 
@@ -128,7 +124,7 @@ def check_worker(value: object) -> WorkerWithDpRank:
     """Return ``value`` as a ``WorkerWithDpRank`` (u64 worker id, u32 dp rank)."""
     if not isinstance(value, tuple) or len(value) != 2:
         raise SequenceArgumentTypeError(f"worker must be a (worker_id, dp_rank) pair, got {value!r}")
-    return WorkerWithDpRank(check_uint(value[0], "worker_id"), check_uint(value[1], "dp_rank", U32_MAX))
+    return WorkerWithDpRank(check_arg_uint(value[0], "worker_id"), check_arg_uint(value[1], "dp_rank", U32_MAX))
 
 
 def check_token_sequence(value: object) -> tuple[int, ...] | None:
@@ -137,7 +133,7 @@ def check_token_sequence(value: object) -> tuple[int, ...] | None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise SequenceArgumentTypeError(f"token_sequence must be a sequence of ints, got {type(value).__name__}")
-    return tuple(check_uint(h, "sequence hash") for h in value)
+    return tuple(check_arg_uint(h, "sequence hash") for h in value)
 
 
 # ----------------------------------------------------------------------------- requests
@@ -176,7 +172,7 @@ def check_hint(value: object) -> PrefillLoadHint | None:
     if not isinstance(value, PrefillLoadHint):
         raise SequenceArgumentTypeError(f"prefill_load_hint must be a PrefillLoadHint, got {type(value).__name__}")
     return PrefillLoadHint(
-        check_uint(value.initial_effective_prefill_tokens, "initial_effective_prefill_tokens"),
+        check_arg_uint(value.initial_effective_prefill_tokens, "initial_effective_prefill_tokens"),
         check_duration(value.expected_prefill_duration),
     )
 
@@ -193,6 +189,6 @@ def check_sequence_request(value: object) -> SequenceRequest:
         check_worker(value.worker),
         check_token_sequence(value.token_sequence),
         value.track_prefill_tokens,
-        None if output is None else check_uint(output, "expected_output_tokens", U32_MAX),
+        None if output is None else check_arg_uint(output, "expected_output_tokens", U32_MAX),
         check_hint(value.prefill_load_hint),
     )

@@ -244,3 +244,17 @@ __all__ = [
     "plan_store_at",
     "split_at",
 ]
+
+
+def should_clear_children(state: EdgeState, child_count: int) -> bool:
+    """Check if a removal (or a dropped rank) clears a node's children: it has some, and no full-edge worker remains.
+
+    A rank that holds only a prefix of the edge holds nothing below it, so once no rank
+    holds the whole edge the subtree is unreachable for every query and is dropped; the
+    ``internal`` flag stays set (sticky). The tree invariant
+    ``spec.invariants.is_holderless_childless`` is exactly "this never needs to fire".
+
+    Source: seed 004 "Removal" ("removal may clear children only when no full-edge workers
+    remain"); crtc.md §4.1.
+    """
+    return child_count > 0 and not state.full_edge_workers

@@ -30,11 +30,13 @@ add"; §5 "PromptRegistry projection"; §8.2-§8.3 (routes and codes confirmed o
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from . import sequences as single
 from .prefill import modeled_remaining_prefill_ms
-from .primitives import EMPTY_MAP, U32_MAX, U64_MAX, FrozenMap, WorkerWithDpRank
+from .primitives import EMPTY_MAP, U32_MAX, U64_MAX, FrozenMap, Rank
 from .sequence_errors import (
     DuplicateRequest,
     DuplicateWorker,
@@ -48,18 +50,17 @@ from .sequence_errors import (
     WrongWorker,
 )
 from .sequence_inputs import (
+    SequenceRequest,
+    check_arg_uint,
     check_duration,
     check_instant,
     check_request_id,
     check_sequence_request,
     check_token_sequence,
-    check_uint,
     check_worker,
 )
 from .sequences import DEFAULT_EXPIRY, ActiveSequencesState, Path, WorkerLoadSnapshot
 from .token_load import active_prefill_tokens
-
-Rank = WorkerWithDpRank
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
     Source: sequences.md §1 "WorkerTable" (``InvalidDpSize``, ``InvalidDpRange``); §8.3
     (start 4294967295 size 1 is 400; start 4294967294 size 1 is accepted).
     """
-    start, size = check_uint(dp_start, "dp_start", U32_MAX), check_uint(dp_size, "dp_size", U32_MAX)
+    start, size = check_arg_uint(dp_start, "dp_start", U32_MAX), check_arg_uint(dp_size, "dp_size", U32_MAX)
     if size == 0:
         raise InvalidDpRange("dp_size must be greater than 0")
     if start + size > U32_MAX:
@@ -165,16 +166,32 @@ def on_register_worker(state: SlotTrackerState, worker_id: object, dp_start: obj
     Source: sequences.md §1 ``register_worker`` (``DuplicateWorker``), "A worker that is
     removed and re-added starts empty"; §8.2 ``POST /register``.
     """
-    wid = check_uint(worker_id, "worker_id")
-    dp = check_dp_range(dp_start, dp_size)
-    now = check_instant(now)
-    if wid in state.worker_table.ranges:
-        raise DuplicateWorker(wid)
+    wid, dp, now = check_register_args(worker_id, dp_start, dp_size, now)
+    check_new_worker(state.worker_table.ranges, wid)
     sequences = dict(state.sequences)
     for rank in dp_ranks(wid, dp):
         sequences[rank] = single.new_active_sequences(now)
     table = WorkerTable(state.worker_table.ranges.set(wid, dp))
     return SlotTrackerState(table, state.request_index, FrozenMap(sequences), state.expiry)
+
+
+def check_register_args(worker_id: object, dp_start: object, dp_size: object, now: object) -> tuple[int, DpRange, int]:
+    """Return the checked arguments of ``register_worker``; the first bad one wins: worker id, dp range, time.
+
+    Source: sequences.md §1 ``register_worker``; §8.3 (422 for a wrong type, 400 for a bad range).
+    """
+    wid = check_arg_uint(worker_id, "worker_id")
+    dp = check_dp_range(dp_start, dp_size)
+    return wid, dp, check_instant(now)
+
+
+def check_new_worker(ranges: Mapping[int, DpRange], worker_id: int) -> None:
+    """Raise ``DuplicateWorker`` if ``worker_id`` is registered already (after the arguments are checked).
+
+    Source: sequences.md §1 ``register_worker`` (strict on duplicates).
+    """
+    if worker_id in ranges:
+        raise DuplicateWorker(worker_id)
 
 
 def on_unregister_worker(state: SlotTrackerState, worker_id: object) -> SlotTrackerState:
@@ -183,7 +200,7 @@ def on_unregister_worker(state: SlotTrackerState, worker_id: object) -> SlotTrac
     Source: sequences.md §1 ``unregister_worker`` (strict), "the orchestrator then removes the
     removed workers' request mappings and registry entries"; §8.3.
     """
-    wid = check_uint(worker_id, "worker_id")
+    wid = check_arg_uint(worker_id, "worker_id")
     if wid not in state.worker_table.ranges:
         raise UnknownWorker(wid)
     gone = set(dp_ranks(wid, state.worker_table.ranges[wid]))
@@ -216,16 +233,9 @@ def on_add_request(state: SlotTrackerState, request: object, now: object) -> Slo
     Source: sequences.md §1 "Unknown worker on add", "RequestIndex" (``try_insert_request``
     before ``ActiveSequences`` is touched); §2 "Add"; §8.3.
     """
-    request = check_sequence_request(request)
-    now = check_instant(now)
-    seq = state.sequences.get(request.worker)
-    if seq is None:
-        raise WorkerNotFound(request.worker)
-    owner = owner_of(state, request.request_id)
-    if owner is not None:
-        raise DuplicateRequest(request.request_id, owner)
-    if single.would_overflow_tokens(seq, request):
-        raise TokenLoadOverflow(f"prefill tokens of {request.worker!r} would pass u64")
+    request, now = check_add_args(request, now)
+    seq = check_slot(state.sequences.get(request.worker), request.worker)
+    check_admission(request, owner_of(state, request.request_id), lambda: single.would_overflow_tokens(seq, request))
     seq, expired = single.on_add_request(seq, request, now, state.expiry)
     index = dict(state.request_index)
     for rid in expired:
@@ -234,12 +244,63 @@ def on_add_request(state: SlotTrackerState, request: object, now: object) -> Slo
     return _with_slot(state, request.worker, seq, FrozenMap(index))
 
 
-def _owner_fenced(state: SlotTrackerState, request_id: str, worker: object) -> Rank | None:
-    owner = owner_of(state, request_id)
-    if worker is not None:
-        named = check_worker(worker)
-        if owner is not None and named != owner:
-            raise WrongWorker(request_id, named, owner)
+def check_add_args(request: object, now: object) -> tuple[SequenceRequest, int]:
+    """Return the checked arguments of ``add_request``: the request first, then the time.
+
+    Source: sequences.md §8.3 (422 for a malformed request body).
+    """
+    request = check_sequence_request(request)
+    return request, check_instant(now)
+
+
+S = TypeVar("S")
+
+
+def check_slot(slot: S | None, worker: Rank) -> S:
+    """Return the slot an add names, or raise ``WorkerNotFound``: the first rejection of a well-formed add.
+
+    It wins over a booked id (confirmed on 1.6.1), so it is checked before ``check_admission``.
+
+    Source: sequences.md §1 "Unknown worker on add"; §8.3.
+    """
+    if slot is None:
+        raise WorkerNotFound(worker)
+    return slot
+
+
+def check_admission(request: SequenceRequest, owner: Rank | None, overflows: Callable[[], bool]) -> None:
+    """Admit or reject an add on a registered slot: a booked id anywhere wins, then a token sum past u64.
+
+    ``owner`` is the slot the RequestIndex books ``request.request_id`` on (None: unbooked),
+    so ``DuplicateRequest`` names it; ``overflows()`` is asked only for an unbooked id and
+    says if the slot's prefill token sum would pass u64 (``TokenLoadOverflow``).
+
+    Source: sequences.md §1 "RequestIndex" (``try_insert_request`` before ``ActiveSequences``
+    is touched); docs/sequences-findings.md S1 (the overflow).
+    """
+    if owner is not None:
+        raise DuplicateRequest(request.request_id, owner)
+    if overflows():
+        raise TokenLoadOverflow(f"prefill tokens of {request.worker!r} would pass u64")
+
+
+def check_request_args(request_id: object, now: object, worker: object) -> tuple[str, int, Rank | None]:
+    """Return the checked arguments of ``mark_prefill_completed`` / ``free``: id, time, then the fence worker (None: unfenced)."""
+    rid = check_request_id(request_id)
+    now = check_instant(now)
+    return rid, now, None if worker is None else check_worker(worker)
+
+
+def check_fence(request_id: str, named: Rank | None, owner: Rank | None) -> Rank | None:
+    """Return ``owner``, or raise ``WrongWorker`` if the call names a worker and the request is booked on another one.
+
+    An unfenced call (``named`` None) and an unbooked id (``owner`` None) pass; the caller then decides
+    (``RequestNotFound`` for a mark, a no-op for a free).
+
+    Source: sequences.md §5 "Replica sync" (stale-worker marks and frees are rejected).
+    """
+    if named is not None and owner is not None and named != owner:
+        raise WrongWorker(request_id, named, owner)
     return owner
 
 
@@ -252,9 +313,8 @@ def on_mark_prefill_completed(state: SlotTrackerState, request_id: object, now: 
     Source: sequences.md §2 "MarkPrefillCompleted"; §8.2 (404 for an unknown id, 200 for a
     known request that is not prefilling); §5 "Replica sync" (stale-worker marks rejected).
     """
-    rid = check_request_id(request_id)
-    now = check_instant(now)
-    owner = _owner_fenced(state, rid, worker)
+    rid, now, named = check_request_args(request_id, now, worker)
+    owner = check_fence(rid, named, owner_of(state, rid))
     if owner is None:
         raise RequestNotFound(rid)
     seq = single.on_mark_prefill_completed(state.sequences[owner], rid, now)
@@ -269,9 +329,8 @@ def on_free(state: SlotTrackerState, request_id: object, now: object, worker: ob
 
     Source: sequences.md §2 "Free"; §8.2 (200 also for an unknown id or a second free).
     """
-    rid = check_request_id(request_id)
-    now = check_instant(now)
-    owner = _owner_fenced(state, rid, worker)
+    rid, now, named = check_request_args(request_id, now, worker)
+    owner = check_fence(rid, named, owner_of(state, rid))
     if owner is None:
         return state
     seq = single.on_free(state.sequences[owner], rid, now)
@@ -325,16 +384,36 @@ def overlap_depth(membership: frozenset[Path], query: tuple[int, ...]) -> int:
     return depth
 
 
+def load_row(tokens: int, load: WorkerLoadSnapshot) -> WorkerLoad:
+    """Return one slot's ``/loads`` row: its decayed prefill ``tokens`` at the read time, and its snapshot's counts."""
+    return WorkerLoad(tokens, load.active_blocks, load.active_requests)
+
+
+def check_potential_loads_args(query: object, new_isl_tokens: object, now: object) -> tuple[tuple[int, ...], int, int]:
+    """Return the checked arguments of ``potential_loads``: the query (None reads as empty), the new tokens, the time."""
+    q = check_token_sequence(query) or ()
+    isl = check_arg_uint(new_isl_tokens, "new_isl_tokens")
+    return q, isl, check_instant(now)
+
+
+def potential_load_row(tokens: int, load: WorkerLoadSnapshot, query: tuple[int, ...], depth: int, isl: int) -> PotentialLoad:
+    """Return one slot's ``/potential_loads`` row: ``tokens`` (decayed) plus ``isl``, and the blocks past ``depth``.
+
+    Tokens saturate at u64 (1.6.1 wraps: finding S2) and are not reduced by overlap; blocks
+    are the active blocks plus the query blocks past the slot's ``overlap_depth``.
+
+    Source: sequences.md §8.2 ``POST /potential_loads``, §8.3.
+    """
+    return PotentialLoad(min(tokens + isl, U64_MAX), load.active_blocks + len(query) - depth, load.active_requests)
+
+
 def read_loads(registry: PromptRegistryState, now: object) -> FrozenMap[Rank, WorkerLoad]:
     """Return every slot's ``/loads`` row at ``now``, decaying prefill tokens from its snapshot.
 
     Source: sequences.md §8.2 ``GET /loads``; §4.
     """
     now = check_instant(now)
-    return FrozenMap({
-        rank: WorkerLoad(active_prefill_tokens(v.load.prefill, now), v.load.active_blocks, v.load.active_requests)
-        for rank, v in registry.views.items()
-    })
+    return FrozenMap({rank: load_row(active_prefill_tokens(v.load.prefill, now), v.load) for rank, v in registry.views.items()})
 
 
 def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
@@ -346,15 +425,9 @@ def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_t
 
     Source: sequences.md §8.2 ``POST /potential_loads``, §8.3 (128 tokens, 5 blocks, 2 requests).
     """
-    q = check_token_sequence(query) or ()
-    isl = check_uint(new_isl_tokens, "new_isl_tokens")
-    now = check_instant(now)
+    q, isl, now = check_potential_loads_args(query, new_isl_tokens, now)
     return FrozenMap({
-        rank: PotentialLoad(
-            min(active_prefill_tokens(v.load.prefill, now) + isl, U64_MAX),
-            v.load.active_blocks + len(q) - overlap_depth(v.membership, q),
-            v.load.active_requests,
-        )
+        rank: potential_load_row(active_prefill_tokens(v.load.prefill, now), v.load, q, overlap_depth(v.membership, q), isl)
         for rank, v in registry.views.items()
     })
 

@@ -66,12 +66,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from .arith import PY, Arith
 
 from .deepinfer_errors import LayoutError, StateArgumentError, StateArgumentType, TruncationGuardError
+from .primitives import is_int, is_uint
 from .quantities import as_count
 
 Mode = Literal["raw-prefix", "ring-view"]
@@ -195,7 +195,6 @@ def ordered_segments(layout: StateLayout) -> tuple[Segment, ...]:
     return stored + (rings + raws if layout.dropped_order == "swa-first" else raws + rings)
 
 
-@lru_cache(maxsize=512)
 def placements(layout: StateLayout) -> tuple[Placement, ...]:
     """Return every segment's placement, in region order (checks the layout first)."""
     layout.check()
@@ -229,7 +228,6 @@ class Sizes:
     dropped_tensor_offset: int
 
 
-@lru_cache(maxsize=512)
 def sizes(layout: StateLayout) -> Sizes:
     """Return the layout's sizes; ``dropped_*_offset`` locate the first dropped raw byte (the dropped raws
     are contiguous), or where it would be when there is none.
@@ -372,16 +370,16 @@ class Selection:
 
 def check_state_id(cache: StateCache, state_id: object) -> int:
     """Return ``state_id`` if it names a slot of ``cache``; else a typed error."""
-    if isinstance(state_id, bool) or not isinstance(state_id, int):
-        raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
-    if not 0 <= state_id < len(cache):
+    if not is_uint(state_id, len(cache) - 1):
+        if not is_int(state_id):
+            raise StateArgumentType(f"state_id must be an int, not {type(state_id).__name__}")
         raise StateArgumentError(f"state_id {state_id} outside [0, {len(cache)})")
     return state_id
 
 
 def check_position(lhp: object) -> int:
     """Return ``lhp`` if it is an int >= -1 (a hit of zero tokens); else a typed error."""
-    if isinstance(lhp, bool) or not isinstance(lhp, int):
+    if not is_int(lhp):
         raise StateArgumentType(f"last_hit_position must be an int, not {type(lhp).__name__}")
     if lhp < -1:
         raise StateArgumentError(f"last_hit_position {lhp} < -1")
@@ -542,28 +540,6 @@ def load_footprint(layout: StateLayout, lhp: int) -> tuple[ByteRange, ...]:
 def dropped_cache_ranges(layout: StateLayout) -> tuple[ByteRange, ...]:
     """Return the cache-row byte ranges of the dropped region (padding included)."""
     return merge((p.cache_offset, p.cache_offset + p.cache_nbytes) for p in placements(layout) if p.segment.dropped)
-
-
-def payload_ranges(layout: StateLayout, to_ce: bool) -> tuple[ByteRange, ...]:
-    """Return the tensor byte ranges that carry payload (alignment padding excluded)."""
-    size = transfer_size(layout, to_ce)
-    return merge(
-        (p.tensor_offset, p.tensor_offset + p.payload_nbytes)
-        for p in placements(layout)
-        if p.tensor_offset + p.tensor_nbytes <= size
-    )
-
-
-def stored_payload(layout: StateLayout, tensor: bytes) -> bytes:
-    """Return the stored rings' payload bytes of ``tensor``, padding excluded: the book's ``_stored_swa``.
-
-    Source: Listing 11.8 (``_stored_swa`` excludes per-layer alignment padding).
-    """
-    return b"".join(
-        tensor[p.tensor_offset : p.tensor_offset + p.payload_nbytes]
-        for p in placements(layout)
-        if isinstance(p.segment, Ring) and not p.segment.dropped
-    )
 
 
 def take(data: bytes, ranges: Sequence[ByteRange]) -> bytes:

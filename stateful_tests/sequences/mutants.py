@@ -211,7 +211,7 @@ class SetBlockCounting(SlotTracker):
 class DuplicateAddMovesOwner(SlotTracker):
     """Ownership rule broken: a duplicate add re-books the id on the new worker instead of failing."""
 
-    def _check_not_booked(self, rid: str) -> None:
+    def _booked_owner(self, rid: str) -> None:
         return None
 
 

@@ -38,20 +38,55 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 
-from ..spec.coverage import EdgeState
-from ..spec.coverage import cover_prefix, covers, current_cutoff, drop_worker, holders, new_edge, promote, remove_at, remove_batch, removal_run, stale_hashes
+from ..spec.coverage import (
+    EdgeState,
+    cover_prefix,
+    covers,
+    current_cutoff,
+    drop_worker,
+    holders,
+    new_edge,
+    promote,
+    removal_run,
+    remove_at,
+    remove_batch,
+    stale_hashes,
+)
 from ..spec.dump import TreeReads
 from ..spec.errors import KvCacheEventError, ParentBlockNotFound
-from ..spec.events import KvCacheEvent, Payload, Removed, Stored
-from ..spec.events import check_not_self_parented, check_rank, check_worker_id, dispatch, parse_event
+from ..spec.events import (
+    KvCacheEvent,
+    Payload,
+    Removed,
+    Stored,
+    check_not_self_parented,
+    check_rank,
+    check_worker_id,
+    dispatch,
+    parse_event,
+)
 from ..spec.invariants import edge_position, node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
-from ..spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert
-from ..spec.shape import extend_leaf, may_extend_leaf, plan_descend, plan_store_at, should_clear_children, split_at
+from ..spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    may_extend_leaf,
+    plan_descend,
+    plan_store_at,
+    should_clear_children,
+    split_at,
+)
 from . import _sync
 from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
 from .node import Node, RootStep
+
 
 class ConcurrentRadixTree(TreeReads):
     """The concurrent compressed radix tree (see the module docstring)."""
@@ -285,16 +320,15 @@ class ConcurrentRadixTree(TreeReads):
 
     def _release_dead_child(self, lane: Lane, parent: Node, key: int, child: Node) -> None:
         """Unlink a child nobody holds, so a store builds a fresh node (docs/dynamo-findings.md F1)."""
-        with parent.gate.exclusive():
-            with child.gate.exclusive():
-                if parent.children.get(key) is not child or child.holders():
-                    return
-                parent.begin_shape_change()
-                child.begin_shape_change()
-                with parent.children_lock:
-                    del parent.children[key]
-                child.end_shape_change()
-                parent.end_shape_change()
+        with parent.gate.exclusive(), child.gate.exclusive():
+            if parent.children.get(key) is not child or child.holders():
+                return
+            parent.begin_shape_change()
+            child.begin_shape_change()
+            with parent.children_lock:
+                del parent.children[key]
+            child.end_shape_change()
+            parent.end_shape_change()
         lane.stats["released_dead_nodes"] += 1
 
     def _extend_locked(self, lane: Lane, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
@@ -343,7 +377,7 @@ class ConcurrentRadixTree(TreeReads):
         node = lookup.get(h)
         if node is None:
             return 1 if h in scrubbed else None  # already scrubbed by this batch: skipped silently
-        owners = (node,)
+        owners: tuple[Node, ...] = (node,)
         consumed = self._remove_run(lane, rank, node, owners, hashes, i, scrubbed)
         while consumed is None:
             # The entry is stale: follow the hash to where splits moved it and run there. The
@@ -509,6 +543,7 @@ class ConcurrentRadixTree(TreeReads):
             if moved is None:
                 return False
             node, pos = moved, edge_position(moved.view.state.edge, ext)
+            assert pos is not None, "find_moved returned a node whose edge lacks the hash"
         return covers(node.view.state, rank, pos)
 
 

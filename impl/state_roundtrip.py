@@ -287,6 +287,13 @@ def layout_plan(layout: StateLayout) -> tuple[Sizes, dict[bool, tuple[tuple[Ring
     return sizes(layout), plans
 
 
+def raw_nbytes(placement: Placement) -> int:
+    """The byte count of a raw placement's segment (a raw run is copied verbatim, without its padding)."""
+    segment = placement.segment
+    assert isinstance(segment, Raw), f"a raw placement of a {type(segment).__name__}"
+    return segment.nbytes
+
+
 class RoundTrip:
     """``select`` and ``load`` for one layout, on any supported array type.
 
@@ -455,9 +462,8 @@ class RoundTrip:
         for group in groups:
             self.select_ring(group.cache_rows(row), group.tensor_rows(out), group, lhp)
         for p in raws:
-            out[p.tensor_offset : p.tensor_offset + p.segment.nbytes] = row[
-                p.cache_offset : p.cache_offset + p.segment.nbytes
-            ]
+            n = raw_nbytes(p)
+            out[p.tensor_offset : p.tensor_offset + n] = row[p.cache_offset : p.cache_offset + n]
         if to_ce:
             self.copy_dropped_raw(row, out)
         return out
@@ -485,9 +491,8 @@ class RoundTrip:
         for group in groups:
             self.load_ring(group.cache_rows(row), group.tensor_rows(tensor), group, lhp)
         for p in raws:
-            row[p.cache_offset : p.cache_offset + p.segment.nbytes] = tensor[
-                p.tensor_offset : p.tensor_offset + p.segment.nbytes
-            ]
+            n = raw_nbytes(p)
+            row[p.cache_offset : p.cache_offset + n] = tensor[p.tensor_offset : p.tensor_offset + n]
 
 
 def select(

@@ -121,7 +121,7 @@ def _pad_truncates(n, align, ops):
 
 def _sizes_keep_dropped(tensor_nbytes, dropped, ops):
     stored = handoff = 0
-    for n, gone in zip(tensor_nbytes, dropped):
+    for n, _gone in zip(tensor_nbytes, dropped):  # the broken rule ignores whether the segment is dropped
         stored, handoff = stored + n, handoff + n
     return stored, handoff
 

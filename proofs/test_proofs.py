@@ -3,10 +3,10 @@
 import pytest
 import z3
 
+from kvproof.docs import proofs_readme_path, proofs_readme_rows
 from kvproof.proofs import harness
-from kvproof.docs import proofs_readme_rows
-from kvproof.proofs.registry import CI, Z3_PROOFS, run_all
 from kvproof.proofs.harness import run
+from kvproof.proofs.registry import CI, Z3_PROOFS, run_all
 
 
 @pytest.mark.parametrize("proof", Z3_PROOFS, ids=lambda p: p.name)
@@ -37,7 +37,7 @@ def test_every_crosshair_check_passes_and_every_control_is_refuted(all_rows):
 
 
 def test_proofs_readme_is_generated_from_the_table(all_rows):
-    committed = (Path(__file__).resolve().parent / "README.md").read_text()
+    committed = proofs_readme_path().read_text()
     for row in proofs_readme_rows(all_rows):
         assert row in committed, f"proofs/README.md is stale (run kvproof prove --write-readme): missing {row}"
     assert committed.count("\n| ") == len(all_rows) + 1  # header + one row per check, nothing else

@@ -89,7 +89,7 @@ def _broken_extend(c, storing, n, tail, ops):
 
 def _broken_score(lengths, matched, cutoffs, ops):
     score, alive = 0, True
-    for n, m, c in zip(lengths, matched, cutoffs):
+    for n, m, _c in zip(lengths, matched, cutoffs):
         score = score + ops.ite(alive, m, 0)  # credits the matched length whatever the rank holds
         alive = ops.all(alive, m == n)
     return score

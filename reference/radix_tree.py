@@ -47,17 +47,50 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..spec.coverage import EdgeState
-from ..spec.coverage import cover_prefix, covers, drop_worker, holders, new_edge, promote, remove_at, remove_batch, removal_run, stale_hashes
+from ..spec.coverage import (
+    EdgeState,
+    cover_prefix,
+    covers,
+    drop_worker,
+    holders,
+    new_edge,
+    promote,
+    removal_run,
+    remove_at,
+    remove_batch,
+    stale_hashes,
+)
 from ..spec.dump import TreeReads
 from ..spec.errors import KvCacheEventError, ParentBlockNotFound
-from ..spec.events import KvCacheEvent, Payload, Removed, Stored
-from ..spec.events import check_not_self_parented, check_rank, check_worker_id, dispatch, parse_event
+from ..spec.events import (
+    KvCacheEvent,
+    Payload,
+    Removed,
+    Stored,
+    check_not_self_parented,
+    check_rank,
+    check_worker_id,
+    dispatch,
+    parse_event,
+)
 from ..spec.invariants import edge_index_of, is_lookup_entry_on_holder, node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
-from ..spec.shape import CoverPrefix, InsertBelow, PassThrough, Reuse, ReuseAndExtend, SplitAndAttach, SplitThenInsert
-from ..spec.shape import extend_leaf, may_extend_leaf, plan_descend, plan_store_at, should_clear_children, split_at
+from ..spec.shape import (
+    CoverPrefix,
+    InsertBelow,
+    PassThrough,
+    Reuse,
+    ReuseAndExtend,
+    SplitAndAttach,
+    SplitThenInsert,
+    extend_leaf,
+    may_extend_leaf,
+    plan_descend,
+    plan_store_at,
+    should_clear_children,
+    split_at,
+)
 
 ROOT_STATE = EdgeState(())
 

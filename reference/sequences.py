@@ -50,7 +50,6 @@ from ..spec.sequence_invariants import is_block_membership_exact, read_model_lag
 from ..spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY, ActiveSequencesState, Path, RequestRecord, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 
-
 # ----------------------------------------------------------------------------- reads (own arithmetic)
 
 
@@ -70,6 +69,7 @@ def decayed_tokens(snapshot: PrefillLoadSnapshot, now: int) -> int:
     e = now - front.since if now > front.since else 0
     a, d = front.tokens, front.duration
     if snapshot.total_modeled_ms is not None:  # every prefill modeled: spill at the anchor's rate
+        assert d is not None, "a modeled backlog has no unmodeled prefill"
         done = a if d == 0 else min(a * e // d, U64_MAX)
         return snapshot.tokens_sum - done if snapshot.tokens_sum > done else 0
     if d is None:

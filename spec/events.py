@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from .errors import InvalidArgument, InvalidArgumentType, InvalidBlockSequence, MalformedEvent
 from .primitives import U32_MAX, U64_MAX, Block, Rank, is_int, is_uint
@@ -64,7 +64,7 @@ class Cleared:
     """The rank dropped all of its blocks."""
 
 
-EventData = Union[Stored, Removed, Cleared]
+EventData = Stored | Removed | Cleared
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +198,7 @@ def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
     return Rank(worker_id, check_wire_uint(dp_rank, "dp_rank", U32_MAX))
 
 
-Payload = Union[bytes, bytearray, str, Mapping[str, Any]]
+Payload = bytes | bytearray | str | Mapping[str, Any]
 
 
 def parse_event(worker_id: Any, payload: Payload | KvCacheEvent) -> tuple[Rank, KvCacheEvent]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 from .arith import PY, Arith
 from .coverage import EdgeState
@@ -31,12 +31,16 @@ from .errors import InvalidArgument, InvalidArgumentType
 from .primitives import U64_MAX, Rank, is_int, is_uint
 
 
-class NodeView(Protocol):
+class RootView(Protocol):
+    """What the walk reads of the root: its children by first local hash (the root has no edge)."""
+
+    def child(self, local: int) -> NodeView | None: ...
+
+
+class NodeView(RootView, Protocol):
     """What the walk reads of a node: its edge state and its children by first local hash."""
 
     def edge_state(self) -> EdgeState: ...
-
-    def child(self, local: int) -> Optional["NodeView"]: ...
 
 
 def matched_length(state: EdgeState, query: Sequence[int], pos: int) -> int:
@@ -52,7 +56,7 @@ def matched_length(state: EdgeState, query: Sequence[int], pos: int) -> int:
     return m
 
 
-def find_matches_walk(root: NodeView, query: Sequence[int], early_exit: bool = False) -> dict[Rank, int]:
+def find_matches_walk(root: RootView, query: Sequence[int], early_exit: bool = False) -> dict[Rank, int]:
     """Return ``{rank: score}`` for every rank scoring at least 1 along ``query``.
 
     Source: crtc.md §5, steps 1-4.

@@ -187,9 +187,10 @@ def total_modeled_ms(state: PrefillState) -> int | None:
 
     Source: sequences.md §2 "Snapshot", §3 "Formula"; §10 item 1.
     """
-    if any(e.duration is None for e in state.order):
+    durations = [e.duration for e in state.order]
+    if any(d is None for d in durations):
         return None
-    return min(sum(floor_ms(e.duration) for e in state.order), U64_MAX)  # type: ignore[arg-type]
+    return min(sum(floor_ms(d) for d in durations if d is not None), U64_MAX)
 
 
 def prefill_load_snapshot(state: PrefillState) -> PrefillLoadSnapshot:

@@ -110,7 +110,7 @@ class SequenceArgumentTypeError(SequenceError, TypeError):
 class InvalidSequenceArgument(SequenceError, ValueError):
     """An argument of the right type outside its domain (negative tokens, a hash past u64)."""
 
-    http_status = 422
+    http_status: int | None = 422
 
 
 class InvalidDuration(InvalidSequenceArgument):

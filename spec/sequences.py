@@ -84,7 +84,7 @@ class WorkerLoadSnapshot:
 
     active_blocks: int = 0
     active_requests: int = 0
-    prefill: PrefillLoadSnapshot = PrefillLoadSnapshot()
+    prefill: PrefillLoadSnapshot = PrefillLoadSnapshot()  # noqa: RUF009 - frozen, so one shared default is safe
 
 
 IDLE_LOAD = WorkerLoadSnapshot()

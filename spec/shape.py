@@ -17,7 +17,7 @@ Source: seed 004 "Store Paths", "Suffix Reuse And Splitting"; crtc.md §3.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from .arith import PY, Arith
 from .coverage import EdgeState, covers, current_cutoff, holders
@@ -131,7 +131,7 @@ class SplitThenInsert:
     at: int
 
 
-StorePlan = Union[InsertBelow, Reuse, ReuseAndExtend, SplitThenInsert]
+StorePlan = InsertBelow | Reuse | ReuseAndExtend | SplitThenInsert
 
 
 def plan_store_at(state: EdgeState, internal: bool, pos: int, blocks: tuple[Block, ...]) -> StorePlan:
@@ -176,7 +176,7 @@ class PassThrough:
     """The remaining blocks cover the whole child edge: promote the rank and continue below it."""
 
 
-DescendPlan = Union[CoverPrefix, SplitAndAttach, PassThrough]
+DescendPlan = CoverPrefix | SplitAndAttach | PassThrough
 
 
 def common_local_prefix(edge: tuple[Block, ...], blocks: tuple[Block, ...]) -> int:
@@ -236,13 +236,13 @@ __all__ = [
     "common_local_prefix",
     "extend_leaf",
     "extended_cutoff",
-    "prefix_cutoff",
-    "state_with_cutoffs",
-    "suffix_cutoff",
     "may_extend_leaf",
     "plan_descend",
     "plan_store_at",
+    "prefix_cutoff",
     "split_at",
+    "state_with_cutoffs",
+    "suffix_cutoff",
 ]
 
 

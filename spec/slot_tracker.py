@@ -31,6 +31,7 @@ add"; §5 "PromptRegistry projection"; §8.2-§8.3 (routes and codes confirmed o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -372,7 +373,7 @@ def project_prompt_registry(state: SlotTrackerState) -> PromptRegistryState:
 # ----------------------------------------------------------------------------- reads
 
 
-def overlap_depth(membership: frozenset[Path], query: tuple[int, ...]) -> int:
+def overlap_depth(membership: AbstractSet[Path], query: tuple[int, ...]) -> int:
     """Return how many leading blocks of ``query`` the slot holds as one lineage path.
 
     Source: sequences.md §5 ``potential_blocks_and_tokens``; blocks_exp_out.txt (query

@@ -69,7 +69,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .arith import PY, Arith
-
 from .deepinfer_errors import LayoutError, StateArgumentError, StateArgumentType, TruncationGuardError
 from .primitives import is_int, is_uint
 from .quantities import as_count

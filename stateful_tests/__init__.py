@@ -1,5 +1,14 @@
 """The checks: laws, state machines, conformance, stress and negative controls, run by pytest and ``kvproof``.
 
+Rooms (what each may import: README "Layout", enforced by ``tests/test_layering.py``):
+
+- ``harness``: family-agnostic machinery (tree targets, profiles, seeding, block paths, the
+  scenario format, forced interleavings); imports the layers only.
+- ``tree``, ``sequences``, ``deepinfer``: one room per rule family, each with its laws, machine,
+  scenario steps and data, generators, conformance, stress, mutants and bench, and its
+  ``tests/``; each imports the layers and ``harness``, never another family.
+- ``tests``: the layering rules; ``pytest_suite``: the suite's pytest plugin.
+
 The folder is installed as the package ``kvproof.stateful_tests``; the guard below refuses any
 other name, except the one pytest gives it: with ``--import-mode=importlib`` pytest imports
 this folder as the top-level package ``stateful_tests`` to hold its test files and conftest (which

@@ -136,3 +136,15 @@ def test_pyproject_lists_every_package_folder():
     assert found == listed, f"missing from pyproject: {sorted(found - listed)}; listed but absent: {sorted(listed - found)}"
     for package, folder in config["package-dir"].items():
         assert (ROOT / folder / "__init__.py").exists() and module_name(ROOT / folder / "__init__.py") == package
+
+
+@pytest.mark.parametrize("layer", ["spec", "reference", "impl", "proofs", "stateful_tests"])
+def test_a_layer_cannot_be_imported_by_its_folder_name(layer):
+    """From the repository root, ``import spec`` would load a second copy of every class: the guard refuses it."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", f"import {layer}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and f"import kvproof.{layer}, not {layer}" in proc.stderr, proc.stderr[-500:]
+    ok = subprocess.run([sys.executable, "-c", f"import kvproof.{layer}"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr[-500:]

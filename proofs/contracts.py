@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from ..reference.sequences import decayed_tokens as reference_decayed_tokens
+from ..reference.sequences import remaining_modeled_ms as reference_remaining_modeled_ms
 from ..spec.capacity import whole_gpus
 from ..spec.coverage import EdgeState, cover_prefix, current_cutoff, raised_cutoff, removal_cutoff
 from ..spec.hit_length import HitCase, hit_by_search, hit_formula
-from ..reference.sequences import decayed_tokens as reference_decayed_tokens
-from ..reference.sequences import remaining_modeled_ms as reference_remaining_modeled_ms
 from ..spec.match import chain_score
 from ..spec.prefill import AnchorSnapshot, PrefillLoadSnapshot, credited_anchor_since, modeled_remaining_prefill_ms, remaining_ms
 from ..spec.primitives import Block, FrozenMap, Rank

@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 import z3
 
-from kvproof.proofs import harness
 from kvproof.docs import proofs_readme_rows
-from kvproof.proofs.registry import CI, Z3_PROOFS, run_all
+from kvproof.proofs import harness
 from kvproof.proofs.harness import run
+from kvproof.proofs.registry import CI, Z3_PROOFS, run_all
 
 
 @pytest.mark.parametrize("proof", Z3_PROOFS, ids=lambda p: p.name)

@@ -421,7 +421,7 @@ def bench_roundtrip(backends: str, repeats: int, warmup: int, row_bytes: int, st
 @allow_skip_option
 def roundtrip(backend: str, seed: int, count: int, case: int | None, controls: bool, json_path: str | None, allow_skip: bool) -> None:
     """The state round-trip laws on one array backend, as a pass/fail table."""
-    from .stateful_tests.deepinfer.mutants import run_controls
+    from .stateful_tests.deepinfer.mutants import ControlResult, run_controls
     from .stateful_tests.deepinfer.roundtrip_laws import SuiteReport, run_suite
 
     result = run_suite(backend, seed=seed, count=count, only_case=case)
@@ -431,14 +431,14 @@ def roundtrip(backend: str, seed: int, count: int, case: int | None, controls: b
         for c, message in law_result.problems[:3]:
             click.echo(f"\nFAIL {law_result.law.name} ({law_result.law.title}) case {c.index} [{c.name}]\n  {message}")
             click.echo(f"  replay: {result.replay(c)} --count {count}")
-    control_results = []
+    control_results: list[ControlResult] = []
     if controls and not result.skipped:
         backends = ("numpy", backend) if backend != "numpy" else ("numpy", "torch")
         control_results = run_controls(seed=seed, count=count, backends=backends, rates=True)
         click.echo(f"\nnegative controls (seed {seed}, {count} cases; caught = cases where a listed law fails)")
-        for c in control_results:
-            rate = f"{c.caught_cases:>3}/{c.cases:<3}" if c.cases else "   -   "
-            click.echo(f"  {'pass' if c.ok else 'SKIP' if c.skipped else 'FAIL'}  {rate}  {c.name}: {c.detail}")
+        for control in control_results:
+            rate = f"{control.caught_cases:>3}/{control.cases:<3}" if control.cases else "   -   "
+            click.echo(f"  {'pass' if control.ok else 'SKIP' if control.skipped else 'FAIL'}  {rate}  {control.name}: {control.detail}")
     if json_path:
         out.write_json(json_path, "roundtrip", {
             "backend": backend, "seed": seed, "cases": result.cases, "skipped": result.skipped,

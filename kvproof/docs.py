@@ -62,7 +62,7 @@ def _result_cell(result: str) -> str:
 
 def proofs_readme_cells(rows: list) -> list[tuple[str, ...]]:
     """One row per proof: the stable cells, then the control's verdict with its witness."""
-    cells = []
+    cells: list[tuple[str, ...]] = []
     for r in rows:
         witness = r.counterexample.split(": ", 1)[-1] if r.control == "caught" else "-"
         cells.append((r.property, f"`{r.function}`", r.method, r.bounds, _result_cell(r.result), f"{r.control}: {witness}"))

@@ -7,11 +7,12 @@ import the code as ``kvproof.proofs``), so that name is allowed while pytest is 
 """
 
 import sys
+from types import FrameType
 
 
 def _imported_by_pytest() -> bool:
     """Check if pytest's own import machinery (``_pytest.pathlib``) is importing this package."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_globals.get("__name__") == "_pytest.pathlib":
             return True

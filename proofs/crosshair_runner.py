@@ -57,7 +57,8 @@ def _line_ranges(module) -> dict[str, range]:
 
 def _messages(module, out: str) -> dict[str, list[str]]:
     """Group CrossHair's ``file:line: kind: message`` lines by the contract function they belong to."""
-    ranges, grouped = _line_ranges(module), {}
+    ranges = _line_ranges(module)
+    grouped: dict[str, list[str]] = {}
     path = inspect.getsourcefile(module)
     for line in out.splitlines():
         head, _, rest = line.partition(": ")

@@ -32,7 +32,7 @@ def hit_length_laws(formula=hit_formula, reserve=RESERVE, block=BLOCK):
         # a one-block back-off exactly when the hit is positive and SWA is missing
         (hit - compute == block) == z3.And(hit > 0, z3.Not(swa)),
         z3.Implies(z3.Or(swa, hit == 0), compute == hit),
-        z3.Implies(L < reserve + block, hit == 0),  # no positive hit below 262 tokens
+        z3.Implies(reserve + block > L, hit == 0),  # no positive hit below 262 tokens
         hit > z3.If(cap <= C, cap, C) - block,  # the largest aligned candidate
     )
     return [L >= 0, C >= 0], claim
@@ -55,7 +55,7 @@ def hit_length_laws_any_block(formula=hit_formula):
         hit >= 0, compute >= 0, compute <= hit, hit <= cap, hit <= C,
         hit % block == 0, compute % block == 0,
         (hit - compute == block) == z3.And(hit > 0, z3.Not(swa)),
-        z3.Implies(L < reserve + block, hit == 0),
+        z3.Implies(reserve + block > L, hit == 0),
     )
     return [L >= 0, C >= 0, reserve >= 0, block >= 1, block <= 4096], claim
 

@@ -62,7 +62,7 @@ class Proof:
     functions: str
     bounds: str
     build: Builder
-    broken: dict[str, Callable[..., Any]]
+    broken: dict[str, Callable[..., Any] | bool]  # the builder's keyword arguments for the negative control: wrong rules or flags
     broken_rule: str
     family: str = "tree"
     method: str = "Z3"

@@ -76,7 +76,7 @@ def token_load_stays_within_tracked_tokens(tokens=all_modeled_tokens):
     now_load = tokens(total, anchor, duration, elapsed, Z3)
     later = tokens(total, anchor, duration, t2, Z3)
     hyps = [anchor >= 0, total >= anchor, duration >= 0, elapsed >= 0, t2 >= elapsed, total <= 2**40]
-    return hyps, z3.And(0 <= now_load, now_load <= total, later <= now_load)
+    return hyps, z3.And(now_load >= 0, now_load <= total, later <= now_load)
 
 
 def anchor_only_decay_stays_within_the_anchor(clamp=True):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 from . import deepinfer, prefill, tree_rules
@@ -23,7 +24,7 @@ class Row:
     control: str
     counterexample: str
 
-    @property
+    @builtins.property  # the field `property` shadows the builtin in this class body (for mypy; not at run time)
     def ok(self) -> bool:
         return self.result in ("proved", "confirmed", "not refuted", "no difference") and self.control == "caught"
 

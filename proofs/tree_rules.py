@@ -28,7 +28,7 @@ def split_preserves_coverage(prefix=prefix_cutoff, suffix=suffix_cutoff):
     claim = z3.And(
         covered == c,  # the covered prefix of the concatenated edge is unchanged
         z3.Implies(suf > 0, pre == p),  # no coverage below a gap
-        0 <= pre, pre <= p, 0 <= suf, suf <= n - p,  # both halves stay inside their edges
+        pre >= 0, pre <= p, suf >= 0, suf <= n - p,  # both halves stay inside their edges
     )
     return [n >= 2, p > 0, p < n, c >= 0, c <= n], claim
 
@@ -50,7 +50,7 @@ def removal_never_raises_and_is_idempotent(remove=removal_cutoff):
 def extension_keeps_other_ranks(extend=extended_cutoff):
     n, t, c = _edge("n", "t", "c")
     other, storing = extend(c, False, n, t, Z3), extend(c, True, n, t, Z3)
-    claim = z3.And(other == c, storing == n + t, 0 <= other, other <= n + t)
+    claim = z3.And(other == c, storing == n + t, other >= 0, other <= n + t)
     return [n >= 1, t >= 1, c >= 0, c <= n], claim
 
 

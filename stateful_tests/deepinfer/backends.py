@@ -21,12 +21,16 @@ import numpy as np
 BACKEND_NAMES = ("numpy", "torch", "cuda", "cupy")
 
 
+def _cannot_run(array: Any) -> Any:
+    raise RuntimeError("this backend cannot run here (Backend.reason says why); check Backend.available first")
+
+
 @dataclass(frozen=True)
 class Backend:
     name: str
     reason: str | None  # None when it can run here
-    from_numpy: Callable[[np.ndarray], Any] | None = None
-    to_numpy: Callable[[Any], np.ndarray] | None = None
+    from_numpy: Callable[[np.ndarray], Any] = _cannot_run  # the converters of a backend that cannot run here raise
+    to_numpy: Callable[[Any], np.ndarray] = _cannot_run
     synchronize: Callable[[], None] = lambda: None
 
     @property

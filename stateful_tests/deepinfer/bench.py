@@ -28,18 +28,21 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ...spec.state_layout import Mode, Segment, StateLayout
 
 BACKENDS = ("numpy", "torch", "cuda", "cupy")
 
 
-def bench_layout(row_bytes: int = 1024, stored: int = 40, dropped: int = 20, mode: str = "ring-view"):
+def bench_layout(row_bytes: int = 1024, stored: int = 40, dropped: int = 20, mode: Mode = "ring-view") -> StateLayout:
     """Return the benchmark's layout (see the module docstring)."""
     from ...spec.state_layout import DEFAULT_RING, WINDOW, Raw, Ring, StateLayout
 
-    segments = [Ring(f"swa{i}", DEFAULT_RING, WINDOW, row_bytes) for i in range(stored)]
+    segments: list[Segment] = [Ring(f"swa{i}", DEFAULT_RING, WINDOW, row_bytes) for i in range(stored)]
     segments += [Ring(f"consumer{i}", DEFAULT_RING, WINDOW, row_bytes, dropped=True) for i in range(dropped)]
     segments.append(Raw("compress", 512 * row_bytes // 2, dropped=True))
     return StateLayout(tuple(segments), align=512, mode=mode)
@@ -62,6 +65,8 @@ class _Timer:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._sync: Callable[[], None] | None  # None: time on the host clock
+        self._event: Callable[[], Any]  # a device timing event (set with _sync)
         if name == "cuda":
             import torch
 
@@ -120,7 +125,8 @@ def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats
         return [BenchRow(name, "(all)", 0.0, None, None, None, 0, f"SKIP: {be.reason}")]
     rows = []
     lhp, sid, n_states = 767, 1, 4
-    for mode in ("ring-view", "raw-prefix"):
+    modes: tuple[Mode, ...] = ("ring-view", "raw-prefix")
+    for mode in modes:
         layout = bench_layout(row_bytes, stored, dropped, mode)
         s = sizes(layout)
         rt = RoundTrip(layout)

@@ -111,13 +111,19 @@ class SelectMovesSource(RoundTrip):
 class GuardAfterWrite(RoundTrip):
     """Load writes first and runs the truncation guard afterwards."""
 
+    _guard_deferred = False  # True while the load writes: the guard waits until after it
+
+    def guard(self, truncation_mode: object) -> None:
+        if not self._guard_deferred:
+            super().guard(truncation_mode)
+
     def load(self, cache: Any, state_id: int, tensor: Any, last_hit_position: int, truncation_mode: str) -> None:
-        saved, self.guard = self.guard, lambda mode: None
+        self._guard_deferred = True
         try:
             super().load(cache, state_id, tensor, last_hit_position, truncation_mode)
         finally:
-            del self.guard
-        saved(truncation_mode)
+            self._guard_deferred = False
+        self.guard(truncation_mode)
 
 
 class NoGuard(RoundTrip):

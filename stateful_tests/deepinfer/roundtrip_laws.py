@@ -247,6 +247,7 @@ def _history(run: LawRun, ring_index: int, ring: Ring, length: int) -> np.ndarra
 def _write_history(row: np.ndarray, p: spec.Placement, hist: np.ndarray, upto: int, start: int = 0) -> None:
     """Replay positions ``start..upto-1`` of ``hist`` through the engine's writer into one ring of ``row``."""
     ring = p.segment
+    assert isinstance(ring, Ring), f"_write_history replays a ring, not {ring!r}"
     for position in range(start, upto):
         slot = spec.slot_of(position, ring.rows)
         at = p.cache_offset + slot * ring.row_bytes
@@ -270,7 +271,8 @@ def law_sizes(run: LawRun) -> list[str]:
     what the dropped segments hold (equal iff nothing is dropped); 0 <= swa_drop_pad <= dropped;
     dropped_compress = dropped - swa_drop_pad = the dropped raws; swa_drop_pad = the padded dropped rings;
     the cache row is at least the handoff. Sizes are recomputed from the segments, not from ``placements``."""
-    s, problems = run.rt().sizes, []
+    s = run.rt().sizes
+    problems: list[str] = []
     run.expect(
         s.total_bytes_inference >= s.state_size_to_disk,
         problems,
@@ -450,6 +452,7 @@ def law_ground_truth_select(run: LawRun) -> list[str]:
     extra_rng = random.Random(c.seed)
     for i, p in enumerate(placed):
         ring = p.segment
+        assert isinstance(ring, Ring), "placed holds the ring placements only"
         upto = c.lhp + 1 + extra_rng.randint(0, ring.rows - ring.transfer_rows)  # P: the window stays in the ring
         hists[p.segment.name] = hist = _history(run, i, ring, upto)
         _write_history(host[c.state_id], p, hist, upto)
@@ -815,6 +818,7 @@ def law_bad_input(run: LawRun) -> list[str]:
         run.expect(isinstance(raised, expected), problems, f"{name}: raised {raised!r}, expected {expected.__name__}")
         run.expect(np.array_equal(run.host(cache), host), problems, f"{name}: the cache changed")
         if out is not None:
+            assert out_host is not None, "out is made from out_host"
             run.expect(np.array_equal(run.host(out), out_host), problems, f"{name}: the destination changed")
 
     sid, lhp = c.state_id, c.lhp
@@ -836,13 +840,14 @@ def law_bad_input(run: LawRun) -> list[str]:
         lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
         StateArgumentError,
     )
-    attempt("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True), StateArgumentType)
+    # Some inputs below are deliberately ill-typed (a float position, a str to_ce, a None mode): they must raise typed errors.
+    attempt("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True), StateArgumentType)  # type: ignore[arg-type]
     attempt(
         "position bool",
         lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
         StateArgumentType,
     )
-    attempt("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)
+    attempt("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
     if total:
         attempt(
             "out wrong size",
@@ -886,7 +891,7 @@ def law_bad_input(run: LawRun) -> list[str]:
             )
     attempt(
         "truncation mode not str",
-        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),
+        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
         StateArgumentType,
     )
     if run.be.name == "numpy":

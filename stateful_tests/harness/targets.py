@@ -58,7 +58,7 @@ def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
     # user asked for more (DYN_LOG is the binding's log filter).
     os.environ.setdefault("DYN_LOG", "error")
     try:
-        from dynamo._core import RadixTree  # type: ignore[import-not-found]
+        from dynamo._core import RadixTree
     except ImportError as exc:
         return None, f"ai-dynamo-runtime is not installed ({exc}); install the [dynamo] extra"
     return RadixTree, ""

@@ -52,7 +52,7 @@ EXAMPLES = {"count": 0}
 def durations(modeled_only: bool, whole_ms: bool) -> st.SearchStrategy[int | None]:
     """Draw prefill durations: zero, whole ms, sometimes sub-ms parts, sometimes unmodeled."""
     whole = st.one_of(st.sampled_from([1, 250, 1000, 2000, 4000, 10_000]), st.integers(1, 5000)).map(millis)
-    choices = [st.just(0), whole, whole]
+    choices: list[st.SearchStrategy[int | None]] = [st.just(0), whole, whole]
     if not whole_ms:
         fraction = st.sampled_from([1, 400_000, 500_000, 600_000, 999_999])
         choices.append(st.tuples(st.integers(0, 3000), fraction).map(lambda p: millis(p[0]) + p[1]))
@@ -416,13 +416,14 @@ def _rejections_are_typed_and_change_nothing(make, history) -> None:
         if v.op[0] == "mark" and v.op[1] not in v.before.request_index:
             assert v.outcome == "RequestNotFound", f"mark of unbooked {v.op[1]!r} gave {v.outcome}"
         state, registry = t.snapshot(), t.registry_snapshot()
-        bad = [
+        # The float duration, the int request id and the bytes id are deliberately ill-typed input.
+        bad: list[tuple[Callable[[], Any], type[SequenceError]]] = [
             (lambda: t.mark_prefill_completed("never-added", v.now), RequestNotFound),
             (lambda: t.add_request(SequenceRequest("x", WorkerWithDpRank(9, 0)), v.now), WorkerNotFound),
             (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, -1)), v.now), InvalidDuration),
-            (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, float("nan"))), v.now), InvalidDuration),
+            (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, float("nan"))), v.now), InvalidDuration),  # type: ignore[arg-type]
             (lambda: t.add_request(SequenceRequest("y", W[0]), float("inf")), InvalidInstant),
-            (lambda: t.add_request(SequenceRequest(7, W[0]), v.now), SequenceArgumentTypeError),
+            (lambda: t.add_request(SequenceRequest(7, W[0]), v.now), SequenceArgumentTypeError),  # type: ignore[arg-type]
             (lambda: t.free(b"a", v.now), SequenceArgumentTypeError),
         ]
         booked = next(iter(state.request_index), None)

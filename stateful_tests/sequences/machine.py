@@ -136,7 +136,7 @@ class SequenceMachine(RuleBasedStateMachine):
         self.subjects = {name: factory(expiry) for name, factory in type(self).subject_factories.items()}
         self.now = 0
         for wid, start, size in workers:
-            self._call("register", lambda t, w=wid, s=start, n=size: t.register_worker(w, s, n, self.now))
+            self._call("register", lambda t: t.register_worker(wid, start, size, self.now))  # _call runs it right away
         self.ready = True
         slot = WorkerWithDpRank(workers[0][0], workers[0][1])
         for rid, blocks, tokens, duration, dt in warm:
@@ -260,7 +260,8 @@ class SequenceMachine(RuleBasedStateMachine):
         calls = {
             "time": lambda t: t.add_request(SequenceRequest("m", w), -1),
             "duration": lambda t: t.add_request(SequenceRequest("m", w, None, True, None, PrefillLoadHint(5, -3)), self.now),
-            "nan": lambda t: t.add_request(SequenceRequest("m", w, None, True, None, PrefillLoadHint(5, float("nan"))), self.now),
+            # Deliberately ill-typed: a float duration must be rejected with a typed error.
+            "nan": lambda t: t.add_request(SequenceRequest("m", w, None, True, None, PrefillLoadHint(5, float("nan"))), self.now),  # type: ignore[arg-type]
             "inf": lambda t: t.loads(float("inf")),
             "tokens": lambda t: t.add_request(SequenceRequest("m", w, None, True, None, PrefillLoadHint(-1, None)), self.now),
             "hash": lambda t: t.add_request(SequenceRequest("m", w, (1, 2**64)), self.now),
@@ -306,8 +307,11 @@ class SequenceMachine(RuleBasedStateMachine):
         anchored = [q.prefill for q in state.sequences.values() if q.prefill.order and q.prefill.order[0].duration]
         if anchored:
             p = anchored[0]
+            since, duration = p.anchor_since, p.order[0].duration
+            # Checked just above (spec.sequence_invariants): a non-empty order has an anchor; the filter kept a duration.
+            assert since is not None and duration is not None, f"anchored prefill without anchor or duration: {p}"
             for k in (1, 2):
-                self._compare_reads(p.anchor_since + k * p.order[0].duration // 3)
+                self._compare_reads(since + k * duration // 3)
         self.compared += 2 * len(self.subjects)
 
     def teardown(self) -> None:

@@ -339,7 +339,8 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
             if rng.random() < 0.25:
                 op = Op("add", gap(), rid, worker, blocks, rng.choice([0, 16, 48, 100]), None, True, "http")
             else:
-                duration = rng.choice([None, 0] + [millis(d) for d in (200, 400, 700, 1000, 1500)] * 2)
+                durations: list[int | None] = [millis(d) for d in (200, 400, 700, 1000, 1500)]
+                duration = rng.choice([None, 0] + durations * 2)
                 tokens = rng.choice([None, 0] + [100, 400, 1000] * 4)
                 op = Op("add", gap(), rid, worker, rng.choice([blocks] * 4 + [None]), tokens, duration,
                         rng.random() < 0.92, "replica")
@@ -454,6 +455,7 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
     def mismatch(step: int, op: Op, detail: str) -> None:
         result.mismatches.append(Mismatch(scenario.index, step, repr(op), detail, list(log)))
 
+    status: int | None  # the tracker's HTTP status; None for a write sent as a replica event
     for step, op in enumerate(scenario.ops):
         due += op.gap_ms * 1_000_000
         while _now() < due:
@@ -613,9 +615,10 @@ def conform_slot_tracker(
         indices = [only] if only is not None else list(range(scenarios))
     started = time.perf_counter()
     owned = oracle is None
-    if owned:
+    if oracle is None:
         oracle = SlotTrackerProcess(log_path)
         oracle.start()
+    process = oracle  # started, ours or the caller's; a name the closure below sees narrowed
     try:
         results: list[ScenarioResult] = []
         queue = list(indices)
@@ -629,7 +632,7 @@ def conform_slot_tracker(
                     index = queue.pop(0)
                 try:
                     plan = generate_scenario(seed, index, jitter_ms, length)
-                    res = run_scenario(oracle, plan, jitter_ms * 1_000_000, model_factory)
+                    res = run_scenario(process, plan, jitter_ms * 1_000_000, model_factory)
                 except Exception as exc:  # the oracle crashed or hung up: report it, do not hide it
                     res = ScenarioResult(index)
                     res.mismatches.append(Mismatch(index, -1, "", f"{type(exc).__name__}: {exc}", []))
@@ -646,7 +649,7 @@ def conform_slot_tracker(
             t.join()
     finally:
         if owned:
-            oracle.close()
+            process.close()
     report.seconds = time.perf_counter() - started
     for res in sorted(results, key=lambda r: r.index):
         report.scenarios += 1

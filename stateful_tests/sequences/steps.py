@@ -150,6 +150,8 @@ def _outcome(call: Callable[[], Any]) -> tuple[str, Any]:
 
 def run_step(tracker: Any, step: Step) -> str | None:
     """Apply or check one step; return a description of the mismatch, or None."""
+    got: object  # per step kind: an outcome, one load value, or a tuple of them; only compared and shown
+    expected: object
     if isinstance(step, (Add, Mark, Free, Register, Unregister)):
         if isinstance(step, Add):
             got, value = _outcome(lambda: tracker.add_request(step.request(), secs(step.at)))

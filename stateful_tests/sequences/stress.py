@@ -35,6 +35,7 @@ Source: seed 000 "Torn reads are intentional", "Eventual consistency contract"; 
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import time
 from collections import Counter
@@ -180,7 +181,7 @@ def stress(
     _sync.install(hooks)
     started = time.perf_counter()
     try:
-        running = [_sync.Thread(lambda i=i: worker(i), name=f"stress-{i}") for i in range(threads)]
+        running = [_sync.Thread(functools.partial(worker, i), name=f"stress-{i}") for i in range(threads)]
         running.append(_sync.Thread(churn, name="stress-churn"))
         for t in running:
             t.join()

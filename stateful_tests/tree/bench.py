@@ -67,7 +67,8 @@ class BenchReport:
 
 
 def workload(streams: int, seed: int) -> tuple[list[tuple[str, int, Any]], list[list[int]]]:
-    ops, queries = [], []
+    ops: list[tuple[str, int, Any]] = []  # (method, worker id, encoded event or None)
+    queries: list[list[int]] = []
     for index in range(streams):
         stream = generate(seed, index)
         base = 100 * (index + 1)

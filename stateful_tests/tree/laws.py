@@ -196,15 +196,20 @@ class _ChainNode:
     def edge_state(self) -> EdgeState:
         return self.state
 
-    def child(self, local: int):
+    def child(self, local: int) -> _ChainNode | None:
         return self.next if self.next is not None and self.next.state.edge[0].local == local else None
 
 
 class _Root:
+    """The chain's root: a ``NodeView`` whose edge state the walk never reads (it only asks for a child)."""
+
     def __init__(self, first: _ChainNode) -> None:
         self.first = first
 
-    def child(self, local: int):
+    def edge_state(self) -> EdgeState:
+        raise AssertionError("the match walk reads the root's children only, never its edge state")
+
+    def child(self, local: int) -> _ChainNode | None:
         return self.first if self.first.state.edge[0].local == local else None
 
 
@@ -236,9 +241,10 @@ def law_match_walk_equals_the_per_rank_model(chain: list[EdgeState], data) -> No
     if data.draw(st.booleans()):
         query[data.draw(st.integers(0, n - 1))] = 9  # a wrong block somewhere
     # Link the chain (coverage is arbitrary: not prefix-closed, equal sizes allowed, as in Dynamo test 41).
-    node = None
+    node: _ChainNode | None = None
     for state in reversed(chain):
         node = _ChainNode(state, node)
+    assert node is not None, "the chain strategy draws at least one edge"
     root = _Root(node)
     full = find_matches_walk(root, query, False)
     expected = {r: model_score(chain, query, r) for r in RANKS}

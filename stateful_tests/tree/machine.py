@@ -55,6 +55,11 @@ PHENOMENA = (
 
 
 
+def _by_rank(scores: dict[tuple[int, int], int]) -> dict[Rank, int]:
+    """``targets.scores`` keys plain ``(worker_id, dp_rank)`` tuples; the spec's laws take ``Rank`` keys (equal, same hash)."""
+    return {Rank(*rank): score for rank, score in scores.items()}
+
+
 class TreeContractMachine(RuleBasedStateMachine):
     """Drive ``factory()`` against ``spec.contract`` (see the module docstring)."""
 
@@ -67,8 +72,8 @@ class TreeContractMachine(RuleBasedStateMachine):
         self.state: law.ContractState = law.EMPTY_CONTRACT
         self.path_of: dict[int, tuple[int, ...]] = {}
         self.stored: set[tuple[int, ...]] = set()
-        self.seen = Counter()
-        self.after_start = Counter()
+        self.seen: Counter[str] = Counter()
+        self.after_start: Counter[str] = Counter()
         self.event_id = 0
         self.checked = 0  # score verdicts checked (the gate's "checks" column)
 
@@ -269,7 +274,7 @@ class TreeContractMachine(RuleBasedStateMachine):
             chain = [ext(query[: i + 1]) for i in range(len(query))]
             full = targets.scores(self.tree, list(query), False)
             early = targets.scores(self.tree, list(query), True)
-            assert early_exit_agrees(full, early), f"early_exit law broken on {query}: {full} vs {early}"
+            assert early_exit_agrees(_by_rank(full), _by_rank(early)), f"early_exit law broken on {query}: {full} vs {early}"
             for rank in set(full) | set(self.state):
                 rank = Rank(*rank)
                 got = full.get(rank, 0)

@@ -62,7 +62,7 @@ class ExtendsInternalNode(RadixTree):
     """Sticky-internal rule broken: a childless internal node is reopened for leaf extension."""
 
     def _may_extend(self, node: Node, rank: Rank) -> bool:
-        return not node.children and node.state.edge and rank in node.state.full_edge_workers
+        return not node.children and bool(node.state.edge) and rank in node.state.full_edge_workers
 
 
 class WalkSkipsEqualSizedIntersection(RadixTree):

@@ -95,18 +95,18 @@ def run_step(tree: Any, step: Step, event_id: int) -> str | None:
     if isinstance(step, Query):
         modes = [False, True] if step.early_exit is None else [step.early_exit]
         for mode in modes:
-            got = targets.scores(tree, step.sequence, mode)
-            if got != step.scores:
-                return f"{step} (early_exit={mode}): got {got}"
+            got_scores = targets.scores(tree, step.sequence, mode)
+            if got_scores != step.scores:
+                return f"{step} (early_exit={mode}): got {got_scores}"
         return None
     if isinstance(step, Dump):
         want = sorted(((w, d, p, tuple(h)) for w, d, p, h in step.events), key=repr)
-        got = canonical_dump(tree)
-        return None if got == want else f"{step}: got {got}"
+        got_dump = canonical_dump(tree)
+        return None if got_dump == want else f"{step}: got {got_dump}"
     raise TypeError(step)
 
 
-def checked_after_every_event(tree_class: type, scenario: Scenario) -> type:
+def checked_after_every_event(tree_class: type[Any], scenario: Scenario) -> type[Any]:
     """Return ``tree_class`` with ``check()`` after every event.
 
     Lookup invariants are checked only on in-contract scenarios: colliding hashes strand

@@ -305,6 +305,7 @@ def generate(seed: int, index: int, profile: StreamProfile = DEFAULT_PROFILE) ->
         remove_weight = 0.25 if phase < 0.35 else 0.4 if phase < 0.7 else 0.6
         rank = rng.choice(e.ranks())
         r = rng.random()
+        ops: list[Op]
         if r < 0.03:
             ops = [e.event(rank, Cleared())]
             e.held[rank] = {}

@@ -31,6 +31,7 @@ seed and the command.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import time
@@ -303,7 +304,7 @@ class Writer:
         leaves = [h for h in held if not kids.get(h)]
         h = rng.choice(sorted(leaves))
         path = held[h]
-        chosen = []
+        chosen: list[int] = []
         while path and len(chosen) < rng.randint(1, 4):
             x = ext(path)
             if x not in held or (chosen == [] and kids.get(x)) or (chosen and kids.get(x, 0) > 1):
@@ -429,8 +430,8 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
     _sync.install(RandomYields(config.yield_sleep) if config.yield_sleep else None)
     started = time.perf_counter()
     try:
-        readers = [_sync.Thread(lambda k=k: reader(k), f"stress-reader-{k}") for k in range(config.readers)]
-        threads = [_sync.Thread(lambda w=w: writer_loop(w), f"stress-writer-{w.index}") for w in writers]
+        readers = [_sync.Thread(functools.partial(reader, k), f"stress-reader-{k}") for k in range(config.readers)]
+        threads = [_sync.Thread(functools.partial(writer_loop, w), f"stress-writer-{w.index}") for w in writers]
         while True:
             for event in barrier_in:
                 event.wait()

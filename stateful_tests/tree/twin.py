@@ -29,7 +29,7 @@ class Twin:
         self.primary, self.shadow = primary, shadow
 
     def _both(self, name: str, *args: Any) -> Any:
-        results = []
+        results: list[tuple[Any, ...]] = []  # ("ok", value) or ("error", outcome, exception)
         for tree in (self.primary, self.shadow):
             try:
                 results.append(("ok", getattr(tree, name)(*args)))

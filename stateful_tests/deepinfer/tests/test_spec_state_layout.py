@@ -145,7 +145,7 @@ def test_guard_and_zero_sizes():
         ((Ring("a", 4, 2, 1), Raw("a", 3)), {}),
         ((Ring("a", 4, 2, 1),), {"align": 0}),
         ((Ring("a", 4, 2, 1),), {"mode": "other"}),
-        ((Ring("a", 4, 2.0, 1),), {}),
+        ((Ring("a", 4, 2.0, 1),), {}),  # type: ignore[arg-type]  # a float row count, deliberately
     ],
 )
 def test_bad_layouts_are_rejected(segments, kwargs):
@@ -159,11 +159,11 @@ def test_bad_layouts_are_rejected(segments, kwargs):
         (lambda L, c: S.select(L, c, 3, 767, True), StateArgumentError),
         (lambda L, c: S.select(L, c, True, 767, True), StateArgumentType),
         (lambda L, c: S.select(L, c, 0, -2, True), StateArgumentError),
-        (lambda L, c: S.select(L, c, 0, 7.0, True), StateArgumentType),
-        (lambda L, c: S.select(L, c, 0, 7, 1), StateArgumentType),
+        (lambda L, c: S.select(L, c, 0, 7.0, True), StateArgumentType),  # type: ignore[arg-type]  # float position, deliberately
+        (lambda L, c: S.select(L, c, 0, 7, 1), StateArgumentType),  # type: ignore[arg-type]  # int to_ce, deliberately
         (lambda L, c: S.load(L, c, 0, bytes(5), 767, "on"), StateArgumentError),
-        (lambda L, c: S.load(L, c, 0, bytearray(1024), 767, "on"), StateArgumentType),
-        (lambda L, c: S.load(L, c, 0, bytes(1024), 767, None), StateArgumentType),
+        (lambda L, c: S.load(L, c, 0, bytearray(1024), 767, "on"), StateArgumentType),  # type: ignore[arg-type]  # bytearray tensor, deliberately
+        (lambda L, c: S.load(L, c, 0, bytes(1024), 767, None), StateArgumentType),  # type: ignore[arg-type]  # None mode, deliberately
         (lambda L, c: S.select(L, c[:1] + (b"short",), 0, 767, True), StateArgumentError),
     ],
 )

@@ -184,7 +184,7 @@ def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool) 
     raise TypeError(f"not an event: {data!r}")
 
 
-def longest_prefix_in(chain: Sequence[int], blocks: frozenset[int] | Mapping[int, object]) -> int:
+def longest_prefix_in(chain: Iterable[int], blocks: frozenset[int] | Mapping[int, object]) -> int:
     """Return the length of the longest prefix of ``chain`` whose blocks are all in ``blocks``."""
     n = 0
     for x in chain:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import cast
 
 from ...spec.contract import longest_prefix_in
 
@@ -37,9 +36,9 @@ def ext(path: tuple[int, ...]) -> int:
 
 def held_prefix(path: tuple[int, ...], held: Mapping[int, object] | frozenset[int]) -> int:
     """Return how many leading blocks of ``path`` are in ``held`` (by external hash), hashing only as far as needed."""
-    # A generator, so that hashing stops at the first block not held: longest_prefix_in only
-    # iterates its chain once, front to back, though spec.contract annotates it as a Sequence.
-    chain = cast("Sequence[int]", (ext(path[: i + 1]) for i in range(len(path))))
+    # A generator, so that hashing stops at the first block not held (longest_prefix_in reads
+    # its chain once, front to back).
+    chain = (ext(path[: i + 1]) for i in range(len(path)))
     return longest_prefix_in(chain, held)
 
 

@@ -201,13 +201,10 @@ class _ChainNode:
 
 
 class _Root:
-    """The chain's root: a ``NodeView`` whose edge state the walk never reads (it only asks for a child)."""
+    """The chain's root: a ``RootView`` (the walk asks the root for a child, never for an edge)."""
 
     def __init__(self, first: _ChainNode) -> None:
         self.first = first
-
-    def edge_state(self) -> EdgeState:
-        raise AssertionError("the match walk reads the root's children only, never its edge state")
 
     def child(self, local: int) -> _ChainNode | None:
         return self.first if self.first.state.edge[0].local == local else None

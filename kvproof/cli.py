@@ -341,7 +341,7 @@ def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str)
         result = run_stress(factory, threads=threads, ops=ops, seed=seed + k)
         total_ops += result.ops
         problems += len(result.problems)
-        click.echo(f"round {k + 1}/{rounds} seed={seed + k}: {result.summary()}")
+        click.echo(f"round {k + 1}/{rounds} seed={seed + k}: {result.summary_line()}")
         for p in result.problems[:5]:
             click.echo(f"  problem: {p}")
     if problems:

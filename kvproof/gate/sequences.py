@@ -46,12 +46,12 @@ def _values(ctx: Context, row: Row) -> None:
 
 
 def _bad_input(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.sequences.bad_input import check_bad_input
+    from ..stateful_tests.sequences.bad_input import check_tracker_bad_input
     from ..stateful_tests.sequences.model import TARGETS
 
     problems = []
     for name, factory in TARGETS.items():
-        tried, found = check_bad_input(factory)
+        tried, found = check_tracker_bad_input(factory)
         row.checks += tried
         row.examples += tried
         problems += [f"{name}: {p}" for p in found]
@@ -69,7 +69,7 @@ def _stress(ctx: Context, row: Row) -> None:
         row.checks += report.ops
         if report.problems:
             row.replay = f"kvproof stress sequences --threads 8 --ops {ops} --seed {ctx.seed + k}"
-            raise Failed(f"{report.summary()}; first: {report.problems[0]}")
+            raise Failed(f"{report.summary_line()}; first: {report.problems[0]}")
 
 
 def _controls(ctx: Context, row: Row) -> None:

@@ -62,9 +62,9 @@ def _dump_rebuild(ctx: Context, row: Row) -> None:
 
 
 def _bad_input(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.tree.api_laws import check_bad_input
+    from ..stateful_tests.tree.api_laws import check_tree_bad_input
 
-    tried, problems = check_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"))
+    tried, problems = check_tree_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"))
     row.checks, row.examples = tried, tried
     if problems:
         raise Failed(f"{len(problems)} problems; first: {problems[0]}")

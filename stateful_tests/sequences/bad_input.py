@@ -2,7 +2,7 @@
 
 ``BAD_INPUTS`` lists each malformed or impossible call with the error it must raise (and the
 HTTP status the real slot tracker answers for the same condition, where it has one; the
-table in docs/sequences.md is generated from the same list). ``check_bad_input(factory)``
+table in docs/sequences.md is generated from the same list). ``check_tracker_bad_input(factory)``
 builds a tracker with two workers and a few requests (some prefilling, modeled and not),
 makes each call, and checks the error class and that ``snapshot()`` and
 ``registry_snapshot()`` did not change.
@@ -109,7 +109,7 @@ def _populate(tracker: Any) -> None:
     tracker.add_request(_req("r3", WorkerWithDpRank(2, 0), (7,), hint=_hint(60)), secs(2))
 
 
-def check_bad_input(factory: Callable[..., Any]) -> tuple[int, list[str]]:
+def check_tracker_bad_input(factory: Callable[..., Any]) -> tuple[int, list[str]]:
     """Make every bad call on a populated tracker; return (calls made, problems)."""
     problems = []
     tracker = factory()

@@ -570,7 +570,7 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
 
 
 @dataclass
-class ConformReport:
+class SlotTrackerConformReport:
     seed: int
     scenarios: int = 0
     ops: int = 0
@@ -603,14 +603,14 @@ def conform_slot_tracker(
     oracle: SlotTrackerProcess | None = None,
     length: int = 10,
     on_progress: Callable[[int, int, float], None] | None = None,
-) -> ConformReport:
+) -> SlotTrackerConformReport:
     """Run ``scenarios`` scenarios (``parallel`` at a time, each on its own model name) against a slot tracker and compare.
 
     ``oracle``: a started ``SlotTrackerProcess`` to reuse (else one is started and stopped here);
     ``length``: random operations after each scenario's template; ``on_progress(done, total, seconds)``
     is called as scenarios finish (a progress display).
     """
-    report = ConformReport(seed, jitter_ms=jitter_ms)
+    report = SlotTrackerConformReport(seed, jitter_ms=jitter_ms)
     if indices is None:
         indices = [only] if only is not None else list(range(scenarios))
     started = time.perf_counter()

@@ -55,7 +55,7 @@ CHURN_WORKER = 9
 
 
 @dataclass
-class StressReport:
+class SequenceStressReport:
     seed: int
     threads: int
     ops: int = 0
@@ -69,7 +69,7 @@ class StressReport:
     statistics: Any = None
     problems: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
+    def summary_line(self) -> str:
         return (f"stress: seed={self.seed} threads={self.threads} ops={self.ops} adds={self.adds} frees={self.frees} "
                 f"marks={self.marks} duplicate_rejections={self.duplicates} reads={self.reads} "
                 f"churn_cycles={self.churn_cycles} seconds={self.seconds:.2f} problems={len(self.problems)}")
@@ -120,14 +120,14 @@ def stress(
     seed: int = 1,
     ids: int = 10,
     chaos: float = 0.2,
-) -> StressReport:
+) -> SequenceStressReport:
     """Run one stress round and audit the quiescent tracker; ``report.problems`` is empty when it passed."""
     tracker = factory(None)  # expiry off: every departure is a counted free
     tracker.register_worker(1, 0, 2, 0)
     tracker.register_worker(2, 0, 1, 0)
     pool = [f"q{i}" for i in range(ids)]
     clock = iter(range(1, 10**12))  # next() is atomic under the GIL: a shared fake clock in 1 ms ticks
-    report = StressReport(seed, threads)
+    report = SequenceStressReport(seed, threads)
     per_thread: list[Counter] = [Counter() for _ in range(threads + 1)]
     errors: list[str] = []
 

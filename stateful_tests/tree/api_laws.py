@@ -108,7 +108,7 @@ def _observe(tree: Any) -> tuple:
     return tuple(sorted(targets.scores(tree, q).items()) for q in PROBES), tuple(canonical(dump_entries(tree)))
 
 
-def check_bad_input(factory: Callable[[], Any], require_typed: bool = False) -> tuple[int, list[str]]:
+def check_tree_bad_input(factory: Callable[[], Any], require_typed: bool = False) -> tuple[int, list[str]]:
     """Throw every bad input at a populated tree; return ``(inputs tried, problems)``."""
     tree = factory()
     try:

@@ -214,7 +214,7 @@ def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[
 
 
 @dataclass
-class ConformReport:
+class TreeConformReport:
     subject: str
     oracle: str
     seed: int
@@ -256,14 +256,14 @@ def conform(
     max_reported: int = 3,
     on_mismatch: Callable[[Mismatch], None] | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
-) -> ConformReport:
+) -> TreeConformReport:
     """Run ``streams`` streams of run ``seed`` (or just ``only_stream``) through both trees.
 
     ``on_progress(done, total, seconds)`` is called before each stream (a progress display).
     """
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else range(streams)
-    report = ConformReport(subject_name, oracle_name, seed, len(indices))
+    report = TreeConformReport(subject_name, oracle_name, seed, len(indices))
     for done, index in enumerate(indices, 1):
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
@@ -279,7 +279,7 @@ def conform(
     return report
 
 
-def write_failure_files(report: ConformReport, folder: FilePath) -> list[FilePath]:
+def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[FilePath]:
     """Write one JSON file per mismatch (shrunk operations and the replay command); return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -65,7 +65,7 @@ class StressConfig:
 
 
 @dataclass
-class StressReport:
+class TreeStressReport:
     config: StressConfig
     ops: int = 0
     reads: int = 0
@@ -316,9 +316,9 @@ class Writer:
         self.evict(rank, chosen)
 
 
-def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> StressReport:
+def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> TreeStressReport:
     """Run one stress campaign; return the counts (never raises for a finding, reports it)."""
-    report = StressReport(config)
+    report = TreeStressReport(config)
     pool = prompt_pool(config.seed)
     tree = tree_class(lanes=config.writers)
     clock = itertools.count(1)

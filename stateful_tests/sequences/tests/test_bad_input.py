@@ -4,13 +4,13 @@ and times, wrong types, out-of-range numbers): a typed error and an unchanged st
 import pytest
 
 from kvproof.spec.sequence_errors import SequenceError
-from kvproof.stateful_tests.sequences.bad_input import BAD_INPUTS, check_bad_input
+from kvproof.stateful_tests.sequences.bad_input import BAD_INPUTS, check_tracker_bad_input
 from kvproof.stateful_tests.sequences.model import TARGETS
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_rejections_are_typed_and_harmless(target):
-    tried, problems = check_bad_input(TARGETS[target])
+    tried, problems = check_tracker_bad_input(TARGETS[target])
     assert tried == len(BAD_INPUTS) + 1
     assert problems == []
 

@@ -15,7 +15,7 @@ SEEDS = range(1, PROFILE.sequences.stress_rounds + 1)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_lost_or_doubled_ownership_and_the_registry_converges(seed):
     report = stress(SlotTracker, threads=8, ops=PROFILE.sequences.stress_ops, seed=seed)
-    print(report.summary(), report.statistics)
+    print(report.summary_line(), report.statistics)
     assert report.problems == []
     stats = report.statistics
     assert stats.duplicate_rejections > 0 and report.adds > 0 and report.frees > 0

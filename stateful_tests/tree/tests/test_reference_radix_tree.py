@@ -6,7 +6,7 @@ import pytest
 
 from kvproof.reference import RadixTree
 from kvproof.spec.errors import InvalidArgument, InvalidArgumentType, KvProofError, MalformedEvent
-from kvproof.stateful_tests.tree.api_laws import check_bad_input, check_dump_rebuild
+from kvproof.stateful_tests.tree.api_laws import check_dump_rebuild, check_tree_bad_input
 from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario, run_step
 from kvproof.stateful_tests.tree.streams import generate
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
@@ -31,7 +31,7 @@ def test_dump_rebuilds_an_equal_tree(index):
 
 
 def test_bad_input_gets_a_typed_error_and_changes_nothing():
-    tried, problems = check_bad_input(RadixTree, require_typed=True)
+    tried, problems = check_tree_bad_input(RadixTree, require_typed=True)
     assert tried >= 20 and problems == []
 
 
@@ -93,7 +93,7 @@ def test_negative_control_the_dump_law_catches_dynamos_unreplayable_dump(dynamo_
 
 
 def test_negative_control_the_bad_input_law_catches_acceptance_and_side_effects():
-    _, accepted = check_bad_input(_AcceptsGarbage, require_typed=True)
-    _, traced = check_bad_input(_BadInputLeavesATrace, require_typed=True)
+    _, accepted = check_tree_bad_input(_AcceptsGarbage, require_typed=True)
+    _, traced = check_tree_bad_input(_BadInputLeavesATrace, require_typed=True)
     assert any("accepted" in p for p in accepted)
     assert any("changed the tree" in p for p in traced)

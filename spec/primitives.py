@@ -11,8 +11,16 @@ A *block* is one KV-cache page. It is named twice:
   up to and including the block, supplied by the engine and opaque to the router. It names
   parents, removals and the per-rank reverse lookup.
 
-A *rank* is one data-parallel rank of one worker, ``WorkerWithDpRank(worker_id, dp_rank)``.
-Every coverage fact, lookup entry and score is per rank.
+A *rank* is one data-parallel rank of one worker, ``WorkerWithDpRank(worker_id, dp_rank)``
+(alias ``Rank``). Every coverage fact, lookup entry and score is per rank. One word per concept,
+across every layer:
+
+- **rank**: the ``(worker_id, dp_rank)`` pair, in code and prose alike;
+- **worker**: the engine process, ``worker_id`` alone (``remove_worker`` drops all its ranks);
+  a field is called ``worker`` while holding a rank only where it mirrors Dynamo's own API or
+  wire format (``SequenceRequest.worker``, the slot tracker's JSON);
+- **slot**: the active-sequence state the slot tracker keeps *for* a rank (one
+  ``ActiveSequences`` per rank, ``spec.slot_tracker``), never the rank itself.
 
 Source: crtc.md §1 "Data model"; Dynamo ``protocols.rs``.
 

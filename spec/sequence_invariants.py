@@ -35,7 +35,7 @@ from collections import Counter
 from .prefill import PrefillState
 from .primitives import U64_MAX
 from .sequences import ActiveSequencesState, Path, block_membership, worker_load_snapshot
-from .slot_tracker import PromptRegistryState, SlotTrackerState, registered_slots
+from .slot_tracker import PromptRegistryState, SlotTrackerState, registered_ranks
 
 # ----------------------------------------------------------------------------- must never break
 
@@ -58,7 +58,7 @@ def is_request_owned_once(state: SlotTrackerState) -> bool:
 
 def is_slot_set_registered(state: SlotTrackerState) -> bool:
     """Check if the slots are exactly the registered (worker_id, dp_rank) pairs."""
-    return set(state.sequences) == registered_slots(state.worker_table)
+    return set(state.sequences) == registered_ranks(state.worker_table)
 
 
 def is_anchor_present_iff_prefilling(prefill: PrefillState) -> bool:

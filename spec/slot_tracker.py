@@ -142,7 +142,7 @@ def dp_ranks(worker_id: int, dp: DpRange) -> tuple[Rank, ...]:
     return tuple(Rank(worker_id, r) for r in range(dp.dp_start, dp.dp_start + dp.dp_size))
 
 
-def registered_slots(table: WorkerTable) -> frozenset[Rank]:
+def registered_ranks(table: WorkerTable) -> frozenset[Rank]:
     """Return every registered (worker_id, dp_rank) slot."""
     return frozenset(rank for w, dp in table.ranges.items() for rank in dp_ranks(w, dp))
 

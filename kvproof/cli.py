@@ -90,18 +90,15 @@ def main() -> None:
 def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
           json_path: str | None, junit_path: str | None, allow_skip: bool) -> None:
     """Run the gate: every check against one target, one row per check."""
-    from .gate import FAMILIES, GateReport, Result, Row, default_families, make_context, run_check, select
+    from .gate import FAMILIES, GateReport, Result, Row, plan, run_gate
     from .stateful_tests.harness.profiles import profile_named
 
     chosen = profile_named(profile)
-    fams = FAMILIES if "all" in families else (families or default_families(target.name))
-    ctx = make_context(target.name, target.factory, chosen, seed)
-    selection = select(ctx, fams, only)
-    report = GateReport(target.name, chosen.name, ctx.seed, fams, left_out=[(c.key, why) for c, why in selection.left_out])
+    ctx, selection = plan(target.name, target.factory, chosen, seed, only, FAMILIES if "all" in families else families or None)
     console = out.console()
-    console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(fams)}")
+    console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}")
     if not selection.checks:
-        raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(fams)}")
+        raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(selection.families)}")
     started = time.perf_counter()
 
     def progress(row: Row, done: int, total: int) -> None:
@@ -110,10 +107,7 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         console.print(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
                       f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
-    for i, c in enumerate(selection.checks, 1):
-        row = run_check(c, ctx)
-        report.rows.append(row)
-        progress(row, i, len(selection.checks))
+    report = run_gate(ctx, selection, progress)
     console.print()
     out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:

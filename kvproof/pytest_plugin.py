@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     name = config.getoption("--kvproof-target")
     if not name:
         return
-    from .gate import FAMILIES, default_families, make_context, select
+    from .gate import FAMILIES, plan
     from .stateful_tests.harness.profiles import profile_named
     from .stateful_tests.harness.targets import load_target
 
@@ -79,15 +79,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"--kvproof-target {name!r} is unavailable: {target.reason}")
     assert target.factory is not None
     chosen = config.getoption("--kvproof-family")
-    families = FAMILIES if chosen and "all" in chosen else tuple(chosen or default_families(name))
-    unknown = set(families) - set(FAMILIES)
+    families = FAMILIES if chosen and "all" in chosen else tuple(chosen) if chosen else None
+    unknown = set(families or ()) - set(FAMILIES)
     if unknown:
         raise pytest.UsageError(f"--kvproof-family: unknown {sorted(unknown)}; one of {', '.join(FAMILIES)}, all")
-    ctx = make_context(name, target.factory, profile_named(config.getoption("--kvproof-profile")), config.getoption("--kvproof-seed"))
-    selection = select(ctx, families, config.getoption("--kvproof-only"))
+    ctx, selection = plan(name, target.factory, profile_named(config.getoption("--kvproof-profile")),
+                          config.getoption("--kvproof-seed"), config.getoption("--kvproof-only"), families)
     if items:
         config.hook.pytest_deselected(items=list(items))
-    parents = {f: GateFamily.from_parent(session, name=f"kvproof-gate/{f}") for f in families}
+    parents = {f: GateFamily.from_parent(session, name=f"kvproof-gate/{f}") for f in selection.families}
     items[:] = [GateItem.from_parent(parents[c.family], name=c.name, check=c, context=ctx) for c in selection.checks]
 
 

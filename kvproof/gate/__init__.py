@@ -20,7 +20,7 @@ import enum
 import random
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,6 +117,7 @@ def default_families(target_name: str) -> tuple[str, ...]:
 class Selection:
     """The rows a gate run will execute, and those it leaves out with the reason."""
 
+    families: tuple[str, ...]
     checks: list[Check]
     left_out: list[tuple[Check, str]]
 
@@ -132,7 +133,7 @@ def select(ctx: Context, families: tuple[str, ...], only: str | None) -> Selecti
             left_out.append((check, f"runs only on the embedded implementation ({', '.join(EMBEDDED)})"))
         else:
             chosen.append(check)
-    return Selection(chosen, left_out)
+    return Selection(families, chosen, left_out)
 
 
 @dataclass
@@ -196,28 +197,27 @@ def run_check(check: Check, ctx: Context) -> Row:
     return row
 
 
-def iter_gate(ctx: Context, selection: Selection) -> Iterator[Row]:
-    for check in selection.checks:
-        yield run_check(check, ctx)
-
-
-def run_gate(
+def plan(
     target_name: str,
     factory: Callable[[], Any],
     profile: Profile,
     seed: int | None = None,
     only: str | None = None,
     families: tuple[str, ...] | None = None,
-    progress: Callable[[Row], None] | None = None,
-) -> GateReport:
-    """Run the selected checks (families, then those whose layer or name contains ``only``) against one target."""
+) -> tuple[Context, Selection]:
+    """The run's context and its rows: the families (default: ``default_families``), then those whose
+    family, layer or name contains ``only``."""
     ctx = make_context(target_name, factory, profile, seed)
-    families = families or default_families(target_name)
-    selection = select(ctx, families, only)
-    report = GateReport(target_name, profile.name, ctx.seed, families,
+    return ctx, select(ctx, families or default_families(target_name), only)
+
+
+def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None) -> GateReport:
+    """Run the selected rows in order; ``progress(row, done, total)`` after each."""
+    report = GateReport(ctx.target_name, ctx.profile.name, ctx.seed, selection.families,
                         left_out=[(c.key, why) for c, why in selection.left_out])
-    for row in iter_gate(ctx, selection):
+    for done, check in enumerate(selection.checks, 1):
+        row = run_check(check, ctx)
         report.rows.append(row)
         if progress is not None:
-            progress(row)
+            progress(row, done, len(selection.checks))
     return report

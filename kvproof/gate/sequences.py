@@ -14,10 +14,12 @@ from . import Check, Context, Failed, Row, Skip
 
 def _spec_laws(ctx: Context, row: Row) -> None:
     from ..stateful_tests.sequences.laws import LAWS, run_law
+    from ..stateful_tests.sequences.model import TARGETS
 
-    for law in LAWS:
-        row.examples += run_law(law, ctx.profile.sequences.law_examples, ctx.seed)
-        row.checks += 1
+    for make in TARGETS.values():
+        for law in LAWS:
+            row.examples += run_law(law, ctx.profile.sequences.law_examples, ctx.seed, make=make)
+            row.checks += 1
 
 
 def _machine(ctx: Context, row: Row) -> None:
@@ -121,7 +123,7 @@ def _conformance(ctx: Context, row: Row) -> None:
 # the words that select the tree's own rows.
 CHECKS: list[Check] = [
     Check("sequences", "laws", "rule laws", _spec_laws,
-          what='the active-sequence laws over random histories, on the spec model only (pytest runs them on every tracker)'),
+          what='the active-sequence laws over random histories, on the spec, reference and concurrent trackers'),
     Check("sequences", "machine", "three-way state machine", _machine,
           what='spec, reference and concurrent trackers driven alike on a fake clock: every outcome and read equal'),
     Check("sequences", "values", "upstream values", _values,

@@ -107,6 +107,47 @@ def _impl_stress(ctx: Context, row: Row) -> None:
             raise Failed(f"{mode}: {report.summary_line()}; first: {report.problems[0]}")
 
 
+def _pool_factory(ctx: Context) -> Callable[[], Any]:
+    """The target itself when it pipelines (a pool), else the embedded thread-pool indexer."""
+    from ..impl.indexer import ThreadPoolIndexer
+    from ..stateful_tests.harness import targets
+    from ..stateful_tests.tree.pipeline import is_pool
+
+    probe = ctx.factory()
+    try:
+        return ctx.factory if is_pool(probe) else (lambda: ThreadPoolIndexer(threads=4))
+    finally:
+        targets.dispose(probe)
+
+
+def _pool_relevant(ctx: Context) -> bool:
+    """The embedded implementation ships the pool; any other target is checked here only if it is a pool."""
+    from ..stateful_tests.harness import targets
+    from ..stateful_tests.tree.pipeline import is_pool
+
+    if embedded_only(ctx):
+        return True
+    probe = ctx.factory()
+    try:
+        return is_pool(probe)
+    finally:
+        targets.dispose(probe)
+
+
+def _pool_pipelined(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.tree.pipeline import check_pipelined
+    from ..stateful_tests.tree.streams import generate
+
+    factory = _pool_factory(ctx)
+    for index in range(ctx.profile.tree.pool_streams):
+        stream = generate(ctx.seed, index)
+        row.examples += 1
+        row.checks += len(stream.ops) + len({tuple(q) for qs in stream.queries for q in qs}) + 1
+        problems = check_pipelined(factory, stream)
+        if problems:
+            raise Failed(f"stream {index} of seed {ctx.seed}: {problems[0]} ({len(problems)} differences)")
+
+
 def _conformance_applies(ctx: Context) -> str | None:
     from ..stateful_tests.harness.targets import load_target
 
@@ -129,6 +170,8 @@ CHECKS: list[Check] = [
           what='the target against an oracle tree (Dynamo; the reference when the target is Dynamo) on random streams: outcomes, scores in both modes, dumps'),
     Check("tree", "impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=embedded_only,
           what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
+    Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,
+          what='the thread-pool indexer with events submitted, one flush, then outcomes, scores and snapshot equal to the reference'),
     Check("tree", "impl", "real-thread stress, strict + chaos", _impl_stress, relevant=embedded_only,
           what='the concurrent tree under 8 writers and 4 readers: every read within what each rank held, parity or contract at quiescence'),
 ]

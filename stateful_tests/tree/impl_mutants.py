@@ -11,6 +11,13 @@ Each is the concurrent tree with one protection removed:
 - ``RejectsStoresUnderSomeParents``: stores under held parents are refused (caught only by the
   checkpoint's acceptance verdicts in chaos mode).
 
+And two broken thread-pool indexers (``POOL_MUTANTS``), caught by the pipelined check
+(``pipeline.check_pipelined``, the gate's pool row):
+
+- ``RoutesByEvent``: events go to the event threads in turn, not by worker, so one worker's
+  events can apply out of order;
+- ``FlushReturnsEarly``: ``flush`` does not wait, so reads after it can miss queued events.
+
 ``docs/concurrency.md`` records how often real-thread stress catches each per 100 runs
 (``kvproof stress tree --mutant NAME --runs 100 ...``); the suite also catches each one
 deterministically (the lockstep twin machine and a forced interleaving).
@@ -18,10 +25,12 @@ deterministically (the lockstep twin machine and a forced interleaving).
 
 from __future__ import annotations
 
+from ...impl.indexer import ThreadPoolIndexer
 from ...impl.lane import Direction, Lane
 from ...impl.radix_tree import ConcurrentRadixTree
 from ...spec.coverage import covers
 from ...spec.errors import ParentBlockNotFound
+from ...spec.events import parse_event
 
 
 class NoVersionCheck(ConcurrentRadixTree):
@@ -64,3 +73,27 @@ class RejectsStoresUnderSomeParents(ConcurrentRadixTree):
 
 
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]
+
+
+# ----------------------------------------------------------------------------- broken pools
+# Caught by the pipelined check (``pipeline.check_pipelined``; the gate's pool row).
+
+
+class RoutesByEvent(ThreadPoolIndexer):
+    """Routes each event to the next event thread in turn, not by its worker: one worker's events reorder."""
+
+    def submit(self, worker_id, event):
+        rank, decoded = parse_event(worker_id, event)
+        lane = next(self._next) % len(self._channels)
+        return self._enqueue(lane, lambda l: self.tree.apply_on(l, rank.worker_id, decoded))
+
+
+class FlushReturnsEarly(ThreadPoolIndexer):
+    """``flush`` queues its markers but returns without waiting for them: reads may miss queued events."""
+
+    def flush(self) -> None:
+        for i in range(len(self._channels)):
+            self._enqueue(i, lambda lane: None)
+
+
+POOL_MUTANTS = [RoutesByEvent, FlushReturnsEarly]

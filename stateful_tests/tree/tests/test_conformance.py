@@ -1,8 +1,9 @@
-"""Differential conformance of the reference against the real Dynamo tree (a bounded slice; kvproof conform runs any size)."""
+"""Differential conformance of every tree against the real Dynamo tree (a bounded slice; kvproof conform tree runs any size)."""
 
 import pytest
 
 from kvproof.reference import RadixTree
+from kvproof.stateful_tests.harness.targets import load_target
 from kvproof.stateful_tests.tree.conformance import conform, shrink
 from kvproof.stateful_tests.tree.mutants import SplitDropsCarriedCutoffs
 from kvproof.stateful_tests.tree.streams import StreamProfile, generate
@@ -10,11 +11,14 @@ from kvproof.stateful_tests.tree.streams import StreamProfile, generate
 pytestmark = pytest.mark.dynamo
 
 
-def test_reference_conforms_to_dynamo(dynamo_tree):
-    report = conform(RadixTree, dynamo_tree, streams=120, seed=2024)
-    print(report.summary_line())
+@pytest.mark.parametrize("name", ["reference", "impl", "impl-lanes", "impl-pool"])
+def test_every_tree_conforms_to_dynamo(dynamo_tree, name):
+    """Every tree kvproof ships gets the same conformance budget against the real package."""
+    target = load_target(name)
+    report = conform(target.factory, dynamo_tree, streams=120, seed=2024)
+    print(name, report.summary_line())
     assert report.queries > 50_000
-    assert not report.mismatches, report.mismatches[0].report("reference", "dynamo")
+    assert not report.mismatches, report.mismatches[0].report(name, "dynamo")
 
 
 def test_streams_exercise_every_operation():

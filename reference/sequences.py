@@ -47,7 +47,15 @@ from ..spec.prefill import AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, Pr
 from ..spec.primitives import U64_MAX, FrozenMap, Rank
 from ..spec.sequence_inputs import NANOS_PER_MILLI, NANOS_PER_SEC, SequenceRequest, check_arg_uint, check_instant
 from ..spec.sequence_invariants import is_block_membership_exact, read_model_lag, write_model_violations
-from ..spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY, ActiveSequencesState, Path, RequestRecord, WorkerLoadSnapshot
+from ..spec.sequences import (
+    CHECK_EXPIRY_FREQUENCY,
+    DEFAULT_EXPIRY,
+    ActiveSequencesState,
+    Path,
+    RequestRecord,
+    WorkerLoadSnapshot,
+    is_expired,
+)
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 
 # ----------------------------------------------------------------------------- reads (own arithmetic)
@@ -309,10 +317,13 @@ class ActiveSequences:
             return None
         return self.trie.release(record.blocks)
 
+    def _is_expired(self, started_at: int, now: int, expiry: int) -> bool:
+        return is_expired(started_at, now, expiry)  # a rule a mutant may break
+
     def force_expiry(self, now: int, expiry: int | None) -> tuple[list[str], list[Path]]:
         if expiry is None or not self._expiry_due(now):
             return [], []
-        expired = [rid for rid, r in self.requests.items() if r.started_at < now - expiry]
+        expired = [rid for rid, r in self.requests.items() if self._is_expired(r.started_at, now, expiry)]
         removed: list[Path] = []
         for rid in expired:
             removed += self.free(rid, now) or []

@@ -150,12 +150,21 @@ def is_expiry_due(state: ActiveSequencesState, now: int) -> bool:
     return elapsed_since(state.last_expiry_check, now) >= CHECK_EXPIRY_FREQUENCY
 
 
-def expired_request_ids(state: ActiveSequencesState, now: int, expiry: int) -> tuple[str, ...]:
-    """Return the requests started strictly more than ``expiry`` before ``now``, in admission order.
+def is_expired(started_at: int, now: int, expiry: int) -> bool:
+    """Check if a request started at ``started_at`` is stale at ``now``: started *strictly* more than
+    ``expiry`` ago (a sweep exactly ``expiry`` after the start keeps it; one nanosecond later frees it).
 
     Source: sequences.md §2 "Expiry" ("frees every request with started_at < now - expiry").
     """
-    return tuple(rid for rid, r in state.requests.items() if r.started_at < now - expiry)
+    return started_at < now - expiry
+
+
+def expired_request_ids(state: ActiveSequencesState, now: int, expiry: int) -> tuple[str, ...]:
+    """Return the requests ``is_expired`` at ``now``, in admission order.
+
+    Source: sequences.md §2 "Expiry".
+    """
+    return tuple(rid for rid, r in state.requests.items() if is_expired(r.started_at, now, expiry))
 
 
 def on_force_expiry(state: ActiveSequencesState, now: int, expiry: int | None) -> tuple[ActiveSequencesState, tuple[str, ...]]:

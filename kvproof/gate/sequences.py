@@ -127,7 +127,7 @@ CHECKS: list[Check] = [
     Check("sequences", "machine", "three-way state machine", _machine,
           what='spec, reference and concurrent trackers driven alike on a fake clock: every outcome and read equal'),
     Check("sequences", "values", "upstream values", _values,
-          what='the 54 named upstream values and experiments, on the spec, reference and concurrent trackers'),
+          what='the named upstream values, experiments and rule boundaries (sequences/values.py), on the spec, reference and concurrent trackers'),
     Check("sequences", "api", "bad input, harmless", _bad_input,
           what='malformed or impossible tracker calls get the exact typed error and change nothing, on all three trackers'),
     Check("sequences", "concurrency", "stress (real threads)", _stress,

@@ -174,6 +174,11 @@ class _ExpiryAlwaysDue(ActiveSequences):
         return True
 
 
+class _ExpiresAtTheBoundary(ActiveSequences):
+    def _is_expired(self, started_at: int, now: int, expiry: int) -> bool:
+        return started_at <= now - expiry
+
+
 class _HashSetBlocks(ActiveSequences):
     def load_snapshot(self) -> WorkerLoadSnapshot:
         snap = super().load_snapshot()
@@ -197,6 +202,12 @@ class ExpiryIgnoresCheckInterval(SlotTracker):
     """Expiry rule broken: every add and sweep checks for stale requests, not once per 30 s."""
 
     sequences_class = _ExpiryAlwaysDue
+
+
+class ExpiresAtTheBoundary(SlotTracker):
+    """Expiry rule off by one: a request exactly ``expiry`` old is freed (the rule frees only older ones)."""
+
+    sequences_class = _ExpiresAtTheBoundary
 
 
 class SetBlockCounting(SlotTracker):
@@ -308,6 +319,7 @@ MUTANTS = [
     ZeroTokenHintTracked,
     FreeSkipsPrefillCleanup,
     ExpiryIgnoresCheckInterval,
+    ExpiresAtTheBoundary,
     SetBlockCounting,
     DuplicateAddMovesOwner,
     MarkUnknownIsSilent,
@@ -339,6 +351,7 @@ LAW_OF = {
 
 CAUGHT_BY = {m: {"machine", "values", "laws"} for m in MUTANTS}
 CAUGHT_BY[BookBeforeSlotLock] = {"stress"}
+CAUGHT_BY[ExpiresAtTheBoundary] = {"values"}  # the sampled histories never land a sweep exactly `expiry` after a start
 CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when a mark is a slot's last write
 
 

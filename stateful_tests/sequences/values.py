@@ -119,6 +119,13 @@ VALUE_SCENARIOS: list[ValueScenario] = [
         Add("C", 5, None, 312, blocks=(3,)), Blocks(1, 1), Tokens(312, 5)]),
     ValueScenario("test_force_expiry_uses_custom_duration", SG, [
         Add("A", 10, None, 0), Expire(31), Blocks(1, 1), Expire(61), Blocks(0, 0)], expiry=secs(60)),
+    ValueScenario("expiry_keeps_a_request_exactly_expiry_old", "sequences.md §2 Expiry (started_at < now - expiry)", [
+        Add("A", 10, None, 20), Expire(60), Blocks(1, 1), Owner("A", W1)], expiry=secs(40)),
+    ValueScenario("expiry_frees_a_request_one_ns_past_expiry", "sequences.md §2 Expiry (started_at < now - expiry)", [
+        Add("A", 10, None, 20), Expire(60.000000001), Blocks(0, 0), Owner("A", None)], expiry=secs(40)),
+    ValueScenario("expiry_check_is_due_exactly_30_s_after_the_last", "sequences.md §2 Expiry (at most once per 30 s)", [
+        Add("A", 10, None, 0), Expire(29.999999999), Blocks(1, 1), Expire(30), Blocks(0, 0), Owner("A", None)],
+        expiry=secs(1)),
     ValueScenario("test_force_expiry_reanchors_new_oldest_request (reconstructed: 30 tokens, 24 after 20 s of 100 s)", SG, [
         Add("A", 10, 1000, 0, blocks=(1,)), Add("B", 30, 100, 20, blocks=(2,)), Expire(61),
         Anchor(61), Tokens(61, 30), Tokens(81, 24), Ms(81, 80000)], expiry=secs(60)),

@@ -90,6 +90,11 @@ BAD_EVENTS: list[tuple[str, Any]] = [
     ("negative parent", json.dumps(_stored([{"block_hash": 5, "tokens_hash": 1}], parent=-1)).encode()),
     ("removed hash not an int", json.dumps({"event_id": 1, "data": {"removed": {"block_hashes": ["5"]}}}).encode()),
     ("removed missing list", json.dumps({"event_id": 1, "data": {"removed": {}}}).encode()),
+    ("a block entry not an object", json.dumps(_stored([5])).encode()),
+    ("a block entry a list", json.dumps(_stored([[5, 1]])).encode()),
+    ("stored body not an object", json.dumps({"event_id": 1, "data": {"stored": [5]}}).encode()),
+    ("stored body a string", json.dumps({"event_id": 1, "data": {"stored": "blocks"}}).encode()),
+    ("removed body not an object", json.dumps({"event_id": 1, "data": {"removed": [5]}}).encode()),
 ]
 
 BAD_WORKERS: list[tuple[str, Any]] = [("negative worker", -1), ("worker beyond u64", 2**64)]

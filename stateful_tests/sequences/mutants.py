@@ -25,6 +25,7 @@ from ...spec.primitives import U64_MAX
 from ...spec.sequence_errors import DuplicateRequest, MissingExpectedDuration, RequestNotFound, TokenLoadOverflow, WorkerNotFound
 from ...spec.sequence_inputs import NANOS_PER_MILLI, check_instant, check_request_id, check_sequence_request, check_worker
 from ...spec.sequences import WorkerLoadSnapshot
+from ..harness.controls import Expected
 
 # ----------------------------------------------------------------------------- prefill rules
 
@@ -348,6 +349,36 @@ LAW_OF = {
     MarkUnknownIsSilent: "law_rejections_are_typed_and_change_nothing",
     MarkSkipsPublish: "law_registry_equals_the_projection_after_every_call",
 }
+
+# The failure the three-way machine must report for each (the comparison that tells the mutant from
+# the spec); a crash for another reason is not a catch.
+_DIFFERS = r"differs from the spec|mutant gave .* spec gave"
+MACHINE_FAILURE = {
+    NoCreditCap: Expected(AssertionError, _DIFFERS),
+    SpilloverWhenUnmodeled: Expected(AssertionError, r"loads at \d+: mutant gave"),
+    NoCredit: Expected(AssertionError, _DIFFERS),
+    ReanchorKeepsOldTime: Expected(AssertionError, _DIFFERS),
+    SumThenTruncate: Expected(AssertionError, r"registry differs from the projection|differs from the spec|mutant gave"),
+    NoSpillover: Expected(AssertionError, r"loads at \d+: mutant gave"),
+    ZeroDurationAnchorCompletesAll: Expected(AssertionError, r"loads at \d+: mutant gave"),
+    AnchorOnlyRoundsDown: Expected(AssertionError, r"loads at \d+: mutant gave"),
+    ModeledTimeNotClipped: Expected(AssertionError, r"modeled times at \d+: mutant gave"),
+    MissingDurationReadsZero: Expected(AssertionError, r"modeled times at \d+: mutant gave"),
+    ElapsedRoundedToNearest: Expected(AssertionError, r"modeled times at \d+: mutant gave"),
+    ZeroTokenHintTracked: Expected(AssertionError, r"write model violates \['is_prefill_tokens_positive"),
+    FreeSkipsPrefillCleanup: Expected(AssertionError, r"a prefill without its request"),
+    ExpiryIgnoresCheckInterval: Expected(AssertionError, _DIFFERS),
+    SetBlockCounting: Expected(AssertionError, r"registry differs from the projection|differs from the spec|mutant gave"),
+    DuplicateAddMovesOwner: Expected(AssertionError, r"^add SequenceRequest\(.*mutant gave"),
+    MarkUnknownIsSilent: Expected(AssertionError, r"^mark .*mutant gave \('ok'.*spec gave \('RequestNotFound'"),
+    MarkSkipsPublish: Expected(AssertionError, r"registry has not converged to the projection"),
+}
+
+
+def law_failure(mutant: type[object]) -> Expected:
+    """The failure the law ``LAW_OF[mutant]`` must report: its own body's assertion."""
+    return Expected(AssertionError, raised_in=LAW_OF[mutant].removeprefix("law"))
+
 
 CAUGHT_BY = {m: {"machine", "values", "laws"} for m in MUTANTS}
 CAUGHT_BY[BookBeforeSlotLock] = {"stress"}

@@ -14,6 +14,7 @@ from ...reference.radix_tree import Node, RadixTree
 from ...spec.coverage import EdgeState
 from ...spec.match import OverlapScores, check_query, matched_length
 from ...spec.primitives import FrozenMap, Rank
+from ..harness.controls import Expected
 
 
 class SplitDropsCarriedCutoffs(RadixTree):
@@ -116,4 +117,12 @@ CAUGHT_BY = {
     ChildrenKeptWithoutFullHolder: {"machine", "conformance", "vectors"},
     ExtendsInternalNode: {"conformance", "vectors"},
     WalkSkipsEqualSizedIntersection: {"conformance", "vectors"},
+}
+
+# The failure the contract machine must report for each (a crash for another reason is not a catch).
+MACHINE_FAILURE = {
+    SplitDropsCarriedCutoffs: Expected(AssertionError, r"check failed:(?s:.*)is_lookup_entry_on_holder"),
+    SplitCarriesOneTooMany: Expected(AssertionError, r"snapshot breaks the contract:(?s:.*)indexed blocks it does not hold"),
+    NoLookupScrub: Expected(AssertionError, r"check failed:(?s:.*)is_lookup_entry_on_holder"),
+    ChildrenKeptWithoutFullHolder: Expected(AssertionError, r"check failed:(?s:.*)is_holderless_childless"),
 }

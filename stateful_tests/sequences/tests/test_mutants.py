@@ -4,10 +4,19 @@ sequence_mutants.CAUGHT_BY says. The two the issue names: NoCreditCap and Spillo
 import pytest
 from hypothesis import Phase
 
+from kvproof.stateful_tests.harness.controls import caught_as_expected
 from kvproof.stateful_tests.harness.seeding import run_machine
 from kvproof.stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
 from kvproof.stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
-from kvproof.stateful_tests.sequences.mutants import CAUGHT_BY, LAW_OF, MUTANTS, NoCreditCap, SpilloverWhenUnmodeled
+from kvproof.stateful_tests.sequences.mutants import (
+    CAUGHT_BY,
+    LAW_OF,
+    MACHINE_FAILURE,
+    MUTANTS,
+    NoCreditCap,
+    SpilloverWhenUnmodeled,
+    law_failure,
+)
 from kvproof.stateful_tests.sequences.steps import run_value_scenario
 from kvproof.stateful_tests.sequences.stress import stress
 from kvproof.stateful_tests.sequences.values import VALUE_SCENARIOS
@@ -21,8 +30,8 @@ def _ids(m):
 def test_machine_catches(mutant):
     quick = sequence_machine_settings(200, 40)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])  # detection only: skip shrinking
-    with pytest.raises(Exception):  # noqa: B017 - any failure counts today; issue 17 names the expected one
-        run_machine(sequence_machine_for({"mutant": mutant}), quick)
+    why = caught_as_expected(lambda: run_machine(sequence_machine_for({"mutant": mutant}), quick), MACHINE_FAILURE[mutant])
+    assert why is None, f"{mutant.__name__}: {why}"
 
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "values" in CAUGHT_BY[m]], ids=_ids)
@@ -34,8 +43,22 @@ def test_values_catch(mutant):
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "laws" in CAUGHT_BY[m]], ids=_ids)
 def test_law_catches(mutant):
-    with pytest.raises(Exception):  # noqa: B017 - any failure counts today; issue 17 names the expected one
-        run_law(LAWS_BY_NAME[LAW_OF[mutant]], 300, make=mutant, shrink=False)
+    why = caught_as_expected(lambda: run_law(LAWS_BY_NAME[LAW_OF[mutant]], 300, make=mutant, shrink=False), law_failure(mutant))
+    assert why is None, f"{mutant.__name__}: {why}"
+
+
+def test_a_control_does_not_count_a_crash_for_another_reason():
+    """The controls above count only their expected failure: a tracker that crashes in its own code is no catch."""
+    from kvproof.stateful_tests.sequences.model import SpecSlotTracker
+
+    class Crashes(SpecSlotTracker):
+        def add_request(self, request, now):
+            raise TypeError("a bug in the broken twin itself")
+
+    law = LAWS_BY_NAME[LAW_OF[MUTANTS[0]]]
+    why = caught_as_expected(lambda: run_law(law, 50, make=Crashes, shrink=False), law_failure(MUTANTS[0]))
+    assert why is not None and "TypeError" in why
+    assert caught_as_expected(lambda: None, law_failure(MUTANTS[0])) == "the check passed"
 
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "stress" in CAUGHT_BY[m]], ids=_ids)

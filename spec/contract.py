@@ -168,6 +168,12 @@ def on_cleared(state: ContractState, rank: Rank) -> ContractState:
     return state.delete(rank)
 
 
+def on_remove_worker_dp_rank(state: ContractState, rank: Rank) -> ContractState:
+    """Return the contract state after ``remove_worker_dp_rank`` dropped the one ``rank``; the worker's
+    other ranks keep what they hold (crtc.md §1, the binding's ``remove_worker_dp_rank``)."""
+    return state.delete(rank)
+
+
 def on_remove_worker(state: ContractState, worker_id: int) -> ContractState:
     """Return the contract state after every rank of ``worker_id`` was dropped."""
     return FrozenMap({r: h for r, h in state.items() if r.worker_id != worker_id})

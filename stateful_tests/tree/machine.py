@@ -249,6 +249,16 @@ class TreeContractMachine(RuleBasedStateMachine):
             getattr(self.tree, how)(rank.worker_id)
             self.state = law.on_remove_worker(self.state, rank.worker_id)
 
+    @precondition(lambda self: callable(getattr(self.tree, "remove_worker_dp_rank", None)))
+    @rule(rank=RANKS)
+    def remove_one_rank(self, rank: Rank) -> None:
+        """Drop one rank (``remove_worker_dp_rank``), where the target has it: the worker's other ranks keep theirs.
+
+        Dynamo 1.6.1's binding has no such method, so against it the rule never runs.
+        """
+        self.tree.remove_worker_dp_rank(rank.worker_id, rank.dp_rank)
+        self.state = law.on_remove_worker_dp_rank(self.state, rank)
+
     # ------------------------------------------------------------------ invariants
 
     @invariant()

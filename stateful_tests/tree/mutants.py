@@ -99,6 +99,13 @@ class WalkSkipsEqualSizedIntersection(RadixTree):
         return OverlapScores(scores)
 
 
+class RankRemovalDropsTheWorker(RadixTree):
+    """``remove_worker_dp_rank`` drops every rank of the worker, not only the one named."""
+
+    def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
+        self.remove_worker(worker_id)
+
+
 MUTANTS = [
     SplitDropsCarriedCutoffs,
     SplitCarriesOneTooMany,
@@ -106,6 +113,7 @@ MUTANTS = [
     ChildrenKeptWithoutFullHolder,
     ExtendsInternalNode,
     WalkSkipsEqualSizedIntersection,
+    RankRemovalDropsTheWorker,
 ]
 
 # Which checks must catch each mutant: the contract machine ("machine"), differential
@@ -117,6 +125,7 @@ CAUGHT_BY = {
     ChildrenKeptWithoutFullHolder: {"machine", "conformance", "vectors"},
     ExtendsInternalNode: {"conformance", "vectors"},
     WalkSkipsEqualSizedIntersection: {"conformance", "vectors"},
+    RankRemovalDropsTheWorker: {"machine"},  # Dynamo 1.6.1 has no remove_worker_dp_rank to conform with
 }
 
 # The failure the contract machine must report for each (a crash for another reason is not a catch).
@@ -125,4 +134,5 @@ MACHINE_FAILURE = {
     SplitCarriesOneTooMany: Expected(AssertionError, r"snapshot breaks the contract:(?s:.*)indexed blocks it does not hold"),
     NoLookupScrub: Expected(AssertionError, r"check failed:(?s:.*)is_lookup_entry_on_holder"),
     ChildrenKeptWithoutFullHolder: Expected(AssertionError, r"check failed:(?s:.*)is_holderless_childless"),
+    RankRemovalDropsTheWorker: Expected(AssertionError, r"unexplained undercount"),
 }

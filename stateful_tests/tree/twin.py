@@ -51,6 +51,9 @@ class Twin:
     def clear_all_blocks(self, worker_id: int) -> None:
         self._both("clear_all_blocks", worker_id)
 
+    def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
+        self._both("remove_worker_dp_rank", worker_id, dp_rank)
+
     def find_matches(self, sequence: Any, early_exit: bool = False) -> Any:
         a = self.primary.find_matches(sequence, early_exit)
         b = self.shadow.find_matches(sequence, early_exit)

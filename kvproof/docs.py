@@ -81,14 +81,16 @@ def proofs_readme(rows: list) -> str:
 
 GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `python -m kvproof.docs`; a test fails on drift -->"
 GATE_END = "<!-- /gate-rows -->"
-GATE_HEADERS = ("Family", "Layer", "Row", "What it checks")
+GATE_HEADERS = ("Family", "Layer", "Row", "What it checks", "Fails on (its control)")
 
 
 def gate_table() -> str:
-    """The README's table of gate rows, from the checks themselves."""
+    """The README's table of gate rows, from the checks themselves and their controls (``gate.controls``)."""
     from .gate import all_checks
+    from .gate.controls import CONTROLS, ELSEWHERE
 
-    return markdown_table(GATE_HEADERS, [(c.family, c.layer, c.name, c.what) for c in all_checks()])
+    control = {c.row: c.describe() for c in CONTROLS} | {row: fails_on for row, (fails_on, _) in ELSEWHERE.items()}
+    return markdown_table(GATE_HEADERS, [(c.family, c.layer, c.name, c.what, control[c.name]) for c in all_checks()])
 
 
 def with_gate_table(readme: str) -> str:

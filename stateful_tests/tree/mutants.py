@@ -10,8 +10,11 @@ that the checks listed in ``CAUGHT_BY`` catch it. Each is also a valid ``--targe
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...reference.radix_tree import Node, RadixTree
 from ...spec.coverage import EdgeState
+from ...spec.errors import MalformedEvent
 from ...spec.match import OverlapScores, check_query, matched_length
 from ...spec.primitives import FrozenMap, Rank
 from ..harness.controls import Expected
@@ -104,6 +107,40 @@ class RankRemovalDropsTheWorker(RadixTree):
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         self.remove_worker(worker_id)
+
+
+# ----------------------------------------------------------------------------- broken API (the API laws' controls)
+
+
+class DumpDropsLastEvent(RadixTree):
+    """The dump loses its last event, so it no longer rebuilds the tree."""
+
+    def dump_tree_as_events(self) -> list[str]:
+        return super().dump_tree_as_events()[:-1]
+
+
+class AcceptsGarbage(RadixTree):
+    """A malformed event is silently ignored instead of rejected with a typed error."""
+
+    def apply_event(self, worker_id: int, event: Any) -> None:
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            pass  # the broken rule: garbage is accepted
+
+
+class BadInputLeavesATrace(RadixTree):
+    """A malformed event is rejected, but only after it changed the tree."""
+
+    def apply_event(self, worker_id: int, event: Any) -> None:
+        try:
+            super().apply_event(worker_id, event)
+        except MalformedEvent:
+            super().apply_event(9, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}')
+            raise
+
+
+API_MUTANTS = [DumpDropsLastEvent, AcceptsGarbage, BadInputLeavesATrace]
 
 
 MUTANTS = [

@@ -1,12 +1,12 @@
 """The sequential reference: every observed Dynamo behaviour, check() after every step, the API laws."""
 
-import contextlib
 
 import pytest
 
 from kvproof.reference import RadixTree
 from kvproof.spec.errors import InvalidArgument, InvalidArgumentType, KvProofError, MalformedEvent
 from kvproof.stateful_tests.tree.api_laws import check_dump_rebuild, check_tree_bad_input
+from kvproof.stateful_tests.tree.mutants import AcceptsGarbage, BadInputLeavesATrace, DumpDropsLastEvent
 from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario, run_step
 from kvproof.stateful_tests.tree.streams import generate
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
@@ -62,28 +62,8 @@ def test_check_catches_a_corrupted_tree():
         tree.check()
 
 
-class _DumpDropsLastEvent(RadixTree):
-    def dump_tree_as_events(self):
-        return super().dump_tree_as_events()[:-1]
-
-
-class _AcceptsGarbage(RadixTree):
-    def apply_event(self, worker_id, event):
-        with contextlib.suppress(MalformedEvent):
-            super().apply_event(worker_id, event)
-
-
-class _BadInputLeavesATrace(RadixTree):
-    def apply_event(self, worker_id, event):
-        try:
-            super().apply_event(worker_id, event)
-        except MalformedEvent:
-            super().apply_event(9, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}')
-            raise
-
-
 def test_negative_control_the_dump_law_catches_a_lossy_dump():
-    assert any(check_dump_rebuild(_DumpDropsLastEvent, generate(11, i)) for i in range(10))
+    assert any(check_dump_rebuild(DumpDropsLastEvent, generate(11, i)) for i in range(10))
 
 
 @pytest.mark.dynamo
@@ -93,7 +73,7 @@ def test_negative_control_the_dump_law_catches_dynamos_unreplayable_dump(dynamo_
 
 
 def test_negative_control_the_bad_input_law_catches_acceptance_and_side_effects():
-    _, accepted = check_tree_bad_input(_AcceptsGarbage, require_typed=True)
-    _, traced = check_tree_bad_input(_BadInputLeavesATrace, require_typed=True)
+    _, accepted = check_tree_bad_input(AcceptsGarbage, require_typed=True)
+    _, traced = check_tree_bad_input(BadInputLeavesATrace, require_typed=True)
     assert any("accepted" in p for p in accepted)
     assert any("changed the tree" in p for p in traced)

@@ -116,9 +116,17 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
             if row.replay:
                 console.print(f"  replay: {row.replay}", markup=False)
     if report.left_out:
-        console.print(f"\nleft out ({len(report.left_out)} rows; --family all runs every family):")
+        console.print()
+        unselected: dict[str, int] = {}
         for key, why in report.left_out:
-            console.print(f"  {key}: {why}", markup=False)
+            family = key.split(": ", 1)[0]
+            if why.startswith("family "):
+                unselected[family] = unselected.get(family, 0) + 1
+            else:
+                console.print(f"left out {key}: {why}", markup=False)
+        if unselected:
+            counts = ", ".join(f"{family} ({n} rows)" for family, n in unselected.items())
+            console.print(f"left out the families {counts}; --family all runs them")
     if json_path:
         out.write_json(json_path, "gate", report.to_json())
     if junit_path:

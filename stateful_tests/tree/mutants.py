@@ -70,7 +70,11 @@ class ExtendsInternalNode(RadixTree):
 
 
 class WalkSkipsEqualSizedIntersection(RadixTree):
-    """Match rule broken (Dynamo's historical bug): the walk skips the intersection when sizes match."""
+    """Match rule broken (Dynamo's historical bug): the walk skips the intersection when sizes match.
+
+    A copy of ``spec.match.find_matches_walk`` with that one test changed (the ``elif`` on sizes);
+    when the walk changes, change this copy too, or the control tests a walk nobody runs.
+    """
 
     def find_matches(self, sequence, early_exit=False) -> OverlapScores:
         query = check_query(sequence)

@@ -158,8 +158,11 @@ def conform() -> None:
 @seed_option()
 @click.option("--stream", type=int, default=None, help="replay one stream of the run")
 @click.option("--events", type=int, default=48, show_default=True, help="operations per stream")
+@click.option("--rank-removal", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="share of worker churn that calls remove_worker_dp_rank (both trees must have it; Dynamo 1.6.1 has not)")
 @json_option
-def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, json_path: str | None) -> None:
+def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, rank_removal: float,
+                 json_path: str | None) -> None:
     """Random event streams through the subject and the oracle; mismatches shrunk, with replay commands.
 
     The last line is `conform: streams=N events=E queries=Q mismatches=M`.
@@ -175,7 +178,8 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     def on_mismatch(m: Any) -> None:
         click.echo(m.report(target.name, oracle.name))
 
-    result = run_conform(target.factory, oracle.factory, streams, seed, StreamProfile(events=events), only_stream=stream,
+    result = run_conform(target.factory, oracle.factory, streams, seed, StreamProfile(events=events, rank_removal=rank_removal),
+                         only_stream=stream,
                          subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
                          on_progress=out.Progress("conform tree", "streams"))
     if result.mismatches:

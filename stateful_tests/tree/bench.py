@@ -78,7 +78,7 @@ def workload(streams: int, seed: int) -> tuple[list[tuple[str, int, Any]], list[
             elif isinstance(op, RemoveWorkerOp):
                 ops.append(("remove_worker", base + op.worker_id, None))
             else:
-                assert isinstance(op, ClearAllBlocksOp)
+                assert isinstance(op, ClearAllBlocksOp), op  # the bench's streams never remove single ranks
                 ops.append(("clear_all_blocks", base + op.worker_id, None))
         queries.extend(q for qs in stream.queries[-3:] for q in qs)
     return ops, queries

@@ -32,7 +32,7 @@ from typing import Any
 from ...spec.events import Removed, Stored, event_data_json
 from ..harness import targets
 from ..harness.targets import canonical, dump_entries, replayable
-from .streams import DEFAULT_PROFILE, EventOp, Op, Stream, StreamProfile, apply_op, describe, generate
+from .streams import DEFAULT_PROFILE, EventOp, Op, RemoveWorkerDpRankOp, Stream, StreamProfile, apply_op, describe, generate
 
 Factory = Callable[[], Any]
 
@@ -48,9 +48,10 @@ class Mismatch:
     ops: list[Op]
     queries: list[list[int]]
     shrunk: list[Op] = field(default_factory=list)
+    options: str = ""  # the stream profile's non-default options, so the replay regenerates the same stream
 
     def replay_command(self, subject: str, oracle: str) -> str:
-        return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}"
+        return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
 
     def report(self, subject: str, oracle: str) -> str:
         lines = [
@@ -80,6 +81,8 @@ def op_to_json(op: Op) -> dict:
             "worker_id": op.worker_id,
             "event": {"event_id": op.event.event_id, "data": event_data_json(op.event.data), "dp_rank": op.event.dp_rank},
         }
+    if isinstance(op, RemoveWorkerDpRankOp):
+        return {type(op).__name__: [op.worker_id, op.dp_rank]}
     return {type(op).__name__: op.worker_id}
 
 
@@ -244,6 +247,16 @@ class TreeConformReport:
         }
 
 
+def profile_options(profile: StreamProfile) -> str:
+    """The ``kvproof conform tree`` options that regenerate streams of ``profile`` (empty for the default)."""
+    options = ""
+    if profile.events != DEFAULT_PROFILE.events:
+        options += f" --events {profile.events}"
+    if profile.rank_removal != DEFAULT_PROFILE.rank_removal:
+        options += f" --rank-removal {profile.rank_removal:g}"
+    return options
+
+
 def conform(
     subject: Factory,
     oracle: Factory,
@@ -272,6 +285,7 @@ def conform(
         report.events += result.events
         report.queries += result.queries
         if result.mismatch is not None:
+            result.mismatch.options = profile_options(profile)
             report.mismatches.append(result.mismatch)
             if on_mismatch is not None:
                 on_mismatch(result.mismatch)

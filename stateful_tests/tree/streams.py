@@ -62,7 +62,16 @@ class ClearAllBlocksOp:
     worker_id: int
 
 
-Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp
+@dataclass(frozen=True, slots=True)
+class RemoveWorkerDpRankOp:
+    """Call ``remove_worker_dp_rank(worker_id, dp_rank)`` (only in streams whose profile asks for it:
+    Dynamo 1.6.1's binding has no such method)."""
+
+    worker_id: int
+    dp_rank: int
+
+
+Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp | RemoveWorkerDpRankOp
 
 
 def apply_op(tree: Any, op: Op) -> str:
@@ -72,6 +81,8 @@ def apply_op(tree: Any, op: Op) -> str:
     try:
         if isinstance(op, RemoveWorkerOp):
             tree.remove_worker(op.worker_id)
+        elif isinstance(op, RemoveWorkerDpRankOp):
+            tree.remove_worker_dp_rank(op.worker_id, op.dp_rank)
         else:
             tree.clear_all_blocks(op.worker_id)
     except Exception as exc:
@@ -102,6 +113,7 @@ class StreamProfile:
     alphabet: int = 6
     live_queries: int = 6
     random_queries: int = 3
+    rank_removal: float = 0.0  # share of worker churn that removes one rank (remove_worker_dp_rank); 0: never
 
 
 @dataclass
@@ -268,6 +280,10 @@ def _gen_rejected_store(e: _Engines, rank: Rank) -> list[Op]:
 def _gen_worker_churn(e: _Engines) -> list[Op]:
     rng = e.rng
     worker = rng.choice(sorted(e.workers))
+    if e.profile.rank_removal and rng.random() < e.profile.rank_removal:  # no draw at all when off
+        rank = Rank(worker, rng.randrange(e.workers[worker]))
+        e.held[rank] = {}  # the worker's other ranks keep what they hold
+        return [RemoveWorkerDpRankOp(rank.worker_id, rank.dp_rank)]
     for rank in [r for r in e.held if r.worker_id == worker]:
         e.held[rank] = {}
     r = rng.random()

@@ -8,9 +8,8 @@ from kvproof.stateful_tests.tree.conformance import conform, shrink
 from kvproof.stateful_tests.tree.mutants import SplitDropsCarriedCutoffs
 from kvproof.stateful_tests.tree.streams import StreamProfile, generate
 
-pytestmark = pytest.mark.dynamo
 
-
+@pytest.mark.dynamo
 @pytest.mark.parametrize("name", ["reference", "impl", "impl-lanes", "impl-pool"])
 def test_every_tree_conforms_to_dynamo(dynamo_tree, name):
     """Every tree kvproof ships gets the same conformance budget against the real package."""
@@ -35,6 +34,7 @@ def test_streams_are_a_pure_function_of_seed_and_index():
     assert generate(3, 7).ops != generate(3, 8).ops
 
 
+@pytest.mark.dynamo
 def test_a_mismatch_is_shrunk_and_replayable(dynamo_tree):
     report = conform(SplitDropsCarriedCutoffs, dynamo_tree, streams=40, seed=1, max_reported=1)
     assert report.mismatches
@@ -54,3 +54,39 @@ def test_shrink_keeps_a_difference():
     queries = [q for qs in stream.queries for q in qs]
     small = shrink(broken, RadixTree, stream.ops, queries)
     assert len(small) <= len(stream.ops)
+
+
+RANK_REMOVAL = StreamProfile(rank_removal=0.5)
+
+
+def test_rank_removal_streams_draw_remove_worker_dp_rank():
+    from kvproof.stateful_tests.tree.streams import RemoveWorkerDpRankOp
+
+    drawn = sum(isinstance(op, RemoveWorkerDpRankOp) for i in range(40) for op in generate(1, i, RANK_REMOVAL).ops)
+    assert drawn >= 10
+    assert not any(isinstance(op, RemoveWorkerDpRankOp) for i in range(40) for op in generate(1, i).ops)
+
+
+@pytest.mark.parametrize("name", ["impl", "impl-lanes"])
+def test_the_concurrent_tree_removes_single_ranks_as_the_reference_does(name):
+    """Dynamo 1.6.1 has no remove_worker_dp_rank, so the trees that have it are conformed with the reference."""
+    report = conform(load_target(name).factory, RadixTree, streams=120, seed=2024, profile=RANK_REMOVAL)
+    assert report.queries > 50_000
+    assert not report.mismatches, report.mismatches[0].report(name, "reference")
+
+
+def test_a_rank_removal_that_drops_the_worker_is_caught():
+    from kvproof.stateful_tests.tree.mutants import RankRemovalDropsTheWorker
+
+    report = conform(RankRemovalDropsTheWorker, RadixTree, streams=40, seed=2024, profile=RANK_REMOVAL, max_reported=1)
+    assert report.mismatches, "dropping every rank of the worker went unnoticed"
+
+
+def test_a_rank_removal_mismatch_replays_with_its_options():
+    from kvproof.stateful_tests.tree.mutants import RankRemovalDropsTheWorker
+
+    report = conform(RankRemovalDropsTheWorker, RadixTree, streams=40, seed=2024, profile=RANK_REMOVAL, max_reported=1)
+    m = report.mismatches[0]
+    assert m.replay_command("t", "reference").endswith(f"--stream {m.stream} --rank-removal 0.5")
+    again = conform(RankRemovalDropsTheWorker, RadixTree, streams=0, seed=2024, profile=RANK_REMOVAL, only_stream=m.stream)
+    assert again.mismatches and again.mismatches[0].op_index == m.op_index

@@ -298,6 +298,18 @@ class MarkSkipsPublish(ImplSlotTracker):
                 slot.seq.mark_prefill_completed(rid, now)  # ... and no _publish
 
 
+class MarkIsLost(ImplSlotTracker):
+    """Mark rule broken: a mark of a booked request succeeds but leaves its prefill queued (the state stays
+    consistent, so only an oracle of the marks that succeeded can tell)."""
+
+    def mark_prefill_completed(self, request_id, now, worker=None) -> None:
+        rid = check_request_id(request_id)
+        check_instant(now)
+        with self._topology.shared():
+            if self._lookup(rid, None if worker is None else check_worker(worker)) is None:
+                raise RequestNotFound(rid)
+
+
 def _pause() -> None:
     """Give other threads the window the broken pipeline opens (a GIL switch)."""
     import time
@@ -326,6 +338,7 @@ MUTANTS = [
     MarkUnknownIsSilent,
     BookBeforeSlotLock,
     MarkSkipsPublish,
+    MarkIsLost,
 ]
 
 # The spec law (sequence_laws) that each mutant breaks, by the law's function name.
@@ -382,6 +395,7 @@ def law_failure(mutant: type[object]) -> Expected:
 
 CAUGHT_BY = {m: {"machine", "values", "laws"} for m in MUTANTS}
 CAUGHT_BY[BookBeforeSlotLock] = {"stress"}
+CAUGHT_BY[MarkIsLost] = {"stress", "values"}  # the stress's lost-mark oracle; the audit's invariants alone pass it
 CAUGHT_BY[ExpiresAtTheBoundary] = {"values"}  # the sampled histories never land a sweep exactly `expiry` after a start
 CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when a mark is a slot's last write
 

@@ -21,6 +21,8 @@ Each thread counts its successful adds and frees per id. After every thread has 
   equal to the projection of the authoritative state (the may-lag invariants caught up);
 - conservation: for every id of the pool, successful adds minus successful frees is 1 if
   the id is booked and 0 if not, so no request was lost or owned twice;
+- no lost mark: a mark that succeeded after the add that booked a still-booked request
+  returned has completed that request's prefill (``lost_marks``);
 - the counters of ``statistics()`` when the tracker has them (how many frees and marks
   actually lost a race), so a run that never raced is visible.
 
@@ -129,13 +131,14 @@ def stress(
     clock = iter(range(1, 10**12))  # next() is atomic under the GIL: a shared fake clock in 1 ms ticks
     report = SequenceStressReport(seed, threads)
     per_thread: list[Counter] = [Counter() for _ in range(threads + 1)]
+    logs: list[list[tuple[str, str, int, int]]] = [[] for _ in range(threads)]  # (kind, rid, started, returned) of successes
     errors: list[str] = []
 
     def now() -> int:
         return millis(next(clock))
 
     def worker(index: int) -> None:
-        counts = per_thread[index]
+        counts, log = per_thread[index], logs[index]
         try:
             rng = random.Random(f"{seed}/{index}")
             for _ in range(ops):
@@ -144,7 +147,9 @@ def stress(
                 counts["ops"] += 1
                 try:
                     if kind == "add":
-                        tracker.add_request(_request(rng, rid, rng.choice(SLOTS)), now())
+                        started = now()
+                        tracker.add_request(_request(rng, rid, rng.choice(SLOTS)), started)
+                        log.append(("add", rid, started, now()))
                         counts[("add", rid)] += 1
                         counts["adds"] += 1
                     elif kind == "free":
@@ -152,7 +157,9 @@ def stress(
                             counts[("free", rid)] += 1
                             counts["frees"] += 1
                     elif kind == "mark":
-                        tracker.mark_prefill_completed(rid, now())
+                        started = now()
+                        tracker.mark_prefill_completed(rid, started)
+                        log.append(("mark", rid, started, now()))
                         counts["marks"] += 1
                     else:
                         errors.extend(_check_reads(tracker, now()))
@@ -211,6 +218,24 @@ def stress(
         held = sum(rid in seq.requests for seq in state.sequences.values())
         if balance != int(booked) or held != int(booked):
             report.problems.append(f"{rid}: {total[('add', rid)]} adds - {total[('free', rid)]} frees = {balance}, booked={booked}, held by {held} slots")
+    report.problems += lost_marks(state, [entry for log in logs for entry in log])
     if hasattr(tracker, "statistics"):
         report.statistics = tracker.statistics()
     return report
+
+
+def lost_marks(state: Any, log: list[tuple[str, str, int, int]]) -> list[str]:
+    """The marks that succeeded but did not stick: for each request still booked, a mark that *began*
+    after the add that booked it *returned* must have completed its prefill (the fake clock orders the
+    calls: every call reads a later tick than every call that returned before it began)."""
+    problems = []
+    for rid, slot in state.request_index.items():
+        booked_at = max((end for kind, r, _, end in log if kind == "add" and r == rid), default=None)
+        if booked_at is None:
+            continue
+        marked = [start for kind, r, start, _ in log if kind == "mark" and r == rid and start > booked_at]
+        queued = {e.request_id for e in state.sequences[slot].prefill.order}
+        if marked and rid in queued:
+            problems.append(f"{rid}: marked at tick {marked[0]} after its add returned at tick {booked_at}, "
+                            "but its prefill is still queued (a lost mark)")
+    return problems

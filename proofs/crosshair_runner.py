@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from types import ModuleType
 
 from . import contracts, contracts_broken
 
@@ -104,13 +105,18 @@ def run_contracts(per_condition_timeout: float = 1.0) -> list[CrossHairRow]:
     return rows
 
 
-def run_diffs(per_condition_timeout: float = 2.0) -> list[CrossHairRow]:
+def run_diffs(per_condition_timeout: float = 2.0, module: ModuleType = contracts) -> list[CrossHairRow]:
+    """Run ``crosshair diffbehavior`` on every pair of ``module.DIFF_PAIRS``, each with its broken twin.
+
+    ``module`` is ``contracts``; a control passes ``contracts_broken`` to show that the row fails when
+    the kernels are their broken twins.
+    """
     rows = []
     broken = contracts_broken.DIFF_PAIRS  # pair i's broken twin is broken[i]
-    for i, (left, right, claim) in enumerate(contracts.DIFF_PAIRS):
+    for i, (left, right, claim) in enumerate(module.DIFF_PAIRS):
         started = time.perf_counter()
         code, out = _crosshair(
-            "diffbehavior", f"{PACKAGE}.contracts.{left}", f"{PACKAGE}.contracts.{right}",
+            "diffbehavior", f"{module.__name__}.{left}", f"{module.__name__}.{right}",
             "--per_condition_timeout", str(per_condition_timeout), timeout=60 + 20 * per_condition_timeout,
         )
         result = "no difference" if code == 0 else "differs" if code == 1 else "error"

@@ -119,6 +119,14 @@ def _broken_proof_kernel(mp: MonkeyPatch) -> None:
     mp.setattr(registry, "Z3_PROOFS", [wrong, *registry.Z3_PROOFS[1:]])
 
 
+def _broken_kernels_under_crosshair(mp: MonkeyPatch) -> None:
+    """The kernels the diffbehavior pairs compare, swapped for their broken twins."""
+    from kvproof.proofs import contracts_broken, crosshair_runner
+
+    mp.setattr(crosshair_runner, "run_diffs", functools.partial(crosshair_runner.run_diffs, module=contracts_broken))
+    mp.setattr(crosshair_runner, "run_contracts", lambda timeout: [])  # the contract half is not needed to fail the row
+
+
 @dataclass(frozen=True)
 class RowControl:
     """How to break the layer a row names: a broken ``target`` and/or a ``breaks`` patch; the row must
@@ -160,13 +168,8 @@ CONTROLS = [
     RowControl("round-trip laws, torch CPU", "impl", _broken_round_trip, "quick", "laws fail"),
     RowControl("negative controls and traps", "impl", _a_round_trip_control_that_catches_nothing, "quick", "NotBroken"),
     RowControl("Z3 proofs, controls sat", "impl", _broken_proof_kernel, "quick", "FAILED"),
+    RowControl("CrossHair contracts and diffs", "impl", _broken_kernels_under_crosshair, "quick", "differs"),
 ]
 
-# Rows whose controls live elsewhere: row -> (what it fails on, why the control is not a patch here).
-ELSEWHERE = {
-    "CrossHair contracts and diffs": (
-        "each broken twin in proofs/contracts_broken.py, which must be refuted",
-        "CrossHair runs in subprocesses over kvproof.proofs.contracts, out of an in-process patch's reach; "
-        "the row fails unless every broken twin is refuted, and proofs/test_proofs.py shows each one caught",
-    ),
-}
+# Rows whose controls live elsewhere: row -> (what it fails on, why the control is not a patch here). None today.
+ELSEWHERE: dict[str, tuple[str, str]] = {}

@@ -170,6 +170,3 @@ CONTROLS = [
     RowControl("Z3 proofs, controls sat", "impl", _broken_proof_kernel, "quick", "FAILED"),
     RowControl("CrossHair contracts and diffs", "impl", _broken_kernels_under_crosshair, "quick", "differs"),
 ]
-
-# Rows whose controls live elsewhere: row -> (what it fails on, why the control is not a patch here). None today.
-ELSEWHERE: dict[str, tuple[str, str]] = {}

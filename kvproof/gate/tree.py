@@ -107,31 +107,28 @@ def _impl_stress(ctx: Context, row: Row) -> None:
             raise Failed(f"{mode}: {report.summary_line()}; first: {report.problems[0]}")
 
 
-def _pool_factory(ctx: Context) -> Callable[[], Any]:
-    """The target itself when it pipelines (a pool), else the embedded thread-pool indexer."""
-    from ..impl.indexer import ThreadPoolIndexer
+def _target_pipelines(ctx: Context) -> bool:
+    """Whether the target's trees pipeline events (``submit`` and ``flush``), probed on one it makes."""
     from ..stateful_tests.harness import targets
     from ..stateful_tests.tree.pipeline import is_pool
 
-    probe = ctx.factory()
-    try:
-        return ctx.factory if is_pool(probe) else (lambda: ThreadPoolIndexer(threads=4))
-    finally:
-        targets.dispose(probe)
-
-
-def _pool_relevant(ctx: Context) -> bool:
-    """The embedded implementation ships the pool; any other target is checked here only if it is a pool."""
-    from ..stateful_tests.harness import targets
-    from ..stateful_tests.tree.pipeline import is_pool
-
-    if embedded_only(ctx):
-        return True
     probe = ctx.factory()
     try:
         return is_pool(probe)
     finally:
         targets.dispose(probe)
+
+
+def _pool_factory(ctx: Context) -> Callable[[], Any]:
+    """The target itself when it pipelines (a pool), else the embedded thread-pool indexer."""
+    from ..impl.indexer import ThreadPoolIndexer
+
+    return ctx.factory if _target_pipelines(ctx) else (lambda: ThreadPoolIndexer(threads=4))
+
+
+def _pool_relevant(ctx: Context) -> bool:
+    """The embedded implementation ships the pool; any other target is checked here only if it is a pool."""
+    return embedded_only(ctx) or _target_pipelines(ctx)
 
 
 def _pool_pipelined(ctx: Context, row: Row) -> None:

@@ -42,8 +42,8 @@ class TargetType(click.ParamType):
 TARGET = TargetType()
 
 
-def target_option(help_text: str = "the tree under test") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--target", "target", type=TARGET, default=DEFAULT_TARGET, show_default=True,
+def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option("--target", "target", type=TARGET, default=default, show_default=True,
                         help=f"{help_text}: reference, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
 
 
@@ -60,6 +60,19 @@ def profile_option(help_text: str = "quick (pre-commit, under a minute), ci (def
     from .stateful_tests.harness.profiles import PROFILES
 
     return click.option("--profile", type=click.Choice(list(PROFILES)), default=None, help=help_text)
+
+
+def rules_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    from .spec.rules import RULE_SETS
+
+    return click.option("--rules", type=click.Choice(list(RULE_SETS)), default=None,
+                        help="the rule set the reference follows (spec/rules.py; docs/releases.md); default: detected from "
+                             "the installed ai-dynamo-runtime when Dynamo is involved, else dynamo-1.6")
+
+
+strict_option = click.option("--strict", is_flag=True, help="known findings (docs/*-findings.md) fail instead of passing as known")
+strict_shape_option = click.option("--strict-shape", is_flag=True,
+                                   help="early_exit differences (which depend on node boundaries, F7) fail instead of being reported")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -87,16 +100,27 @@ def main() -> None:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="also write JUnit XML, one testcase per row")
 @allow_skip_option
+@rules_option()
+@strict_option
+@strict_shape_option
 def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
-          json_path: str | None, junit_path: str | None, allow_skip: bool) -> None:
-    """Run the gate: every check against one target, one row per check."""
+          json_path: str | None, junit_path: str | None, allow_skip: bool, rules: str | None, strict: bool,
+          strict_shape: bool) -> None:
+    """Run the gate: every check against one target, one row per check.
+
+    Against Dynamo the reference follows the rule set of the installed release (printed at the
+    start); a row whose only differences are known findings or intended variants passes as
+    `pass (known: ...)` and names them, unless --strict.
+    """
     from .gate import FAMILIES, GateReport, Result, Row, plan, run_gate
     from .stateful_tests.harness.profiles import profile_named
 
     chosen = profile_named(profile)
-    ctx, selection = plan(target.name, target.factory, chosen, seed, only, FAMILIES if "all" in families else families or None)
+    ctx, selection = plan(target.name, target.factory, chosen, seed, only, FAMILIES if "all" in families else families or None,
+                          rules, strict, strict_shape)
     console = out.console()
     console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}")
+    console.print(f"kvproof check: {ctx.rules_note}", markup=False)
     if not selection.checks:
         raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(selection.families)}")
     started = time.perf_counter()
@@ -111,6 +135,9 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
     console.print()
     out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:
+        if row.result is Result.PASS and row.known:
+            said = row.notes or sorted(set(row.known))
+            console.print(f"\nknown {row.family}/{row.layer}: {row.name}: " + "".join(f"\n  {n}" for n in said), markup=False)
         if row.result is not Result.PASS:
             console.print(f"\n{row.result.value} {row.family}/{row.layer}: {row.name}\n  {row.detail}", markup=False)
             if row.replay:
@@ -160,13 +187,24 @@ def conform() -> None:
 @click.option("--events", type=int, default=48, show_default=True, help="operations per stream")
 @click.option("--rank-removal", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="share of worker churn that calls remove_worker_dp_rank (both trees must have it; Dynamo 1.6.1 has not)")
+@click.option("--dp-ranks", type=click.IntRange(1, 8), default=None,
+              help="most data-parallel ranks per worker (default 2; 1 for a tree that keys scores by plain worker id)")
+@rules_option()
+@strict_option
+@strict_shape_option
+@click.option("--failures", "failures_dir", type=click.Path(file_okay=False), default="kvproof-failures", show_default=True,
+              help="where each reported difference is written: events (.jsonl), summary (.json) and a pytest regression test")
 @json_option
 def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, rank_removal: float,
+                 dp_ranks: int | None, rules: str | None, strict: bool, strict_shape: bool, failures_dir: str,
                  json_path: str | None) -> None:
-    """Random event streams through the subject and the oracle; mismatches shrunk, with replay commands.
+    """Random event streams through the subject and the oracle; every difference classified, the worst shrunk.
 
-    The last line is `conform: streams=N events=E queries=Q mismatches=M`.
+    Kinds: contract (always a bug), outcome, score, dump, early-exit (reported; fails only
+    with --strict-shape). Known findings pass as known unless --strict. The last line is
+    `conform: streams=N events=E queries=Q mismatches=M tolerated=T (<count per kind> known=...)`.
     """
+    from .stateful_tests.harness.targets import capabilities, load_target, resolve_rules
     from .stateful_tests.tree.conformance import conform as run_conform
     from .stateful_tests.tree.conformance import write_failure_files
     from .stateful_tests.tree.streams import StreamProfile
@@ -174,22 +212,148 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     if target.name == oracle.name:
         raise click.BadParameter(f"the subject and the oracle are both {target.name!r}: a tree always agrees with itself",
                                  param_hint="--oracle")
+    rule_set, note = resolve_rules(target.name, oracle.name, override=rules)
+    subject_t, oracle_t = (load_target(t.name, rule_set) if t.name == "reference" else t for t in (target, oracle))
+    click.echo(f"conform tree: {note}")
+    if dp_ranks is None:
+        plain = [t.name for t in (subject_t, oracle_t) if not capabilities(t.factory).dp_ranks]
+        dp_ranks = 1 if plain else 2
+        if plain:
+            click.echo(f"conform tree: {', '.join(plain)} keys scores by plain worker id: streams use dp rank 0 only")
+    for t in (subject_t, oracle_t):
+        if not capabilities(t.factory).dump:
+            click.echo(f"conform tree: {t.name} has no dump_tree_as_events: dumps are not compared")
 
     def on_mismatch(m: Any) -> None:
-        click.echo(m.report(target.name, oracle.name))
+        click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name)}.jsonl")))
 
-    result = run_conform(target.factory, oracle.factory, streams, seed, StreamProfile(events=events, rank_removal=rank_removal),
+    profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
+    result = run_conform(subject_t.factory, oracle_t.factory, streams, seed, profile,
                          only_stream=stream,
                          subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
-                         on_progress=out.Progress("conform tree", "streams"))
-    if result.mismatches:
-        for path in write_failure_files(result, Path("kvproof-failures")):
+                         on_progress=out.Progress("conform tree", "streams"), strict=strict, strict_shape=strict_shape,
+                         rules=rule_set.name)
+    if result.mismatches or result.tolerated:
+        for path in write_failure_files(result, Path(failures_dir)):
             click.echo(f"wrote {path}")
-    click.echo(f"seconds={result.seconds:.1f} seed={seed} subject={target.name} oracle={oracle.name}")
+    click.echo(f"seconds={result.seconds:.1f} seed={seed} subject={target.name} oracle={oracle.name} rules={rule_set.name}")
     if json_path:
         out.write_json(json_path, "conform-tree", result.to_json())
     click.echo(result.summary_line())
     sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
+
+
+@main.command()
+@click.argument("log_file", type=click.Path(exists=True, dir_okay=False), required=False)
+@target_option("the subject whose differences are to be explained", default="dynamo")
+@rules_option()
+@click.option("--streams", type=int, default=40, show_default=True, help="without LOG_FILE: the conformance run's streams")
+@seed_option()
+@click.option("--examples", type=int, default=5, show_default=True, help="shrunk counterexamples to explain, at most")
+def explain(log_file: str | None, target: Any, rules: str | None, streams: int, seed: int, examples: int) -> None:
+    """Search the rule variants (one switched, then two) for one under which the subject agrees exactly.
+
+    With LOG_FILE, explains that counterexample (a log as `kvproof replay` reads); without,
+    runs a conformance run against the reference under the detected rule set and explains
+    its shrunk counterexamples. The last line is `explain: <verdict>`: "behaves like the spec
+    with <variant> (<upstream reference>)" or "no variant explains it: likely a bug".
+    """
+    from .stateful_tests.harness.targets import load_target, resolve_rules
+    from .stateful_tests.tree.conformance import conform as run_conform
+    from .stateful_tests.tree.explain import Counterexample
+    from .stateful_tests.tree.explain import explain as run_explain
+    from .stateful_tests.tree.log import LogError, read_log
+    from .stateful_tests.tree.replay import log_queries
+
+    if target.name == "reference" and rules is None:
+        raise click.BadParameter("the reference follows the rule set it is given; explain another tree", param_hint="--target")
+    base, note = resolve_rules(target.name, override=rules)
+    click.echo(f"explain: {note}")
+
+    def reference(rule_set: Any) -> Any:
+        return load_target("reference", rule_set).factory
+
+    cases: list[Any] = []
+    if log_file:
+        try:
+            log = read_log(Path(log_file))
+        except LogError as exc:
+            click.echo(f"explain: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        after, final = log_queries(log)
+        if not log.queries:
+            from .stateful_tests.tree.replay import chain_queries
+
+            after, final = chain_queries(log.ops)
+        cases.append(Counterexample(log_file, log.ops, final, after))
+    else:
+        report = run_conform(target.factory, reference(base), streams, seed, subject_name=target.name,
+                             oracle_name="reference", max_reported=examples, strict_shape=True, rules=base.name)
+        click.echo(report.summary_line())
+        for m in (report.mismatches + report.tolerated)[:examples]:
+            if m.is_shrunk:
+                cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
+    result = run_explain(target.factory, cases, base, reference)
+    click.echo(result.report())
+    sys.exit(EXIT_PASS if not result.evidence or result.explained_by else EXIT_FAIL)
+
+
+@main.command()
+@click.argument("log_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--target", type=TARGET, default=None,
+              help="the subject to replay the log through (default: only the reference and the contract)")
+@click.option("--oracle", type=TARGET, default="reference", show_default=True, help="the tree whose answers are taken as right")
+@rules_option()
+@strict_option
+@strict_shape_option
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="write the shrunk reproduction here as a log (default: next to LOG_FILE, .min.jsonl)")
+@json_option
+def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: bool, strict_shape: bool,
+           out_path: str | None, json_path: str | None) -> None:
+    """Replay a log of router events (RouterEvent JSON lines) through the contract and two trees side by side.
+
+    Reports the lines the contract refuses, then the first difference of each kind with its
+    log line, and writes the worst one shrunk (same kind) as a log replayable with this
+    command. The last line is `replay: events=E queries=Q differences=D failing=F`.
+    """
+    from .stateful_tests.harness.targets import load_target, resolve_rules
+    from .stateful_tests.tree.log import LogError, ops_to_lines, read_log
+    from .stateful_tests.tree.replay import replay_log
+
+    subject = target or load_target("reference")
+    if subject.name == oracle.name and target is not None:
+        raise click.BadParameter(f"the subject and the oracle are both {subject.name!r}", param_hint="--oracle")
+    rule_set, note = resolve_rules(subject.name, oracle.name, override=rules)
+    subject_t, oracle_t = (load_target(t.name, rule_set) if t.name == "reference" else t for t in (subject, oracle))
+    try:
+        log = read_log(Path(log_file))
+    except LogError as exc:
+        click.echo(f"replay: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"replay: {note}")
+    result = replay_log(log, subject_t.factory, oracle_t.factory, subject.name, oracle.name, rule_set, log_file,
+                        strict, strict_shape)
+    click.echo(result.report())
+    if result.failing is not None:
+        target_path = Path(out_path) if out_path else Path(log_file).with_suffix(".min.jsonl")
+        target_path.write_text("".join(line + "\n" for line in ops_to_lines(result.shrunk, result.shrunk_queries)))
+        rules_arg = f" --rules {rules}" if rules else ""
+        click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {subject.name} "
+                   f"--oracle {oracle.name}{rules_arg}")
+    if json_path:
+        out.write_json(json_path, "replay", {
+            "log": log_file, "subject": subject.name, "oracle": oracle.name, "rules": rule_set.name,
+            "events": result.events, "queries": result.queries, "refused_lines": result.refused_lines,
+            "differences": [{"kind": d.kind, "known": d.known, "line": result.op_lines[d.op_index]
+                             if d.op_index < len(result.op_lines) else None, "detail": d.detail}
+                            for d in result.differences],
+            "failing": result.failing.kind if result.failing else None,
+            "shrunk": ops_to_lines(result.shrunk, result.shrunk_queries)})
+    failing = 1 if result.failing is not None else 0
+    click.echo(f"replay: events={result.events} queries={result.queries} differences={len(result.differences)} "
+               f"failing={failing}")
+    sys.exit(EXIT_FAIL if failing else EXIT_PASS)
 
 
 def _sequence_model(value: str) -> Callable[..., Any]:

@@ -76,6 +76,7 @@ from ..spec.events import (
 from ..spec.invariants import edge_index_of, is_lookup_entry_on_holder, node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
+from ..spec.rules import DEFAULT_RULES, RuleSet
 from ..spec.shape import (
     CoverPrefix,
     InsertBelow,
@@ -156,7 +157,13 @@ class TreeStatistics:
 class RadixTree(TreeReads):
     """The sequential compressed radix tree (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: RuleSet = DEFAULT_RULES) -> None:
+        """``rules``: the rule set to follow (``spec.rules``); the default is the reference as written."""
+        self.rules = rules
+        self._reuse_dead = rules.has("reuse-dead-nodes")
+        self._per_block = rules.has("per-block-nodes")
+        self.dump_merges_chains = not self._per_block
+        self._cleared_worker = rules.has("cleared-clears-worker")
         self.root = Node(ROOT_STATE)
         self._lookups: dict[Rank, dict[int, Node]] = {}
         self._stats: Counter[str] = Counter()
@@ -176,11 +183,18 @@ class RadixTree(TreeReads):
                 event.data,
                 lambda stored: self._apply_stored(rank, stored),
                 lambda removed: self._apply_removed(rank, removed),
-                lambda _: self._drop_ranks([rank], forget=True),
+                lambda _: self._drop_ranks(self._cleared_ranks(rank), forget=True),
             )
         except KvCacheEventError:
             self._stats["rejected"] += 1
             raise
+
+    def _cleared_ranks(self, rank: Rank) -> list[Rank]:
+        """The ranks a ``cleared`` event from ``rank`` empties: itself, or under variant
+        ``cleared-clears-worker`` every known rank of its worker."""
+        if self._cleared_worker:
+            return [r for r in self._lookups if r.worker_id == rank.worker_id] or [rank]
+        return [rank]
 
     def remove_worker(self, worker_id: int) -> None:
         """Drop every rank of ``worker_id`` and forget them."""
@@ -294,7 +308,7 @@ class RadixTree(TreeReads):
         remaining = blocks
         while remaining:
             child = parent.children.get(remaining[0].local)
-            if child is not None and not holders(child.state):
+            if child is not None and not holders(child.state) and not self._reuse_dead:
                 # A node nobody holds is released, not reused: the store builds a fresh node
                 # in its place (observed on ai-dynamo-runtime 1.6.1; docs/dynamo-findings.md F1).
                 del parent.children[remaining[0].local]
@@ -327,9 +341,14 @@ class RadixTree(TreeReads):
             parent, remaining = child, remaining[n:]
 
     def _may_extend(self, node: Node, rank: Rank) -> bool:
-        return may_extend_leaf(node.internal, node.state, rank)
+        return not self._per_block and may_extend_leaf(node.internal, node.state, rank)
 
     def _attach(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
+        if self._per_block and len(blocks) > 1:  # variant per-block-nodes: a chain of one-block nodes
+            for block in blocks:
+                self._attach(parent, rank, (block,))
+                parent = parent.children[block.local]
+            return
         child = Node(new_edge(blocks, rank))
         parent.children[blocks[0].local] = child
         parent.internal = True

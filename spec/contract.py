@@ -163,8 +163,14 @@ def on_removed(state: ContractState, rank: Rank, removed: Removed) -> ContractSt
     return state.set(rank, RankHoldings(FrozenMap(held), reachable))
 
 
-def on_cleared(state: ContractState, rank: Rank) -> ContractState:
-    """Return the contract state after ``rank`` dropped everything."""
+def on_cleared(state: ContractState, rank: Rank, whole_worker: bool = False) -> ContractState:
+    """Return the contract state after ``rank`` dropped everything.
+
+    ``whole_worker`` is rule variant ``cleared-clears-worker`` (``spec.rules``): the event
+    then empties every rank of the rank's worker, as releases before 1.4.0 did.
+    """
+    if whole_worker:
+        return on_remove_worker(state, rank.worker_id)
     return state.delete(rank)
 
 
@@ -179,14 +185,15 @@ def on_remove_worker(state: ContractState, worker_id: int) -> ContractState:
     return FrozenMap({r: h for r, h in state.items() if r.worker_id != worker_id})
 
 
-def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool) -> ContractState:
-    """Dispatch one event to its handler."""
+def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool,
+             cleared_whole_worker: bool = False) -> ContractState:
+    """Dispatch one event to its handler (``cleared_whole_worker``: see ``on_cleared``)."""
     if isinstance(data, Stored):
         return on_stored(state, rank, data, accepted)
     if isinstance(data, Removed):
         return on_removed(state, rank, data)
     if isinstance(data, Cleared):
-        return on_cleared(state, rank)
+        return on_cleared(state, rank, cleared_whole_worker)
     raise TypeError(f"not an event: {data!r}")
 
 

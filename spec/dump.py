@@ -37,8 +37,12 @@ StateOf = Callable[[Any], EdgeState]
 ChildrenOf = Callable[[Any], Mapping[int, Any]]
 
 
-def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[tuple[Rank, Stored]]:
-    """Return the dump as ``(rank, Stored)`` pairs, parents before children."""
+def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf, merge: bool = True) -> list[tuple[Rank, Stored]]:
+    """Return the dump as ``(rank, Stored)`` pairs, parents before children.
+
+    ``merge=False`` writes every node as its own events (variant ``per-block-nodes`` of
+    ``spec.rules``: the per-block tree's dump is one event per block).
+    """
     out: list[tuple[Rank, Stored]] = []
     queue: deque = deque((child, None, None) for child in children_of(root).values())
     while queue:
@@ -46,7 +50,7 @@ def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[tup
         state = state_of(node)
         blocks = list(state.edge)
         tail = node
-        while not state_of(tail).worker_cutoffs:
+        while merge and not state_of(tail).worker_cutoffs:
             live = [c for c in children_of(tail).values() if holders(state_of(c))]
             if len(live) != 1:
                 break
@@ -67,7 +71,7 @@ def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[tup
     return out
 
 
-def dump_router_events(root: N, state_of: StateOf, children_of: ChildrenOf) -> list[str]:
+def dump_router_events(root: N, state_of: StateOf, children_of: ChildrenOf, merge: bool = True) -> list[str]:
     """Return the dump as ``RouterEvent`` JSON lines, numbered from 0: what ``dump_tree_as_events`` returns.
 
     Each ``(rank, Stored)`` pair of ``dump_chains`` becomes one line, its ``event_id`` its
@@ -75,7 +79,7 @@ def dump_router_events(root: N, state_of: StateOf, children_of: ChildrenOf) -> l
     """
     return [
         encode_router_event(rank.worker_id, KvCacheEvent(i, stored, rank.dp_rank))
-        for i, (rank, stored) in enumerate(dump_chains(root, state_of, children_of))
+        for i, (rank, stored) in enumerate(dump_chains(root, state_of, children_of, merge))
     ]
 
 
@@ -124,6 +128,7 @@ class TreeReads:
     """
 
     root: Any
+    dump_merges_chains: bool = True  # False: one dump event per node (spec.rules variant per-block-nodes)
 
     @staticmethod
     def state_of(node: Any) -> EdgeState:
@@ -139,7 +144,7 @@ class TreeReads:
 
     def dump_tree_as_events(self) -> list[str]:
         """Return the tree as ``RouterEvent`` JSON strings; applied in order to an empty tree they rebuild it."""
-        return dump_router_events(self.root, self.state_of, self.children_of)
+        return dump_router_events(self.root, self.state_of, self.children_of, self.dump_merges_chains)
 
     def snapshot(self) -> dict[Rank, frozenset[int]]:
         """Return the spec's abstract index: for each rank, the external hashes a query can credit it with."""

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..spec.rules import DEFAULT_RULES, RuleSet
 from ..stateful_tests.harness.profiles import Profile
 
 FAMILIES = ("tree", "sequences", "deepinfer", "proofs")
@@ -49,11 +50,20 @@ class Row:
     result: Result = Result.PASS
     detail: str = ""
     replay: str = ""
+    known: list[str] = field(default_factory=list)  # short tags of the known findings and variants the row tolerated
+    notes: list[str] = field(default_factory=list)  # what exactly was tolerated, one line each
+
+    @property
+    def verdict(self) -> str:
+        """The result as the table shows it: ``pass (known: F2)`` when the row tolerated known findings."""
+        if self.result is Result.PASS and self.known:
+            return f"pass (known: {', '.join(sorted(set(self.known)))})"
+        return self.result.value
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "layer": self.layer, "name": self.name, "checks": self.checks,
                 "examples": self.examples, "seconds": round(self.seconds, 3), "result": self.result.value,
-                "detail": self.detail, "replay": self.replay}
+                "known": sorted(set(self.known)), "notes": self.notes, "detail": self.detail, "replay": self.replay}
 
 
 @dataclass
@@ -63,6 +73,10 @@ class Context:
     profile: Profile
     seed: int
     command: str  # the command that reproduces this run, for replay lines
+    rules: RuleSet = DEFAULT_RULES  # the rule set the reference follows (spec.rules), chosen by resolve_rules
+    rules_note: str = ""  # how the rule set was chosen, printed at the start of a run
+    strict: bool = False  # known findings fail too
+    strict_shape: bool = False  # early_exit differences fail too
 
 
 def _always(ctx: Context) -> str | None:
@@ -144,6 +158,8 @@ class GateReport:
     families: tuple[str, ...]
     rows: list[Row] = field(default_factory=list)
     left_out: list[tuple[str, str]] = field(default_factory=list)  # (row key, reason)
+    rules: str = DEFAULT_RULES.name
+    rules_note: str = ""
 
     @property
     def failed(self) -> list[Row]:
@@ -160,19 +176,28 @@ class GateReport:
     HEADERS = ("family", "layer", "check", "checks", "examples", "seconds", "result")
 
     def table_rows(self) -> list[tuple[Any, ...]]:
-        return [(r.family, r.layer, r.name, r.checks, r.examples, f"{r.seconds:.1f}", r.result.value) for r in self.rows]
+        return [(r.family, r.layer, r.name, r.checks, r.examples, f"{r.seconds:.1f}", r.verdict) for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "profile": self.profile, "seed": self.seed, "families": list(self.families),
+                "rules": self.rules, "rules_note": self.rules_note,
                 "rows": [r.to_json() for r in self.rows],
                 "left_out": [{"check": k, "reason": why} for k, why in self.left_out]}
 
 
-def make_context(target_name: str, factory: Callable[[], Any], profile: Profile, seed: int | None) -> Context:
+def make_context(target_name: str, factory: Callable[[], Any], profile: Profile, seed: int | None,
+                 rules: str | None = None, strict: bool = False, strict_shape: bool = False) -> Context:
+    """The run's context; ``rules`` overrides the rule set ``resolve_rules`` would pick (``--rules``)."""
+    from ..stateful_tests.harness.targets import resolve_rules
+
     if seed is None:
         seed = 1 if profile.fixed_seed else random.SystemRandom().randrange(1, 2**31)
+    rule_set, note = resolve_rules(target_name, override=rules)
     command = f"kvproof check --target {target_name} --profile {profile.name} --seed {seed}"
-    return Context(target_name, factory, profile, seed, command)
+    command += f" --rules {rules}" if rules else ""
+    command += " --strict" if strict else ""
+    command += " --strict-shape" if strict_shape else ""
+    return Context(target_name, factory, profile, seed, command, rule_set, note, strict, strict_shape)
 
 
 def run_check(check: Check, ctx: Context) -> Row:
@@ -204,17 +229,21 @@ def plan(
     seed: int | None = None,
     only: str | None = None,
     families: tuple[str, ...] | None = None,
+    rules: str | None = None,
+    strict: bool = False,
+    strict_shape: bool = False,
 ) -> tuple[Context, Selection]:
     """The run's context and its rows: the families (default: ``default_families``), then those whose
     family, layer or name contains ``only``."""
-    ctx = make_context(target_name, factory, profile, seed)
+    ctx = make_context(target_name, factory, profile, seed, rules, strict, strict_shape)
     return ctx, select(ctx, families or default_families(target_name), only)
 
 
 def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None) -> GateReport:
     """Run the selected rows in order; ``progress(row, done, total)`` after each."""
     report = GateReport(ctx.target_name, ctx.profile.name, ctx.seed, selection.families,
-                        left_out=[(c.key, why) for c, why in selection.left_out])
+                        left_out=[(c.key, why) for c, why in selection.left_out],
+                        rules=ctx.rules.name, rules_note=ctx.rules_note)
     for done, check in enumerate(selection.checks, 1):
         row = run_check(check, ctx)
         report.rows.append(row)

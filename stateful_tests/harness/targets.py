@@ -28,6 +28,8 @@ from typing import Any
 
 from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvCacheEventError, MalformedEvent, ParentBlockNotFound
 from ...spec.events import KvCacheEvent, Stored, decode_router_event, encode_event
+from ...spec.primitives import Block
+from ...spec.rules import DEFAULT_RULES, RuleSet, rule_set_for, rule_set_named
 
 OK = "ok"
 
@@ -64,12 +66,52 @@ def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
     return RadixTree, ""
 
 
-def load_target(name: str) -> Target:
-    """Resolve a target name (see the module docstring)."""
+def dynamo_release() -> str | None:
+    """The installed ``ai-dynamo-runtime`` release (the first on ``sys.path``, so a copy put ahead
+    of the environment's with ``PYTHONPATH`` wins), or None."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("ai-dynamo-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_rules(*names: str | None, override: str | None = None) -> tuple[RuleSet, str]:
+    """Choose the rule set the reference follows in a run involving the targets ``names``.
+
+    ``override`` (``--rules NAME``) wins; otherwise, when Dynamo is one of the targets, the
+    rule set of its installed release (``spec.rules.rule_set_for``), with a warning when
+    kvproof has not established that release's rules; otherwise the reference as written.
+    Returns ``(rule set, a line saying which is in force and why)``.
+    """
+    if override:
+        rules = rule_set_named(override)
+        return rules, f"rules: {rules.describe()}, chosen with --rules"
+    if "dynamo" in names:
+        version = dynamo_release()
+        if version is None:
+            return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()} (ai-dynamo-runtime is not installed)"
+        rules_for = rule_set_for(version)
+        if rules_for is None:
+            return DEFAULT_RULES, (f"WARNING: ai-dynamo-runtime {version} is a release whose rules kvproof has not "
+                                   f"established; judging it by {DEFAULT_RULES.describe()} (--rules NAME to choose)")
+        return rules_for, f"rules: {rules_for.describe()}, detected from ai-dynamo-runtime {version}"
+    return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()}"
+
+
+def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
+    """Resolve a target name (see the module docstring); ``reference`` follows ``rules``."""
     if name == "reference":
         from ...reference import RadixTree
 
-        return Target(name, RadixTree)
+        if rules is DEFAULT_RULES:
+            return Target(name, RadixTree)
+
+        def under_rules() -> Any:
+            return RadixTree(rules)
+
+        return Target(name, under_rules)
     if name == "impl":
         from ...impl.radix_tree import ConcurrentRadixTree
 
@@ -139,8 +181,49 @@ def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
 
 
 def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[int, int], int]:
-    """Return ``find_matches`` scores as a plain ``{(worker_id, dp_rank): score}`` dict."""
-    return {tuple(rank): score for rank, score in tree.find_matches(query, early_exit).scores.items()}
+    """Return ``find_matches`` scores as a plain ``{(worker_id, dp_rank): score}`` dict.
+
+    A tree that keys its scores by plain worker id (``ai-dynamo-runtime`` 0.6.0 and older,
+    which have no data-parallel ranks) is read as rank ``(worker_id, 0)``.
+    """
+    return {
+        (rank, 0) if isinstance(rank, int) else tuple(rank): score  # type: ignore[misc]
+        for rank, score in tree.find_matches(query, early_exit).scores.items()
+    }
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a target's API offers, probed on one tree it makes (older Dynamo releases offer less)."""
+
+    dump: bool  # dump_tree_as_events
+    dp_ranks: bool  # scores keyed by (worker_id, dp_rank); False: by plain worker id, ranks merged
+    rank_removal: bool  # remove_worker_dp_rank
+
+    def notes(self) -> list[str]:
+        out = []
+        if not self.dump:
+            out.append("no dump_tree_as_events: dumps are not compared")
+        if not self.dp_ranks:
+            out.append("scores keyed by plain worker id: streams use dp rank 0 only")
+        return out
+
+
+def capabilities(factory: Callable[[], Any]) -> Capabilities:
+    """Probe a target: store one block for rank (1, 0) and read how it answers."""
+    tree = factory()
+    try:
+        apply(tree, 1, KvCacheEvent(0, Stored(None, (Block(7, 70),)), 0))
+        keys = list(tree.find_matches([7], False).scores)
+        plain = bool(keys) and all(isinstance(k, int) for k in keys)
+        return Capabilities(has_dump(tree), not plain, callable(getattr(tree, "remove_worker_dp_rank", None)))
+    finally:
+        dispose(tree)
+
+
+def has_dump(tree: Any) -> bool:
+    """Whether a tree can dump itself (``ai-dynamo-runtime`` before 0.6.1 cannot)."""
+    return callable(getattr(tree, "dump_tree_as_events", None))
 
 
 def dispose(tree: Any) -> None:

@@ -1,22 +1,21 @@
 """Differential conformance: two trees, one stream, every outcome and every query compared.
 
-``run_stream`` applies a stream to a fresh *subject* and a fresh *oracle* (normally the
-real ``dynamo._core.RadixTree``) and compares, after every operation:
+``run_stream`` applies a stream to a fresh *subject* and a fresh *oracle* (the real
+``dynamo._core.RadixTree``, or kvproof's reference under a release's rule set) and compares,
+after every operation, the outcome (accepted, or which error) and the ``find_matches``
+scores of every query the stream lists, with and without ``early_exit``; at the end of the
+stream it compares the two dumps as multisets. The subject is also held to the contract
+(``spec/contract.py``) on its own outcomes. Every difference gets a kind
+(``verdicts.KINDS``: contract, outcome, score, dump, early-exit) and, where a finding of
+``docs/dynamo-findings.md`` explains it, that finding's id (F2: the unreplayable dump).
 
-- the outcome (accepted, or which error);
-- ``find_matches`` scores of every query the stream lists, with and without
-  ``early_exit``;
-
-and, at the end of the stream, the two dumps, as multisets of their replayable events.
-That last comparison is the one named tolerance: Dynamo 1.6.1 also dumps events for ranks
-below parents they no longer hold, which no tree can replay (docs/dynamo-findings.md F2);
-those events are left out on both sides. Replayability itself is a separate law, checked
-by ``kvproof check`` on the subject.
-
-On the first mismatch, ``shrink`` reduces the stream to a minimal list of operations that
-still shows a difference (dropping chunks, single operations, hashes of removals and
-blocks at the ends of stores), and ``Mismatch.report`` prints it with the command that
-replays it. ``kvproof conform tree`` is the command-line front end.
+A stream *fails* when it shows a difference that is not early-exit (unless
+``strict_shape``) and not known (unless ``strict``). Its worst failing difference, or when
+none fails its worst tolerated one, is shrunk by ``shrink`` to a minimal list of operations
+that still shows a difference **of the same kind** (dropping chunks, single operations,
+hashes of removals and blocks at the ends of stores), and ``Mismatch.report`` prints it as
+Dynamo events with the command that replays it (``kvproof replay``) and the command that
+regenerates the stream. ``kvproof conform tree`` is the command-line front end.
 """
 
 from __future__ import annotations
@@ -29,17 +28,44 @@ from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from typing import Any
 
-from ...spec.events import Removed, Stored, event_data_json
+from ...spec.contract import (
+    EMPTY_CONTRACT,
+    ContractState,
+    Verdict,
+    holdings,
+    on_event,
+    on_remove_worker,
+    on_remove_worker_dp_rank,
+    on_stored,
+    store_verdict,
+)
+from ...spec.events import Removed, Stored
+from ...spec.primitives import FrozenMap, Rank
+from ...spec.rules import RuleSet
 from ..harness import targets
-from ..harness.targets import canonical, dump_entries, replayable
-from .streams import DEFAULT_PROFILE, EventOp, Op, RemoveWorkerDpRankOp, Stream, StreamProfile, apply_op, describe, generate
+from ..harness.paths import held_prefix
+from ..harness.targets import dump_entries
+from .log import ops_to_lines
+from .streams import (
+    DEFAULT_PROFILE,
+    EventOp,
+    Op,
+    RemoveWorkerDpRankOp,
+    RemoveWorkerOp,
+    Stream,
+    StreamProfile,
+    apply_op,
+    describe,
+    generate,
+)
+from .verdicts import CONTRACT, DIVERGING, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, worst
 
 Factory = Callable[[], Any]
 
 
 @dataclass
 class Mismatch:
-    """The first difference found in a stream, with its shrunk reproduction."""
+    """One stream's reported difference (its worst), with its reproduction shrunk to the same kind."""
 
     seed: int
     stream: int
@@ -49,18 +75,36 @@ class Mismatch:
     queries: list[list[int]]
     shrunk: list[Op] = field(default_factory=list)
     options: str = ""  # the stream profile's non-default options, so the replay regenerates the same stream
+    kind: str = SCORE
+    known: str | None = None
+    is_shrunk: bool = False
+    kinds: list[str] = field(default_factory=list)  # every kind the stream showed
+    fails: bool = True
+    query_list: list[list[int]] = field(default_factory=list)  # the queries the shrunk reproduction is judged by
 
     def replay_command(self, subject: str, oracle: str) -> str:
+        """The command that regenerates this stream and compares it again."""
         return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
 
-    def report(self, subject: str, oracle: str) -> str:
+    def file_stem(self, oracle: str) -> str:
+        return f"conform-{oracle}-seed{self.seed}-stream{self.stream}"
+
+    def label(self) -> str:
+        return f"{self.kind} (known: {self.known})" if self.known else self.kind
+
+    def report(self, subject: str, oracle: str, log_path: str | None = None) -> str:
+        verdict = "MISMATCH" if self.fails else "TOLERATED"
         lines = [
-            f"MISMATCH {subject} vs {oracle}: seed={self.seed} stream={self.stream} op={self.op_index}",
+            f"{verdict} [{self.label()}] {subject} vs {oracle}: seed={self.seed} stream={self.stream} op={self.op_index}"
+            + (f" (the stream also shows: {', '.join(k for k in self.kinds if k != self.kind)})" if len(self.kinds) > 1 else ""),
             f"  {self.detail}",
-            f"  minimal reproduction ({len(self.shrunk)} operations):",
+            (f"  minimal reproduction ({len(self.shrunk)} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
+             if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations), as Dynamo events:"),
         ]
-        lines += [f"    {i}: {describe(op)}" for i, op in enumerate(self.shrunk)]
-        lines.append(f"  replay: {self.replay_command(subject, oracle)}")
+        lines += [f"    {line}" for line in ops_to_lines(self.shrunk)]
+        if log_path:
+            lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}")
+        lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -68,35 +112,29 @@ class Mismatch:
             "seed": self.seed,
             "stream": self.stream,
             "op_index": self.op_index,
+            "kind": self.kind,
+            "known": self.known,
+            "fails": self.fails,
+            "kinds": self.kinds,
+            "shrunk_ok": self.is_shrunk,
             "detail": self.detail,
-            "shrunk": [op_to_json(op) for op in self.shrunk],
-            "queries": self.queries,
+            "shrunk": ops_to_lines(self.shrunk),
+            "queries": self.query_list,
         }
-
-
-def op_to_json(op: Op) -> dict:
-    """Encode an operation for a failure file."""
-    if isinstance(op, EventOp):
-        return {
-            "worker_id": op.worker_id,
-            "event": {"event_id": op.event.event_id, "data": event_data_json(op.event.data), "dp_rank": op.event.dp_rank},
-        }
-    if isinstance(op, RemoveWorkerDpRankOp):
-        return {type(op).__name__: [op.worker_id, op.dp_rank]}
-    return {type(op).__name__: op.worker_id}
 
 
 @dataclass
 class StreamResult:
     events: int
     queries: int
+    differences: list[Difference] = field(default_factory=list)
     mismatch: Mismatch | None = None
 
 
 def compare_prefix(
     subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]]
-) -> tuple[str | None, int, int]:
-    """Replay ``ops`` on both trees; return ``(first difference or None, op index, queries compared)``.
+) -> tuple[list[Difference], int]:
+    """Replay ``ops`` on both trees; return ``(differences, queries compared)``.
 
     ``queries[i]`` are compared after op ``i`` (None: none); ``final_queries`` after the last.
     """
@@ -109,54 +147,146 @@ def compare_prefix(
 
 
 def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]]):
+    """Return ``(differences, queries compared)``: the first difference of each kind (``verdicts``).
+
+    Alongside the two trees the subject ``a`` is held to the contract (``spec/contract.py``),
+    fed with its own outcomes: a difference that breaks it is a ``contract`` difference
+    whatever the oracle says. Comparison stops at the first difference that makes the
+    states diverge (contract, outcome, score).
+    """
+    found: dict[str, Difference] = {}
     compared = 0
-    for i, op in enumerate(ops):
-        got, want = apply_op(a, op), apply_op(b, op)
-        if got != want:
-            return f"op {i} {describe(op)}: outcome {got} != oracle {want}", i, compared
-        for q in (queries[i] if queries else ()):
+    state: ContractState = EMPTY_CONTRACT
+    # What a cleared event means follows the rule set of the reference on either side (spec.rules).
+    rules = getattr(b, "rules", None) or getattr(a, "rules", None)
+    whole_worker = isinstance(rules, RuleSet) and rules.has("cleared-clears-worker")
+
+    def note(d: Difference) -> None:
+        found.setdefault(d.kind, d)
+
+    def compare_queries(index: int, qs: Iterable[list[int]], where: str) -> bool:
+        nonlocal compared
+        for q in qs:
+            plain = {}
             for early_exit in (False, True):
                 compared += 1
                 got_s, want_s = targets.scores(a, q, early_exit), targets.scores(b, q, early_exit)
+                if not early_exit:
+                    plain = got_s
+                    broken = _contract_scores(state, q, got_s)
+                    if broken:
+                        note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
+                        return True
                 if got_s != want_s:
-                    return (
-                        f"after op {i} {describe(op)}: find_matches({q}, early_exit={early_exit}) = {got_s}, "
-                        f"oracle {want_s}",
-                        i,
-                        compared,
-                    )
-    for q in final_queries:
-        for early_exit in (False, True):
-            compared += 1
-            got_s, want_s = targets.scores(a, q, early_exit), targets.scores(b, q, early_exit)
-            if got_s != want_s:
-                return f"at end: find_matches({q}, early_exit={early_exit}) = {got_s}, oracle {want_s}", len(ops), compared
-    # Dumps are compared as multisets of their replayable entries (named tolerance F2).
-    got_d = canonical(replayable(dump_entries(a))[0])
-    want_d = canonical(replayable(dump_entries(b))[0])
-    if got_d != want_d:
-        return f"at end: dump differs\n    subject {got_d}\n    oracle  {want_d}", len(ops), compared
-    return None, len(ops), compared
+                    kind = EARLY_EXIT if early_exit else SCORE
+                    detail = f"{where}: find_matches({q}, early_exit={early_exit}) = {got_s}, oracle {want_s}"
+                    if early_exit and plain != targets.scores(b, q, False):
+                        continue  # already a score difference
+                    note(Difference(kind, index, detail))
+                    if kind == SCORE:
+                        return True
+        return False
+
+    for i, op in enumerate(ops):
+        got, want = apply_op(a, op), apply_op(b, op)
+        broken = _contract_outcome(state, op, got)
+        if broken:
+            note(Difference(CONTRACT, i, f"op {i} {describe(op)}: outcome {got}, oracle {want}: {broken}"))
+            return list(found.values()), compared
+        state = _contract_after(state, op, got, whole_worker)
+        if got != want:
+            note(Difference(OUTCOME, i, f"op {i} {describe(op)}: outcome {got} != oracle {want}"))
+            return list(found.values()), compared
+        if compare_queries(i, queries[i] if queries else (), f"after op {i} {describe(op)}"):
+            return list(found.values()), compared
+    if compare_queries(len(ops), final_queries, "at end"):
+        return list(found.values()), compared
+    if targets.has_dump(a) and targets.has_dump(b):
+        d = dump_difference(len(ops), dump_entries(a), dump_entries(b))
+        if d is not None:
+            note(d)
+    return list(found.values()), compared
 
 
-def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failures: bool = True) -> StreamResult:
-    """Compare ``subject`` with ``oracle`` on one stream."""
-    detail, index, compared = compare_prefix(subject, oracle, stream.ops, stream.queries, [])
-    result = StreamResult(events=len(stream.ops), queries=compared)
-    if detail is None:
+def _rank_of(op: Op) -> Rank | None:
+    return Rank(op.worker_id, op.event.dp_rank) if isinstance(op, EventOp) else None
+
+
+def _contract_outcome(state: ContractState, op: Op, got: str) -> str:
+    """Why the subject's outcome of ``op`` breaks the contract (empty: it does not)."""
+    if isinstance(op, EventOp) and isinstance(op.event.data, Stored) and got == targets.OK:
+        rank = _rank_of(op)
+        assert rank is not None
+        if store_verdict(state, rank, op.event.data) is Verdict.MUST_REJECT:
+            return f"accepted a store under parent {op.event.data.parent_hash}, which {tuple(rank)} does not hold"
+    return ""
+
+
+def _contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker: bool = False) -> ContractState:
+    """The contract state after the subject answered ``got`` to ``op``."""
+    if isinstance(op, EventOp):
+        rank = _rank_of(op)
+        assert rank is not None
+        if isinstance(op.event.data, Stored):
+            return on_stored(state, rank, op.event.data, got == targets.OK)
+        return on_event(state, rank, op.event.data, True, cleared_whole_worker)
+    if isinstance(op, RemoveWorkerDpRankOp):
+        return on_remove_worker_dp_rank(state, Rank(op.worker_id, op.dp_rank)) if got == targets.OK else state
+    if got != targets.OK:
+        return state
+    if isinstance(op, RemoveWorkerOp):
+        return on_remove_worker(state, op.worker_id)
+    return FrozenMap({r: h for r, h in state.items() if r.worker_id != op.worker_id})  # clear_all_blocks
+
+
+def _contract_scores(state: ContractState, query: list[int], scores: dict[tuple[int, int], int]) -> str:
+    """Why plain ``scores`` along ``query`` break the contract: an over-credit or an unexplained undercount."""
+    problems = []
+    path = tuple(query)
+    for rank in set(scores) | set(state):
+        got = scores.get(rank, 0)
+        h = holdings(state, Rank(*rank))
+        held, reachable = held_prefix(path, h.held), held_prefix(path, h.reachable)
+        if got > held:
+            problems.append(f"over-credits {tuple(rank)}: score {got}, but it holds only {held} blocks of the query")
+        elif got < reachable:
+            problems.append(f"unexplained undercount of {tuple(rank)}: score {got}, reachable {reachable}")
+    return "; ".join(sorted(problems))
+
+
+def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failures: bool = True,
+               strict: bool = False, strict_shape: bool = False) -> StreamResult:
+    """Compare ``subject`` with ``oracle`` on one stream; shrink its worst difference."""
+    differences, compared = compare_prefix(subject, oracle, stream.ops, stream.queries, [])
+    result = StreamResult(events=len(stream.ops), queries=compared, differences=differences)
+    if not differences:
         return result
+    failing = worst(differences, strict, strict_shape)
+    chosen = failing or min(differences, key=lambda d: (d.known is None, d.op_index))
+    index = min(chosen.op_index, len(stream.ops) - 1)
+    upto = stream.ops[: index + 1] if chosen.kind in DIVERGING else list(stream.ops)
+    seen = stream.queries[: index + 1] if chosen.kind in DIVERGING else stream.queries
+    all_queries = [list(q) for q in {tuple(q): None for qs in seen for q in qs}]
     failing_queries = stream.queries[index] if index < len(stream.ops) else []
-    upto = stream.ops[: index + 1]
-    all_queries = [q for qs in stream.queries[: index + 1] for q in qs]
-    mismatch = Mismatch(stream.seed, stream.index, index, detail, upto, failing_queries)
-    mismatch.shrunk = shrink(subject, oracle, upto, all_queries) if shrink_failures else upto
+    mismatch = Mismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
+                        kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences],
+                        fails=failing is not None, query_list=all_queries)
+    if shrink_failures:
+        mismatch.shrunk, mismatch.query_list = shrink_kind(subject, oracle, upto, all_queries, chosen)
+        mismatch.is_shrunk = True
+    else:
+        mismatch.shrunk = upto
     result.mismatch = mismatch
     return result
 
 
-def _differs(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]]) -> bool:
-    detail, _, _ = compare_prefix(subject, oracle, ops, None, queries)
-    return detail is not None
+def _same_kind(found: list[Difference], target: Difference) -> bool:
+    return any(d.kind == target.kind and d.known == target.known for d in found)
+
+
+def _differs(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference | None = None) -> bool:
+    found, _ = compare_prefix(subject, oracle, ops, None, queries)
+    return _same_kind(found, target) if target is not None else bool(found)
 
 
 def _smaller_variants(op: Op) -> Iterable[Op]:
@@ -175,20 +305,23 @@ def _smaller_variants(op: Op) -> Iterable[Op]:
         )
 
 
-def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], budget: int = 4000) -> list[Op]:
+def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], budget: int = 4000,
+           target: Difference | None = None) -> list[Op]:
     """Greedily reduce ``ops`` to a short list on which the two trees still differ.
 
-    Differences are looked for in outcomes, in ``queries`` at the end, and in the dumps.
+    With ``target``, every candidate must still show a difference of ``target``'s kind (and
+    known label): an outcome mismatch never shrinks into an early-exit one. Differences
+    are looked for in outcomes, in ``queries`` at the end, and in the dumps.
     """
     queries = [list(q) for q in {tuple(q): None for q in queries}]
-    if not _differs(subject, oracle, ops, queries):
+    if not _differs(subject, oracle, ops, queries, target):
         return ops
     calls = 0
 
     def still_differs(candidate: list[Op]) -> bool:
         nonlocal calls
         calls += 1
-        return _differs(subject, oracle, candidate, queries)
+        return _differs(subject, oracle, candidate, queries, target)
 
     current = list(ops)
     chunk = max(1, len(current) // 2)
@@ -216,6 +349,20 @@ def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[
     return current
 
 
+def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference,
+                budget: int = 4000) -> tuple[list[Op], list[list[int]]]:
+    """Shrink ``ops`` keeping ``target``'s kind, then keep only the queries that still show it.
+
+    Returns ``(operations, queries)``: replaying the operations and asking the queries at
+    the end shows a difference of the same kind (``kvproof replay`` does exactly that).
+    """
+    small = shrink(subject, oracle, ops, queries, budget, target)
+    if _differs(subject, oracle, small, [], target):
+        return small, []  # the operations alone show it (an outcome, the contract, the dump)
+    needed = [q for q in queries if _differs(subject, oracle, small, [q], target)]
+    return small, needed[:1] or queries
+
+
 @dataclass
 class TreeConformReport:
     subject: str
@@ -224,26 +371,34 @@ class TreeConformReport:
     streams: int
     events: int = 0
     queries: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)  # the failing streams
+    tolerated: list[Mismatch] = field(default_factory=list)  # streams whose differences are all tolerated
+    kinds: KindCounts = field(default_factory=KindCounts)
     seconds: float = 0.0
+    rules: str = ""
 
     def summary_line(self) -> str:
         return (
             f"conform: streams={self.streams} events={self.events} queries={self.queries} "
-            f"mismatches={len(self.mismatches)}"
+            f"mismatches={len(self.mismatches)} tolerated={len(self.tolerated)} ({self.kinds.line()})"
         )
 
     def to_json(self) -> dict:
         return {
             "subject": self.subject,
             "oracle": self.oracle,
+            "rules": self.rules,
             "seed": self.seed,
             "streams": self.streams,
             "events": self.events,
             "queries": self.queries,
             "mismatches": len(self.mismatches),
+            "tolerated": len(self.tolerated),
+            "kinds": self.kinds.counts,
+            "known": self.kinds.known,
             "seconds": round(self.seconds, 3),
             "failures": [m.to_json() for m in self.mismatches],
+            "tolerated_differences": [m.to_json() for m in self.tolerated],
         }
 
 
@@ -254,6 +409,8 @@ def profile_options(profile: StreamProfile) -> str:
         options += f" --events {profile.events}"
     if profile.rank_removal != DEFAULT_PROFILE.rank_removal:
         options += f" --rank-removal {profile.rank_removal:g}"
+    if profile.max_dp_ranks != DEFAULT_PROFILE.max_dp_ranks:
+        options += f" --dp-ranks {profile.max_dp_ranks}"
     return options
 
 
@@ -269,37 +426,61 @@ def conform(
     max_reported: int = 3,
     on_mismatch: Callable[[Mismatch], None] | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
+    strict: bool = False,
+    strict_shape: bool = False,
+    rules: str = "",
 ) -> TreeConformReport:
     """Run ``streams`` streams of run ``seed`` (or just ``only_stream``) through both trees.
 
-    ``on_progress(done, total, seconds)`` is called before each stream (a progress display).
+    The first ``max_reported`` failing streams are shrunk (and so is the first tolerated
+    one, so a maintainer sees an example of what was tolerated). ``on_progress(done,
+    total, seconds)`` is called before each stream (a progress display).
     """
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else range(streams)
-    report = TreeConformReport(subject_name, oracle_name, seed, len(indices))
+    report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules)
     for done, index in enumerate(indices, 1):
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
         stream = generate(seed, index, profile)
-        result = run_stream(subject, oracle, stream, shrink_failures=len(report.mismatches) < max_reported)
+        # Shrink while reports are wanted; whether it fails is known only after comparing.
+        budget_left = len(report.mismatches) < max_reported or not report.tolerated
+        result = run_stream(subject, oracle, stream, shrink_failures=budget_left, strict=strict, strict_shape=strict_shape)
         report.events += result.events
         report.queries += result.queries
-        if result.mismatch is not None:
-            result.mismatch.options = profile_options(profile)
-            report.mismatches.append(result.mismatch)
+        report.kinds.add(result.differences)
+        m = result.mismatch
+        if m is None:
+            continue
+        m.options = profile_options(profile)
+        if m.fails:
+            report.mismatches.append(m)
             if on_mismatch is not None:
-                on_mismatch(result.mismatch)
+                on_mismatch(m)
+        else:
+            report.tolerated.append(m)
+            if on_mismatch is not None and len(report.tolerated) == 1:
+                on_mismatch(m)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[FilePath]:
-    """Write one JSON file per mismatch (shrunk operations and the replay command); return their paths."""
+    """Write, per failing stream and for the first tolerated one: the events (``.jsonl``,
+    replayable with ``kvproof replay``), a JSON summary, and a ready pytest regression test."""
+    from .log import write_regression
+
     folder.mkdir(parents=True, exist_ok=True)
     written = []
-    for m in report.mismatches:
-        path = folder / f"conform-{report.oracle}-seed{m.seed}-stream{m.stream}.json"
-        body = m.to_json() | {"replay": m.replay_command(report.subject, report.oracle)}
-        path.write_text(json.dumps(body, indent=1))
-        written.append(path)
+    for m in report.mismatches + report.tolerated[:1]:
+        stem = folder / m.file_stem(report.oracle)
+        log = stem.with_suffix(".jsonl")
+        log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
+        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}",
+                              "regenerate": m.replay_command(report.subject, report.oracle), "rules": report.rules}
+        summary = stem.with_suffix(".json")
+        summary.write_text(json.dumps(body, indent=1))
+        test = folder / f"test_{stem.name.replace('-', '_')}.py"
+        write_regression(test, log, m, report.subject, report.oracle, report.rules)
+        written += [log, summary, test]
     return written

@@ -65,6 +65,7 @@ class TreeContractMachine(RuleBasedStateMachine):
 
     factory: ClassVar[Callable[[], Any]]
     runs: ClassVar[list[Counter]]
+    cleared_whole_worker: ClassVar[bool] = False  # rule variant cleared-clears-worker (spec.rules)
 
     def __init__(self) -> None:
         super().__init__()
@@ -244,7 +245,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         if how == "cleared":
             outcome = self._send(rank, Cleared())
             assert outcome == targets.OK, f"cleared for {rank} must be accepted, got {outcome}"
-            self.state = law.on_cleared(self.state, rank)
+            self.state = law.on_cleared(self.state, rank, self.cleared_whole_worker)
         else:
             getattr(self.tree, how)(rank.worker_id)
             self.state = law.on_remove_worker(self.state, rank.worker_id)
@@ -349,7 +350,12 @@ class TreeContractMachine(RuleBasedStateMachine):
                 event(f"phenomenon: {name}")
 
 
-def contract_machine_for(factory: Callable[[], Any], name: str | None = None) -> type[TreeContractMachine]:
-    """Return a ``TreeContractMachine`` subclass that drives trees made by ``factory``."""
+def contract_machine_for(factory: Callable[[], Any], name: str | None = None,
+                         cleared_whole_worker: bool = False) -> type[TreeContractMachine]:
+    """Return a ``TreeContractMachine`` subclass that drives trees made by ``factory``.
+
+    ``cleared_whole_worker``: the rule set in force has variant ``cleared-clears-worker``.
+    """
     cls_name = name or f"ContractMachine_{getattr(factory, '__name__', 'tree')}"
-    return type(cls_name, (TreeContractMachine,), {"factory": staticmethod(factory), "runs": [], "rule_runs": []})
+    return type(cls_name, (TreeContractMachine,), {"factory": staticmethod(factory), "runs": [], "rule_runs": [],
+                                                    "cleared_whole_worker": cleared_whole_worker})

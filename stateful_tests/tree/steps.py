@@ -127,3 +127,47 @@ def run_scenario(factory: Callable[[], Any], scenario: Scenario) -> list[str]:
     """Replay ``scenario`` on a fresh tree; return one line per mismatching step (empty: it passed)."""
     tree = factory()
     return mismatches(scenario.steps, lambda i, step: run_step(tree, step, i))
+
+
+def observe_step(tree: Any, step: Step, event_id: int) -> Any:
+    """Apply one step and return what it shows: the outcome, the scores (both modes where asked), or the dump."""
+    if isinstance(step, Store):
+        blocks = tuple(Block(local, ext) for ext, local in step.blocks)
+        return targets.apply(tree, step.worker, KvCacheEvent(event_id, Stored(step.parent, blocks), step.dp))
+    if isinstance(step, Remove):
+        return targets.apply(tree, step.worker, KvCacheEvent(event_id, Removed(tuple(step.hashes)), step.dp))
+    if isinstance(step, Clear):
+        return targets.apply(tree, step.worker, KvCacheEvent(event_id, Cleared(), step.dp))
+    if isinstance(step, (RemoveWorker, ClearAllBlocks)):
+        return run_step(tree, step, event_id)
+    if isinstance(step, Query):
+        modes = [False, True] if step.early_exit is None else [step.early_exit]
+        return [targets.scores(tree, step.sequence, mode) for mode in modes]
+    if isinstance(step, Dump):
+        return canonical_dump(tree) if targets.has_dump(tree) else None
+    raise TypeError(step)
+
+
+def observations(factory: Callable[[], Any], scenario: Scenario) -> list[Any]:
+    """What every step of ``scenario`` shows on a fresh tree of ``factory``."""
+    tree = factory()
+    try:
+        return [observe_step(tree, step, i) for i, step in enumerate(scenario.steps)]
+    finally:
+        targets.dispose(tree)
+
+
+def depends_on_rules(scenario: Scenario, reference: Callable[[], Any], under_rules: Callable[[], Any]) -> bool:
+    """Whether the reference answers any step of ``scenario`` differently under another rule set."""
+    return observations(reference, scenario) != observations(under_rules, scenario)
+
+
+def run_scenario_against(factory: Callable[[], Any], oracle: Callable[[], Any], scenario: Scenario) -> list[str]:
+    """Replay ``scenario`` on the target and on ``oracle``; one line per step whose observations differ.
+
+    Used for a vector whose recorded observation depends on a rule variant: it is then
+    judged against the reference under the rule set in force instead.
+    """
+    got, want = observations(factory, scenario), observations(oracle, scenario)
+    return [f"step {i} {step}: got {g}, the reference under the rules {w}"
+            for i, (step, g, w) in enumerate(zip(scenario.steps, got, want)) if g != w]

@@ -1,0 +1,161 @@
+"""Rule variants: where Dynamo's tree behaves differently between releases *by intent*.
+
+kvproof's reference states one rule set exactly (the newest release it pins). Where an
+earlier release of ``ai-dynamo-runtime`` behaved differently on purpose, the alternative is
+a named **variant**: a documented rule with its upstream reference, which the reference
+tree can be asked to follow instead. A **rule set** is a named combination of variants,
+one per release line whose behaviour kvproof has established (docs/releases.md).
+
+Variants change what is *exact*, never what is *safe*: the contract of
+``spec/contract.py`` (no overcount, no unexplained undercount, no store under an unheld
+parent) is the same under every rule set, and a release that breaks it has a bug whatever
+rule set it is judged by.
+
+The variants:
+
+- ``reuse-dead-nodes``: a node that has lost every holder is reused (split, extended) by a
+  later store that passes through it, instead of being released and rebuilt
+  (docs/dynamo-findings.md F1). The shape differs, so ``early_exit`` answers, the dump's
+  cut into events, and which lookup entries a later removal scrubs differ too.
+- ``cleared-clears-worker``: a ``cleared`` event from ``(worker, dp_rank)`` empties every
+  rank of the worker, not just the one that sent it (the contract's ``on_cleared`` follows
+  the same variant: what the event *means* changes, not what is safe).
+- ``blocks-as-arrays`` (wire format): a stored block may be written as the array
+  ``[block_hash, tokens_hash]`` instead of an object; the reference refuses it as malformed.
+- ``per-block-nodes``: every node holds exactly one block (no compressed edges); the
+  tree of releases before the compressed radix tree. ``early_exit`` then stops after the
+  first *block* where one rank is left, and the dump writes one event per block.
+
+Source: observed on every release of ai-dynamo-runtime from 0.6.1 to 1.6.1
+(``kvproof releases``); upstream references in ``VARIANTS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One intended alternative to a rule of the reference, with where it comes from."""
+
+    name: str
+    rule: str  # the rule of the reference it replaces
+    statement: str
+    upstream: str  # the upstream change that ended it (or introduced the reference's rule)
+    releases: str  # the releases that follow it
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant(
+            "reuse-dead-nodes",
+            "a store releases a node nobody holds and builds a fresh one (F1)",
+            "a node that has lost every holder is reused by a later store that passes through it: split at the "
+            "divergence or covered again, like any other node",
+            "ai-dynamo/dynamo PR #14878 (release unowned branches in the single-threaded RadixTree)",
+            "1.3.0.post1 to 1.5.1",
+        ),
+        Variant(
+            "cleared-clears-worker",
+            "a cleared event empties only the (worker, dp_rank) that sent it",
+            "a cleared event empties every dp rank of the sending worker (stated as intended by a maintainer on "
+            "ai-dynamo/dynamo PR #3597, dp rank routing)",
+            "changed in ai-dynamo-runtime 1.4.0 (the per-rank clear; upstream PR not identified)",
+            "0.6.1 to 1.3.1",
+        ),
+        Variant(
+            "blocks-as-arrays",
+            "a stored block is an object {block_hash, tokens_hash, ...}; anything else is malformed",
+            "a stored block may also be the two-element array [block_hash, tokens_hash] (the decoder's default "
+            "sequence form of a record)",
+            "observed: refused from ai-dynamo-runtime 1.6.0 on",
+            "0.6.1 to 1.5.1",
+        ),
+        Variant(
+            "per-block-nodes",
+            "nodes carry compressed edges of many blocks, cut only where ranks diverge",
+            "every node holds one block: a store attaches a chain of one-block nodes, early_exit stops after the first "
+            "block with a single rank left, and the dump writes one event per block",
+            "the compressed radix tree replacing the per-block RadixTree in the binding (ai-dynamo/dynamo, lib/kv-router)",
+            "0.6.1 to 1.2.1 (and earlier)",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """A named combination of variants, and the releases it describes (``first`` to ``last``, inclusive)."""
+
+    name: str
+    variants: frozenset[str]
+    first: str
+    last: str
+    summary: str
+
+    def has(self, variant: str) -> bool:
+        return variant in self.variants
+
+    def describe(self) -> str:
+        return f"{self.name} ({', '.join(sorted(self.variants)) or 'no variants: the reference as written'})"
+
+
+RULE_SETS: dict[str, RuleSet] = {
+    r.name: r
+    for r in (
+        RuleSet("dynamo-1.6", frozenset(), "1.6.0", "1.6.1", "the compressed tree that releases dead nodes"),
+        RuleSet("dynamo-1.4", frozenset({"reuse-dead-nodes", "blocks-as-arrays"}), "1.4.0", "1.5.1",
+                "the compressed tree that reuses dead nodes"),
+        RuleSet("dynamo-1.3", frozenset({"reuse-dead-nodes", "blocks-as-arrays", "cleared-clears-worker"}),
+                "1.3.0.post1", "1.3.1", "the compressed tree whose cleared event empties the whole worker"),
+        RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker"}), "0.6.1",
+                "1.2.1", "the per-block tree with (worker, dp_rank) scores and a dump"),
+    )
+}
+"""Every rule set, newest first. ``dynamo-1.6`` is the reference as written."""
+
+DEFAULT_RULES = RULE_SETS["dynamo-1.6"]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Order release strings such as ``1.3.0.post1``: numeric parts, a ``postN`` counting after the plain release."""
+    parts: list[int] = []
+    for piece in version.split("."):
+        if piece.startswith("post") and piece[4:].isdigit():
+            parts += [0] * max(0, 3 - len(parts)) + [int(piece[4:]) + 1]
+        elif piece.isdigit():
+            parts.append(int(piece))
+        else:
+            digits = "".join(ch for ch in piece if ch.isdigit())
+            parts.append(int(digits) if digits else 0)
+    return tuple(parts + [0] * max(0, 4 - len(parts)))
+
+
+def rule_set_for(version: str) -> RuleSet | None:
+    """The rule set describing release ``version``, or None when kvproof has not established one."""
+    key = version_key(version)
+    for rules in RULE_SETS.values():
+        if version_key(rules.first) <= key <= version_key(rules.last):
+            return rules
+    return None
+
+
+def rule_set_named(name: str) -> RuleSet:
+    """Look a rule set up by name; an unknown name is a ``KeyError`` listing the known ones."""
+    if name in RULE_SETS:
+        return RULE_SETS[name]
+    raise KeyError(f"unknown rule set {name!r}: use {', '.join(RULE_SETS)}")
+
+
+def with_variants(variants: frozenset[str]) -> RuleSet:
+    """The rule set (named after its variants) that follows exactly ``variants``."""
+    unknown = variants - set(VARIANTS)
+    if unknown:
+        raise KeyError(f"unknown variants {sorted(unknown)}: use {', '.join(VARIANTS)}")
+    for rules in RULE_SETS.values():
+        if rules.variants == variants:
+            return rules
+    name = "+".join(sorted(variants)) or "reference"
+    return RuleSet(name, variants, "", "", "an explanatory combination of variants")

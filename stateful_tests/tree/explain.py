@@ -1,0 +1,125 @@
+"""Explain differences: search the rule variants for one under which the subject agrees exactly.
+
+Given counterexamples (shrunk ones from a conformance run, or a log), ``explain`` replays
+each against the reference under the run's rule set, then under that rule set with one
+variant of ``spec.rules`` switched (on or off), then with two. The first variant sets under
+which *every* counterexample agrees exactly (no difference of any kind, early-exit
+included; only differences a known finding explains are allowed) are the explanation:
+"behaves like the spec with <variant> (<upstream reference>)". If none does, the verdict is
+"no variant explains it: likely a bug", with the differences that remain under the rule
+set in force as evidence. A contract difference is never explained: the contract is the
+same under every rule set.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...spec.rules import VARIANTS, RuleSet, with_variants
+from ..harness import targets
+from .conformance import _compare
+from .streams import Op
+from .verdicts import CONTRACT, Difference
+
+Factory = Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Operations, with the queries asked after them (at the end), and where they came from."""
+
+    name: str
+    ops: list[Op]
+    queries: list[list[int]]  # asked at the end
+    after: list[list[list[int]]] | None = None  # asked after each operation (a log's own queries)
+
+
+@dataclass
+class Explanation:
+    base: RuleSet
+    tried: list[tuple[frozenset[str], int]] = field(default_factory=list)  # (variants, counterexamples still differing)
+    explained_by: list[frozenset[str]] = field(default_factory=list)
+    evidence: list[tuple[str, Difference]] = field(default_factory=list)  # under the base rule set
+    contract: bool = False
+
+    def verdict(self) -> str:
+        if not self.evidence:
+            return f"the subject agrees exactly with the spec under {self.base.describe()}: nothing to explain"
+        lines = []
+        if self.contract:
+            lines.append("no variant explains the contract violations: a contract violation is a bug under every rule set")
+        if not self.explained_by:
+            if self.tried:
+                lines.append("no variant explains the other differences: likely a bug")
+            return "\n".join(lines) or "no variant explains it: likely a bug"
+        for variants in self.explained_by:
+            switched = sorted(variants ^ self.base.variants)
+            rules = with_variants(variants)
+            refs = "; ".join(f"{v}: {VARIANTS[v].upstream}" for v in switched)
+            turned = ", ".join(f"{'with' if v in variants else 'without'} {v}" for v in switched)
+            prefix = "otherwise " if self.contract else ""
+            lines.append(f"{prefix}behaves like the spec {turned} (rule set {rules.name}; {refs})")
+        return "\n".join(lines)
+
+    def report(self) -> str:
+        out = [f"explain: base rule set {self.base.describe()}"]
+        for name, d in self.evidence:
+            out.append(f"  under {self.base.name}: {name}: [{d.label()}] {d.detail}")
+        for variants, left in self.tried:
+            switched = ", ".join(f"{'+' if v in variants else '-'}{v}" for v in sorted(variants ^ self.base.variants))
+            out.append(f"  tried {switched or '(base)'}: {left} counterexample(s) still differ")
+        out += [f"explain: {line}" for line in self.verdict().splitlines()]
+        return "\n".join(out)
+
+
+def _left_over(subject: Factory, oracle: Factory, example: Counterexample) -> list[Difference]:
+    a, b = subject(), oracle()
+    try:
+        found, _ = _compare(a, b, example.ops, example.after, example.queries)
+    finally:
+        targets.dispose(a)
+        targets.dispose(b)
+    return [d for d in found if d.known is None]
+
+
+def candidates(base: RuleSet) -> list[frozenset[str]]:
+    """The variant sets tried after the base: one variant switched, then two."""
+    names = sorted(VARIANTS)
+    singles = [base.variants ^ {v} for v in names]
+    pairs = [base.variants ^ {v, w} for v, w in itertools.combinations(names, 2)]
+    return singles + pairs
+
+
+def explain(subject: Factory, examples: list[Counterexample], base: RuleSet,
+            reference: Callable[[RuleSet], Factory]) -> Explanation:
+    """Search the variants for a rule set under which ``subject`` agrees with the reference on every example.
+
+    ``reference(rules)`` makes the oracle factory for a rule set. Single switches are tried
+    before pairs; the search stops at the first size that explains everything.
+    """
+    result = Explanation(base)
+    for example in examples:
+        for d in _left_over(subject, reference(base), example):
+            result.evidence.append((example.name, d))
+    if not result.evidence:
+        return result
+    broken = {name for name, d in result.evidence if d.kind == CONTRACT}
+    result.contract = bool(broken)
+    examples = [e for e in examples if e.name not in broken and any(name == e.name for name, _ in result.evidence)]
+    if not examples:
+        return result
+    size_found = None
+    for variants in candidates(base):
+        size = len(variants ^ base.variants)
+        if size_found is not None and size > size_found:
+            break
+        oracle = reference(with_variants(frozenset(variants)))
+        left = sum(1 for example in examples if _left_over(subject, oracle, example))
+        result.tried.append((frozenset(variants), left))
+        if left == 0:
+            result.explained_by.append(frozenset(variants))
+            size_found = size
+    return result

@@ -1,0 +1,164 @@
+"""Replay a recorded log of router events through the spec's contract and, side by side, two trees.
+
+``replay_log`` takes a parsed log (``tree.log``: RouterEvent JSON lines, as
+``dump_tree_as_events`` writes them and a router's KV event recorder stores them, plus
+kvproof's ``remove_worker`` / ``clear_all_blocks`` / ``find_matches`` lines) and
+
+- checks the log itself against the contract (``spec/contract.py``): a store under a parent
+  the rank does not hold is one the contract says every index must refuse, so a publisher
+  that sends it is broken or racing; each such line is reported (not a failure of a tree);
+- applies it to a *subject* and an *oracle* (by default the reference under the run's rule
+  set) and classifies every difference (``verdicts``), naming the log line of the first;
+- shrinks the worst difference to a minimal log of the same kind, ready to be written out
+  and replayed again.
+
+Queries are the log's ``find_matches`` lines; a log without any (a real recording) is
+queried along every stored chain, rebuilt from the events' parent links, after the event
+that stored it and again at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...spec.contract import EMPTY_CONTRACT, Verdict, on_event, store_verdict
+from ...spec.events import Stored
+from ...spec.primitives import Rank
+from ...spec.rules import DEFAULT_RULES, RuleSet
+from ..harness import targets
+from .conformance import _compare, shrink_kind
+from .log import Log, ops_to_lines, read_log
+from .streams import EventOp, Op
+from .verdicts import DIVERGING, Difference, worst
+
+Factory = Callable[[], Any]
+
+
+@dataclass
+class ReplayResult:
+    """What a replay found: the differences, the log lines the contract refuses, and the shrunk reproduction."""
+
+    path: str
+    subject: str
+    oracle: str
+    rules: str
+    events: int
+    queries: int
+    differences: list[Difference] = field(default_factory=list)
+    refused_lines: list[int] = field(default_factory=list)  # lines storing under a parent the rank does not hold
+    failing: Difference | None = None
+    line: int | None = None  # the log line of the reported difference
+    shrunk: list[Op] = field(default_factory=list)
+    shrunk_queries: list[list[int]] = field(default_factory=list)
+    op_lines: list[int] = field(default_factory=list)  # the log line of each operation
+
+    def report(self) -> str:
+        lines = [f"replay {self.path}: {self.events} operations, {self.queries} queries compared; "
+                 f"subject={self.subject} oracle={self.oracle} rules={self.rules}"]
+        if self.refused_lines:
+            shown = ", ".join(map(str, self.refused_lines[:10])) + (" ..." if len(self.refused_lines) > 10 else "")
+            lines.append(f"  the log stores under parents the rank does not hold (the contract refuses them) at lines {shown}")
+        for d in self.differences:
+            verdict = "FAIL" if d is self.failing else "tolerated"
+            lines.append(f"  {verdict} [{d.label()}] at line {self._line_of(d)}: {d.detail}")
+        if self.failing is not None:
+            lines.append(f"  minimal reproduction ({len(self.shrunk)} operations, kind {self.failing.kind}):")
+            lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.shrunk_queries)]
+        if not self.differences:
+            lines.append("  no difference")
+        return "\n".join(lines)
+
+    def _line_of(self, d: Difference) -> str:
+        return str(self.op_lines[d.op_index]) if d.op_index < len(self.op_lines) else "end"
+
+
+def chain_queries(ops: list[Op]) -> tuple[list[list[list[int]]], list[list[int]]]:
+    """Queries for a log without any: each stored chain's path of local hashes, after its event and at the end.
+
+    Paths are rebuilt from parent links: a block's path is its parent's path and its own
+    local hash (a parent never seen starts a path of its own).
+    """
+    path_of: dict[int, tuple[int, ...]] = {}
+    after: list[list[list[int]]] = []
+    ends: dict[tuple[int, ...], None] = {}
+    for op in ops:
+        here: list[list[int]] = []
+        if isinstance(op, EventOp) and isinstance(op.event.data, Stored) and op.event.data.blocks:
+            data = op.event.data
+            path = path_of.get(data.parent_hash, ()) if data.parent_hash is not None else ()
+            for block in data.blocks:
+                path = path + (block.local,)
+                path_of.setdefault(block.ext, path)
+            here.append(list(path))
+            ends[path] = None
+        after.append(here)
+    return after, [list(p) for p in ends]
+
+
+def log_queries(log: Log) -> tuple[list[list[list[int]]], list[list[int]]]:
+    """The log's own queries, placed after the operation before each (those before any operation are asked at the end)."""
+    after: list[list[list[int]]] = [[] for _ in log.ops]
+    final: list[list[int]] = []
+    for before, query in log.queries:
+        (after[before - 1] if before > 0 else final).append(query)
+    return after, final
+
+
+def refused_by_contract(log: Log) -> list[int]:
+    """The log lines that store under a parent the storing rank does not hold (must be refused by every index)."""
+    state = EMPTY_CONTRACT
+    refused = []
+    for op, line in zip(log.ops, log.op_lines):
+        if not isinstance(op, EventOp):
+            continue
+        rank = Rank(op.worker_id, op.event.dp_rank)
+        data = op.event.data
+        if isinstance(data, Stored) and store_verdict(state, rank, data) is Verdict.MUST_REJECT:
+            refused.append(line)
+            continue
+        state = on_event(state, rank, data, True)
+    return refused
+
+
+def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = "subject", oracle_name: str = "oracle",
+               rules: RuleSet = DEFAULT_RULES, path: str = "<log>", strict: bool = False, strict_shape: bool = False,
+               shrink_failures: bool = True) -> ReplayResult:
+    """Replay ``log`` through ``subject`` and ``oracle``; classify, locate and shrink what differs."""
+    after, final = log_queries(log) if log.queries else chain_queries(log.ops)
+    a, b = subject(), oracle()
+    try:
+        differences, compared = _compare(a, b, log.ops, after, final)
+    finally:
+        targets.dispose(a)
+        targets.dispose(b)
+    result = ReplayResult(path, subject_name, oracle_name, rules.name, len(log.ops), compared, differences,
+                          refused_by_contract(log), op_lines=log.op_lines)
+    chosen = worst(differences, strict, strict_shape)
+    if chosen is None:
+        return result
+    result.failing = chosen
+    result.line = log.op_lines[chosen.op_index] if chosen.op_index < len(log.op_lines) else None
+    upto = log.ops[: chosen.op_index + 1] if chosen.kind in DIVERGING else list(log.ops)
+    asked = [q for qs in after[: len(upto)] for q in qs] + final
+    queries = [list(q) for q in {tuple(q): None for q in asked}]
+    if shrink_failures:
+        result.shrunk, result.shrunk_queries = shrink_kind(subject, oracle, upto, queries, chosen)
+    else:
+        result.shrunk, result.shrunk_queries = upto, queries
+    return result
+
+
+def replay_file(path: Path | str, subject: str = "reference", oracle: str = "reference", rules: str | None = None,
+                strict: bool = False, strict_shape: bool = False) -> ReplayResult:
+    """Replay a log file with targets given by name (what the written regression tests call)."""
+    path = Path(path)
+    rule_set, _ = targets.resolve_rules(subject, oracle, override=rules)
+    s, o = targets.load_target(subject, rule_set), targets.load_target(oracle, rule_set)
+    for t in (s, o):
+        if t.factory is None:
+            raise RuntimeError(t.reason)
+    assert s.factory is not None and o.factory is not None
+    return replay_log(read_log(path), s.factory, o.factory, subject, oracle, rule_set, str(path), strict, strict_shape)

@@ -1,0 +1,123 @@
+"""What kind of difference two trees show, and whether it is a known finding.
+
+A differential run compares a *subject* with an *oracle*; every difference it finds gets
+one of five kinds, from the most to the least severe:
+
+- ``contract``: the subject breaks the contract of ``spec/contract.py`` whatever the oracle
+  says: it over-credits a rank (a score above the prefix the rank holds), or it accepts a
+  store under a parent the rank does not hold. Always a bug.
+- ``outcome``: the two trees answer an operation differently (accepted vs rejected, or a
+  different error kind).
+- ``score``: a plain ``find_matches`` score differs (within the contract).
+- ``dump``: ``dump_tree_as_events`` differs, as a multiset of events.
+- ``early-exit``: only ``find_matches(..., early_exit=True)`` differs. The early-exit walk
+  stops at node boundaries, so its answer depends on how a tree cut its edges
+  (docs/dynamo-findings.md F7): reported, and failed only under ``strict_shape``.
+
+After a ``contract``, ``outcome`` or ``score`` difference the two trees hold different
+state, so a run stops comparing that stream there; after a ``dump`` or ``early-exit``
+difference it goes on (the state may still agree).
+
+**Known findings.** A difference that a finding of ``docs/*-findings.md`` explains is
+labelled with the finding's id by its recognizer (``KNOWN``) and tolerated unless
+``strict``. A recognizer is a pure predicate over the difference's evidence; it never
+widens a kind (a known dump difference is still a dump difference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..harness.targets import DumpEntry, canonical, replayable
+
+CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT = "contract", "outcome", "score", "dump", "early-exit"
+KINDS = (CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT)
+"""Every kind of difference, most severe first."""
+
+DIVERGING = frozenset({CONTRACT, OUTCOME, SCORE})
+"""Kinds after which the two trees hold different state (comparison of the stream stops)."""
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One difference between subject and oracle: its kind, where, what, and the finding that explains it."""
+
+    kind: str
+    op_index: int
+    detail: str
+    known: str | None = None
+    evidence: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def fails(self, strict: bool = False, strict_shape: bool = False) -> bool:
+        """Whether this difference fails a run: early-exit only under ``strict_shape``, known ones only under ``strict``."""
+        if self.kind == EARLY_EXIT and not strict_shape:
+            return False
+        return self.known is None or strict
+
+    def label(self) -> str:
+        return f"{self.kind} (known: {self.known})" if self.known else self.kind
+
+
+def severity(kind: str) -> int:
+    """0 for the most severe kind (``contract``)."""
+    return KINDS.index(kind)
+
+
+def worst(differences: list[Difference], strict: bool = False, strict_shape: bool = False) -> Difference | None:
+    """The most severe failing difference, or None if none fails."""
+    failing = [d for d in differences if d.fails(strict, strict_shape)]
+    return min(failing, key=lambda d: (severity(d.kind), d.op_index)) if failing else None
+
+
+# ----------------------------------------------------------------------------- known findings
+
+
+def unreplayable_only(subject_dump: list[DumpEntry], oracle_dump: list[DumpEntry]) -> bool:
+    """F2: the dumps differ only by entries that a fresh tree would refuse, in the dump that has them.
+
+    Dynamo writes a ``stored`` event for a rank below a parent the rank no longer holds
+    (docs/dynamo-findings.md F2); no tree can replay such an event, so a tree that leaves
+    it out is not wrong, and neither is one that writes it.
+    """
+    kept_a, _ = replayable(subject_dump)
+    kept_b, _ = replayable(oracle_dump)
+    return canonical(kept_a) == canonical(kept_b)
+
+
+DumpRecognizer = Callable[[list[DumpEntry], list[DumpEntry]], bool]
+
+KNOWN_DUMP: dict[str, DumpRecognizer] = {"F2": unreplayable_only}
+"""Recognizers of known dump findings, by finding id (docs/dynamo-findings.md)."""
+
+
+def dump_difference(op_index: int, subject_dump: list[DumpEntry], oracle_dump: list[DumpEntry]) -> Difference | None:
+    """Compare two dumps as multisets; label the difference with a known finding when one explains it."""
+    a, b = canonical(subject_dump), canonical(oracle_dump)
+    if a == b:
+        return None
+    only_a = [e for e in a if e not in b]
+    only_b = [e for e in b if e not in a]
+    detail = f"at end: dump differs: only in subject {only_a[:4]}{' ...' if len(only_a) > 4 else ''}; " \
+             f"only in oracle {only_b[:4]}{' ...' if len(only_b) > 4 else ''}"
+    known = next((name for name, recognize in KNOWN_DUMP.items() if recognize(subject_dump, oracle_dump)), None)
+    return Difference(DUMP, op_index, detail, known)
+
+
+@dataclass
+class KindCounts:
+    """How many streams showed each kind of difference (a stream counts once per kind)."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    known: dict[str, int] = field(default_factory=dict)
+
+    def add(self, differences: list[Difference]) -> None:
+        for kind in {d.kind for d in differences}:
+            self.counts[kind] += 1
+        for name in {d.known for d in differences if d.known}:
+            self.known[name] = self.known.get(name, 0) + 1
+
+    def line(self) -> str:
+        kinds = " ".join(f"{k}={v}" for k, v in self.counts.items())
+        known = ",".join(f"{k}:{v}" for k, v in sorted(self.known.items())) or "none"
+        return f"{kinds} known={known}"

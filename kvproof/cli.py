@@ -244,6 +244,46 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
 
 
 @main.command()
+@click.option("--versions", default=None, help="comma-separated releases (default: 0.6.0 and every release 0.6.1 to 1.6.1)")
+@click.option("--cache", type=click.Path(file_okay=False), default=".kvproof-releases", show_default=True,
+              help="where wheels are downloaded and unpacked (throwaway; reused between runs)")
+@profile_option("the gate profile each release runs under (default quick)")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds per release")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="write the table (docs/releases.md's) here")
+@json_option
+def releases(versions: str | None, cache: str, profile: str | None, timeout: float, markdown_path: str | None,
+             json_path: str | None) -> None:
+    """Run `kvproof check --target dynamo` on every release of ai-dynamo-runtime, one child process each.
+
+    Each release's wheel comes from the package index (pip download --no-deps), is unpacked
+    into --cache, and is put first on the child's PYTHONPATH, so the child detects the
+    release and its rule set. The last line is `releases: N releases: P pass, B upstream bug,
+    D differs, U not checkable`.
+    """
+    from .stateful_tests.tree.releases import RELEASES, markdown, survey
+
+    chosen = [v.strip() for v in versions.split(",")] if versions else list(RELEASES)
+    profile_name = profile or "quick"
+    cmd = "kvproof releases" + (f" --versions {versions}" if versions else "") + (f" --profile {profile}" if profile else "")
+
+    def on_result(r: Any) -> None:
+        failing = ", ".join(row["name"] for row in r.failing())
+        click.echo(f"{r.version:<12} {r.rules:<11} {r.verdict:<14} {r.seconds:5.0f} s"
+                   + (f"  failing: {failing}" if failing else "") + (f"  ({r.note})" if r.note and not r.rows else ""))
+
+    results = survey(chosen, Path(cache).resolve(), profile_name, timeout, on_result)
+    if markdown_path:
+        Path(markdown_path).write_text(markdown(results, cmd))
+        click.echo(f"wrote {markdown_path}")
+    if json_path:
+        out.write_json(json_path, "releases", {"profile": profile_name, "releases": [r.to_json() for r in results]})
+    counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "upstream bug", "differs", "not checkable")}
+    click.echo(f"releases: {len(results)} releases: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    sys.exit(EXIT_FAIL if counts["differs"] else EXIT_PASS)
+
+
+@main.command()
 @click.argument("log_file", type=click.Path(exists=True, dir_okay=False), required=False)
 @target_option("the subject whose differences are to be explained", default="dynamo")
 @rules_option()

@@ -110,8 +110,8 @@ RULE_SETS: dict[str, RuleSet] = {
                 "the compressed tree that reuses dead nodes"),
         RuleSet("dynamo-1.3", frozenset({"reuse-dead-nodes", "blocks-as-arrays", "cleared-clears-worker"}),
                 "1.3.0.post1", "1.3.1", "the compressed tree whose cleared event empties the whole worker"),
-        RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker"}), "0.6.1",
-                "1.2.1", "the per-block tree with (worker, dp_rank) scores and a dump"),
+        RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker"}), "0.1.1",
+                "1.2.1", "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)"),
     )
 }
 """Every rule set, newest first. ``dynamo-1.6`` is the reference as written."""

@@ -1,0 +1,234 @@
+"""Every release of ``ai-dynamo-runtime`` through the gate: the table of docs/releases.md.
+
+``survey`` fetches each release's wheel from the package index (``pip download --no-deps``,
+the only network it needs), unpacks it into a throwaway folder, and runs
+``kvproof check --target dynamo`` in a child process whose ``PYTHONPATH`` puts that copy of
+``dynamo`` ahead of the environment's, so the child detects the release, picks its rule
+set (``spec.rules``) and judges it. Each child runs in its own process group and is killed
+with its group on timeout or interrupt. The verdict of a release is one of:
+
+- ``pass``: every row passes, possibly naming what it tolerated (known findings, variants);
+- ``upstream bug``: a row fails with a contract difference or a contract-machine
+  counterexample (over-credit, unexplained undercount, a store under an unheld parent);
+  ``KNOWN_BUGS`` names the upstream change where kvproof knows it;
+- ``differs``: a row fails with a difference that no variant explains and that is not a
+  contract violation (run ``kvproof explain`` on it);
+- ``not checkable``: the release lacks what the gate needs (rows skipped with the reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...spec.rules import RULE_SETS, VARIANTS, rule_set_for, version_key
+
+RELEASES = (
+    "0.6.0", "0.6.1", "0.7.0", "0.7.0.post1", "0.7.1", "0.8.0", "0.8.1", "0.8.1.post1", "0.8.1.post2", "0.8.1.post3",
+    "0.9.0", "0.9.1", "1.0.0", "1.0.1", "1.0.2", "1.1.0", "1.1.1", "1.2.0.post1", "1.2.1", "1.3.0.post1", "1.3.1",
+    "1.4.0", "1.4.1", "1.4.2", "1.5.0", "1.5.1", "1.6.0", "1.6.1",
+)
+"""The releases the survey covers by default: 0.6.0 (the last one without a dump, to show why the
+older ones cannot be checked) and every release from 0.6.1 to 1.6.1 on the package index."""
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    """An upstream bug kvproof finds, with the releases it spans and where it came from and went."""
+
+    name: str
+    first: str
+    last: str
+    statement: str
+    upstream: str
+
+
+KNOWN_BUGS = (
+    KnownBug("per-block over-credit", "0.6.1", "0.9.1",
+             "the per-block walk credits a rank for blocks below one it no longer holds (B holds [x y], evicts x: a "
+             "query [x y] still credits B with 1)",
+             "fixed by the walk of ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0), which brought its own over-credit"),
+    KnownBug("equal-size intersection over-credit", "1.0.0", "1.2.1",
+             "the walk skips intersecting the active ranks with a child's holders when the two sets have the same size, "
+             "so a rank that holds only x is credited [x y] after another rank evicts x (the mutant "
+             "WalkSkipsEqualSizedIntersection)",
+             "introduced by ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0); gone with the compressed tree of PR #10542 "
+             "(1.3.0)"),
+)
+
+
+def bugs_of(version: str) -> list[KnownBug]:
+    key = version_key(version)
+    return [b for b in KNOWN_BUGS if version_key(b.first) <= key <= version_key(b.last)]
+
+
+@dataclass
+class ReleaseResult:
+    version: str
+    verdict: str
+    rules: str
+    rows: list[dict] = field(default_factory=list)
+    note: str = ""
+    seconds: float = 0.0
+    command: str = ""
+
+    def failing(self) -> list[dict]:
+        return [r for r in self.rows if r["result"] == "FAIL"]
+
+    def to_json(self) -> dict:
+        return {"version": self.version, "verdict": self.verdict, "rules": self.rules, "note": self.note,
+                "seconds": round(self.seconds, 1), "command": self.command, "rows": self.rows}
+
+
+def fetch(version: str, cache: Path) -> Path:
+    """Unpack release ``version`` into ``cache/site/<version>`` (downloading its wheel once); return that folder."""
+    site = cache / "site" / version
+    if (site / "dynamo").is_dir():
+        return site
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = list(wheels.glob(f"ai_dynamo_runtime-{version}-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels),
+                        f"ai-dynamo-runtime=={version}"], check=True, capture_output=True, text=True)
+        found = list(wheels.glob(f"ai_dynamo_runtime-{version}-*.whl"))
+    if not found:
+        raise RuntimeError(f"pip downloaded no wheel for ai-dynamo-runtime=={version} that fits this interpreter")
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        with zipfile.ZipFile(found[0]) as wheel:
+            wheel.extractall(tmp)
+        site.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, site)
+        os.mkdir(tmp)  # TemporaryDirectory removes what it created
+    return site
+
+
+def _run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str]:
+    """Run ``cmd`` in its own process group; kill the group on timeout or interrupt. Returns (rc or None, output)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return None, output
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def verdict_of(rows: list[dict]) -> str:
+    """Classify a release by its gate rows (see the module docstring)."""
+    failing = [r for r in rows if r["result"] == "FAIL"]
+    if any(_breaks_contract(r) for r in failing):
+        return "upstream bug"
+    if failing:
+        return "differs"
+    if any(r["result"] == "SKIP" for r in rows):
+        return "not checkable"
+    return "pass"
+
+
+def _breaks_contract(row: dict) -> bool:
+    """A failing row shows a contract violation: the contract machine's, or a conformance difference of that kind."""
+    import re
+
+    if row["layer"] == "contract" or "[contract]" in row["detail"]:
+        return True
+    counted = re.search(r"contract=(\d+)", row["detail"])
+    return bool(counted and int(counted.group(1)) > 0)
+
+
+def survey(versions: list[str], cache: Path, profile: str = "quick", timeout: float = 600.0,
+           on_result: Callable[[ReleaseResult], None] | None = None) -> list[ReleaseResult]:
+    """Run the gate on every release in ``versions``; return one result per release."""
+    import time
+
+    results = []
+    for version in versions:
+        started = time.perf_counter()
+        rules = rule_set_for(version)
+        command = f"PYTHONPATH={cache}/site/{version} kvproof check --target dynamo --profile {profile}"
+        try:
+            site = fetch(version, cache)
+        except (subprocess.CalledProcessError, RuntimeError, OSError, zipfile.BadZipFile) as exc:
+            detail = exc.stderr.strip().splitlines()[-1] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
+            result = ReleaseResult(version, "not checkable", rules.name if rules else "?", note=f"cannot fetch: {detail}")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                report = Path(tmp) / "gate.json"
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+                           DYN_LOG="error")
+                rc, output = _run_child([sys.executable, "-m", "kvproof", "check", "--target", "dynamo", "--profile", profile,
+                                         "--json", str(report)], env, timeout)
+                if rc is None:
+                    result = ReleaseResult(version, "not checkable", rules.name if rules else "?",
+                                           note=f"the gate ran past {timeout:.0f} s")
+                elif not report.exists():
+                    tail = output.strip().splitlines()[-1] if output.strip() else f"exit {rc}"
+                    result = ReleaseResult(version, "not checkable", rules.name if rules else "?", note=f"no report: {tail}")
+                else:
+                    body = json.loads(report.read_text())
+                    rows = body["rows"]
+                    result = ReleaseResult(version, verdict_of(rows), body.get("rules", "?"), rows,
+                                           note=body.get("rules_note", ""))
+        result.seconds = time.perf_counter() - started
+        result.command = command
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def _row_cell(row: dict) -> str:
+    if row["result"] == "pass":
+        return "pass" + (f" (known: {', '.join(row['known'])})" if row.get("known") else "")
+    return row["result"]
+
+
+def _why(result: ReleaseResult) -> str:
+    """The table's explanation column: what differs and why, from the rows and kvproof's knowledge."""
+    parts = []
+    rules = RULE_SETS.get(result.rules)
+    if rules is not None and rules.variants:
+        parts.append("intended: " + "; ".join(f"{v} ({VARIANTS[v].upstream})" for v in sorted(rules.variants)))
+    for bug in bugs_of(result.version):
+        parts.append(f"upstream bug: {bug.name}: {bug.statement}; {bug.upstream}")
+    for row in result.rows:
+        if row["result"] == "SKIP":
+            parts.append(f"kvproof limitation: {row['name']} skipped: {row['detail']}")
+        elif row["result"] == "FAIL":
+            first = row["detail"].splitlines()[0]
+            parts.append(f"{row['name']} fails: {first[:160]}")
+    if result.note and not result.rows:
+        parts.append(result.note)
+    return "<br>".join(p.replace("|", "\\|") for p in parts) or "exact (the reference as written)"
+
+
+def markdown(results: list[ReleaseResult], command: str) -> str:
+    """The table of docs/releases.md: one row per release."""
+    names = []
+    for r in results:
+        for row in r.rows:
+            if row["name"] not in names:
+                names.append(row["name"])
+    short = {"node-rule laws": "laws", "observed Dynamo behaviours": "vectors", "state machine vs contract": "contract",
+             "dump rebuilds the tree": "dump", "bad input is rejected, harmless": "bad input", "differential vs Dynamo": "conformance"}
+    header = ["release", "rule set", "verdict", *[short.get(n, n) for n in names], "what differs, and why"]
+    lines = [f"Generated by `{command}`.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in sorted(results, key=lambda x: version_key(x.version)):
+        by_name = {row["name"]: row for row in r.rows}
+        cells = [r.version, r.rules, f"**{r.verdict}**", *[_row_cell(by_name[n]) if n in by_name else "—" for n in names], _why(r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

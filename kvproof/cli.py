@@ -9,6 +9,7 @@ target, 3 skipped).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -418,30 +419,71 @@ def _sequence_model(value: str) -> Callable[..., Any]:
 @click.option("--model", default="reference", show_default=True, help="the model compared: reference, impl, spec, or module:Class")
 @json_option
 @click.option("--log", "log_path", default=None, help="append the slot tracker's own log to this file")
+@click.option("--netns", is_flag=True,
+              help="run the whole conformance run (tracker and clients) in a private network namespace "
+                   "(unshare --net --map-root-user); the tracker otherwise listens on all interfaces")
 def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter_ms: int, parallel: int, model: str,
-                         json_path: str | None, log_path: str | None) -> None:
+                         json_path: str | None, log_path: str | None, netns: bool) -> None:
     """The sequence trackers against the real `python -m dynamo.slot_tracker` (HTTP routes and replica sync).
 
-    Starts the slot tracker on free local ports, drives random scenarios, compares every read with
-    the model within the measured time windows, and ends with `conform: scenarios=N reads=R mismatches=M`.
+    Starts the slot tracker on free local ports, prints the ai-dynamo-runtime release and the wire
+    format used with it, drives random scenarios, compares every read with the model within the
+    measured time windows, and ends with `conform: scenarios=N reads=R mismatches=M`. The tracker
+    binds 0.0.0.0; with --netns the run is re-executed inside a private network namespace.
     """
+    from .stateful_tests.sequences import process_guard
+    from .stateful_tests.sequences.oracle import OracleStartError, SlotTrackerProcess, oracle_unavailable
     from .stateful_tests.sequences.oracle import conform_slot_tracker as run_conform
-    from .stateful_tests.sequences.oracle import oracle_unavailable
 
     reason = oracle_unavailable()
     if reason:
         click.echo(f"kvproof: the slot-tracker oracle is unavailable: {reason}", err=True)
         sys.exit(EXIT_USAGE)
     factory = _sequence_model(model)
+    if netns and not process_guard.in_private_netns():
+        why = process_guard.netns_unavailable()
+        if why:
+            click.echo(f"kvproof: --netns: cannot make a private network namespace: {why}", err=True)
+            sys.exit(EXIT_USAGE)
+        args = ["conform", "slot-tracker", "--scenarios", str(scenarios), "--seed", str(seed), "--jitter-ms", str(jitter_ms),
+                "--parallel", str(parallel), "--model", model, "--netns"]
+        args += ["--scenario", str(scenario)] if scenario is not None else []
+        args += ["--json", str(Path(json_path).resolve())] if json_path else []
+        args += ["--log", str(Path(log_path).resolve())] if log_path else []
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.environ[process_guard.NETNS_ENV] = "1"
+        argv = [*process_guard.netns_prefix(), sys.executable, "-m", "kvproof", *args]
+        os.execvp(argv[0], argv)  # the same pid, inside the namespace; does not return
 
-    def on_mismatch(m: Any) -> None:
-        click.echo(m.report(seed, scenarios))
+    oracle = SlotTrackerProcess(log_path)
+    click.echo(oracle.release.banner())
+    try:
+        oracle.start()
+    except OracleStartError as exc:
+        click.echo(f"FAIL: the slot tracker of ai-dynamo-runtime {oracle.release.version} could not be driven: {exc}")
+        click.echo("conform: scenarios=0 reads=0 mismatches=0 (not run)")
+        sys.exit(EXIT_FAIL)
+    try:
+        if process_guard.in_private_netns():
+            click.echo("network: the tracker runs in a private network namespace (--netns)")
+        else:
+            notice = oracle.bind_notice()
+            if notice:
+                click.echo(notice)
 
-    result = run_conform(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=scenario, on_mismatch=on_mismatch,
-                         log_path=log_path, model_factory=lambda: factory(),
-                         on_progress=out.Progress("conform slot-tracker", "scenarios"))
+        def on_mismatch(m: Any) -> None:
+            click.echo(m.report(seed, scenarios))
+
+        result = run_conform(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=scenario, on_mismatch=on_mismatch,
+                             model_factory=lambda: factory(), oracle=oracle,
+                             on_progress=out.Progress("conform slot-tracker", "scenarios"))
+    finally:
+        oracle.close()
+    for line in result.unexpressible:
+        click.echo(f"cut short: {line}")
     click.echo(f"seconds={result.seconds:.1f} seed={seed} model={model} jitter_ms={jitter_ms} "
-               f"ops={result.ops} writes={result.writes} modeled_adds={result.modeled_adds}")
+               f"ops={result.ops} writes={result.writes} modeled_adds={result.modeled_adds} release={result.release}")
     if json_path:
         out.write_json(json_path, "conform-slot-tracker", result.to_json())
     click.echo(result.summary_line())

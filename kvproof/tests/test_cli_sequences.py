@@ -45,3 +45,26 @@ def test_the_conformance_row_skips_visibly_without_the_package(monkeypatch):
     assert row.applies(ctx) == reason
     with pytest.raises(Skip):
         row.run(ctx, Row(row.family, row.layer, row.name))
+
+
+def test_netns_refused_is_a_clear_usage_error(monkeypatch, kvproof_cli):
+    from kvproof.stateful_tests.sequences import oracle, process_guard
+
+    monkeypatch.setattr(oracle, "oracle_unavailable", lambda: None)
+    monkeypatch.setattr(process_guard, "netns_unavailable", lambda: "unshare --net --map-root-user is not permitted here (test)")
+    ran = kvproof_cli("conform", "slot-tracker", "--netns", "--scenarios", "1")
+    assert ran.code == 2 and "--netns: cannot make a private network namespace: unshare" in ran.out
+
+
+def test_a_tracker_that_cannot_be_driven_is_a_fail_line_not_a_traceback(monkeypatch, kvproof_cli):
+    from kvproof.stateful_tests.sequences import oracle
+
+    def refuse(self, timeout=30.0):
+        raise oracle.OracleStartError("the replica subscriber never applied an event (test)")
+
+    monkeypatch.setattr(oracle, "oracle_unavailable", lambda: None)
+    monkeypatch.setattr(oracle.SlotTrackerProcess, "start", refuse)
+    ran = kvproof_cli("conform", "slot-tracker", "--scenarios", "1")
+    assert ran.code == 1 and "Traceback" not in ran.out
+    assert "FAIL: the slot tracker of ai-dynamo-runtime" in ran.out and "(test)" in ran.out
+    assert ran.out.splitlines()[0].startswith("slot tracker: ai-dynamo-runtime ")

@@ -1,4 +1,4 @@
-"""Differential conformance against the real slot tracker (``python -m dynamo.slot_tracker``, 1.6.1).
+"""Differential conformance against the real slot tracker (``python -m dynamo.slot_tracker``, 1.3.0.post1 to 1.6.1).
 
 The harness starts the tracker on free local ports, with a replica-sync feed from a ZMQ
 PUB socket it binds itself on 127.0.0.1, and drives random scenarios through both doors:
@@ -32,6 +32,17 @@ operations are at least ``2 * jitter`` apart.
 A mismatch prints the scenario's seed and index and the command that replays it:
 ``kvproof conform slot-tracker --seed S --scenarios N --scenario K``.
 
+**Releases.** ``RELEASES`` is the one table of per-release wire choices (1.3.0.post1 to
+1.6.1): the name of the group field in the replica envelope, and which ``REPLICA_RULES``
+apply to replica events that conflict with a booking. The release is detected with
+``importlib.metadata`` (a ``PYTHONPATH`` copy shadows the venv's) and printed at the start
+of a run; docs/slot-tracker-releases.md has the per-release evidence.
+
+**Processes.** The tracker runs in its own process group with a parent-death signal; every
+exit path kills the group (``process_guard``). It binds 0.0.0.0 and ``tcp://*``; the harness
+says so (``bind_notice``) and ``kvproof conform slot-tracker --netns`` runs it all in a
+private network namespace.
+
 Source: sequences.md §8 (routes, codes, replica wire format, receive-time anchoring);
 sequences-oracle/replica_common.py (how to inject events; ``wait_ready``).
 """
@@ -56,6 +67,7 @@ from ...reference.sequences import SlotTracker as ReferenceSlotTracker
 from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_errors import SequenceError
 from ...spec.sequence_inputs import NANOS_PER_SEC, PrefillLoadHint, SequenceRequest, millis
+from . import process_guard
 
 TOPIC = b"dynamo.slot-tracker.v1"
 ROUTER_ID = 4242  # any u64 other than the tracker's own process id
@@ -65,14 +77,119 @@ FENCE_TIMEOUT_NS = 3_000_000_000
 OK_STATUS = {"register": 201, "add": 201, "mark": 200, "free": 200, "unregister": 200}
 
 
+# ----------------------------------------------------------------------------- releases
+
+#: How a release treats replica events that conflict with the request's booking.
+#: ``fenced``: a replica Mark or Free naming another worker than the request's owner is dropped,
+#: and a duplicate replica AddRequest keeps the first owner (what the spec says).
+#: ``rebooking``: a replica Mark or Free acts on the owner whatever worker it names (if that
+#: worker is registered), and a duplicate replica AddRequest on another registered slot is added
+#: there and takes the booking, the first slot's copy staying (unbooked) until expiry.
+REPLICA_RULES = ("fenced", "rebooking")
+
+
+@dataclass(frozen=True)
+class WireFormat:
+    """What one range of ai-dynamo-runtime releases puts on the slot tracker's wire, as the harness drives it.
+
+    ``group_field``: the name of the (model, group) key's second half in the replica envelope
+    and in the ``/workers`` and ``/loads`` rows (the HTTP request bodies may omit it: the
+    harness uses the default group). ``replica_rules``: one of ``REPLICA_RULES``.
+    """
+
+    first: str
+    last: str
+    group_field: str
+    replica_rules: str
+    differs: str
+
+    def describe(self) -> str:
+        return f"group field {self.group_field!r}, replica rules {self.replica_rules!r} ({self.first}..{self.last})"
+
+
+#: Every release that ships ``dynamo.slot_tracker``, oldest first; docs/slot-tracker-releases.md
+#: has the evidence. The Python wrapper and ``--help`` are the same in all of them; what differs
+#: is inside the compiled extension.
+RELEASES: tuple[WireFormat, ...] = (
+    WireFormat("1.3.0.post1", "1.3.1", "tenant_id", "rebooking",
+               "the group is 'tenant_id' (envelope, rows, error texts); replica conflicts re-book"),
+    WireFormat("1.4.0", "1.4.2", "routing_group", "rebooking",
+               "replica Mark/Free act on the owner whatever worker they name; a duplicate replica add re-books"),
+    WireFormat("1.5.0", "1.6.1", "routing_group", "fenced", "the reference format (sequences.md §8)"),
+)
+RELEASE_ORDER = ("1.3.0.post1", "1.3.1", "1.4.0", "1.4.1", "1.4.2", "1.5.0", "1.5.1", "1.6.0", "1.6.1")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    """Order release strings numerically on their leading dotted integers ("1.3.0.post1" -> (1, 3, 0))."""
+    parts = []
+    for part in version.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def installed_release() -> str | None:
+    """Return the ai-dynamo-runtime version Python would import (a PYTHONPATH copy shadows the venv's), or None."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("ai-dynamo-runtime")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass(frozen=True)
+class Release:
+    """The release in force and the wire format the harness drives it with; ``note`` says when that was a guess."""
+
+    version: str
+    wire: WireFormat
+    note: str = ""
+
+    def banner(self) -> str:
+        return f"slot tracker: ai-dynamo-runtime {self.version}, wire format: {self.wire.describe()}" + (
+            f"; {self.note}" if self.note else "")
+
+
+def wire_format_for(version: str | None) -> Release:
+    """Return the wire format for ``version``.
+
+    A named release gets its row. Any other version gets, with a note saying it is a guess: the
+    newest row if it is newer than every row, else the last row starting at or before it, else the oldest.
+    """
+    if version is None:
+        return Release("unknown", RELEASES[-1], "version unknown: assuming the newest known format")
+    key = _version_key(version)
+    if version in RELEASE_ORDER:
+        index = RELEASE_ORDER.index(version)
+        for wire in RELEASES:
+            if RELEASE_ORDER.index(wire.first) <= index <= RELEASE_ORDER.index(wire.last):
+                return Release(version, wire)
+    if key > _version_key(RELEASES[-1].last):
+        return Release(version, RELEASES[-1], f"newer than {RELEASES[-1].last}: assuming its format")
+    earlier = [wire for wire in RELEASES if _version_key(wire.first) <= key]
+    if earlier:
+        return Release(version, earlier[-1], f"not a release the table names: using the {earlier[-1].first} row")
+    return Release(version, RELEASES[0], f"older than {RELEASES[0].first}: assuming its format")
+
+
 def oracle_unavailable() -> str | None:
     """Return why the real slot tracker cannot be driven here, or None when it can."""
     missing = [m for m in ("dynamo.slot_tracker", "zmq", "msgpack") if importlib.util.find_spec(m.split(".")[0]) is None]
     if not missing and importlib.util.find_spec("dynamo.slot_tracker") is None:
-        missing = ["dynamo.slot_tracker"]
+        version = installed_release()
+        return (f"ai-dynamo-runtime {version} has no dynamo.slot_tracker (it first ships in {RELEASES[0].first})"
+                if version else "needs dynamo.slot_tracker")
     if missing:
         return f"needs {', '.join(missing)}: pip install -e '.[dynamo]' (ai-dynamo-runtime 1.6.1, pyzmq, msgpack)"
     return None
+
+
+class OracleStartError(RuntimeError):
+    """The slot tracker could not be started or driven; the message says why (the command prints it as a FAIL)."""
 
 
 def _free_port() -> int:
@@ -89,15 +206,39 @@ def _now() -> int:
 
 
 class SlotTrackerProcess:
-    """One ``python -m dynamo.slot_tracker`` with a replica-sync peer we publish into."""
+    """One ``python -m dynamo.slot_tracker`` with a replica-sync peer we publish into.
 
-    def __init__(self, log_path: str | None = None) -> None:
+    The tracker runs in its own process group with a parent-death signal (``process_guard``):
+    ``close()``, ``__exit__``, interpreter exit and SIGTERM / SIGINT all kill the whole group,
+    and the kernel kills it if kvproof is SIGKILLed. ``release`` is the detected release and
+    the wire format used with it; ``listening`` the addresses its HTTP port is bound to.
+    """
+
+    def __init__(self, log_path: str | None = None, release: Release | None = None) -> None:
         self.log_path = log_path or os.devnull
+        self.release = release or wire_format_for(installed_release())
         self.proc: subprocess.Popen | None = None
+        self.listening: list[str] = []  # the HTTP port's bound addresses, from /proc/net/tcp*
+        self.sync_listening: list[str] = []  # the replica PUB's
         self._local = _sync.local()
         self._pub_lock = _sync.Lock("oracle.pub")
 
+    @property
+    def pid(self) -> int | None:
+        """The tracker's pid (also its process group's id), or None when none runs."""
+        return None if self.proc is None else self.proc.pid
+
     def start(self, timeout: float = 30.0) -> None:
+        """Start the tracker, wait for ``/health`` and a replica event to land; on any failure stop it and raise ``OracleStartError``."""
+        try:
+            self._start(timeout)
+        except BaseException as exc:
+            self.close()
+            if isinstance(exc, (OSError, RuntimeError, ValueError, KeyError, TypeError)) and not isinstance(exc, OracleStartError):
+                raise OracleStartError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+
+    def _start(self, timeout: float) -> None:
         import zmq
 
         self.http_port, self.sync_port, self.peer_port = _free_port(), _free_port(), _free_port()
@@ -106,20 +247,22 @@ class SlotTrackerProcess:
         self.pub.bind(f"tcp://127.0.0.1:{self.peer_port}")
         cmd = [sys.executable, "-m", "dynamo.slot_tracker", "--port", str(self.http_port),
                "--replica-sync-port", str(self.sync_port), "--replica-sync-peers", f"tcp://127.0.0.1:{self.peer_port}"]
-        self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until stop() closes it
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until close() closes it
+        self.proc = process_guard.spawn_guarded(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"slot tracker exited with {self.proc.returncode}: {' '.join(cmd)}")
+                raise OracleStartError(f"slot tracker exited with {self.proc.returncode}: {' '.join(cmd)}")
             try:
                 if self.request("GET", "/health")[0] == 200:
                     break
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"slot tracker did not answer /health within {timeout} s")
+                raise OracleStartError(f"slot tracker did not answer /health within {timeout} s")
             time.sleep(0.05)
+        self.listening = process_guard.listening_addresses(self.http_port)
+        self.sync_listening = process_guard.listening_addresses(self.sync_port)
         self.wait_ready(deadline)
 
     def wait_ready(self, deadline: float) -> None:
@@ -135,16 +278,26 @@ class SlotTrackerProcess:
             if rows and rows[0]["active_decode_blocks"] > 0:
                 self.request("POST", "/unregister", {"worker_id": 1, "model_name": model})
                 return
-        raise RuntimeError("the slot tracker's replica subscriber never received an event")
+        raise OracleStartError(
+            f"the slot tracker's replica subscriber never applied an event in the {self.release.wire.group_field!r} "
+            f"envelope (ai-dynamo-runtime {self.release.version}); its wire format is not one the harness knows")
+
+    def bind_notice(self) -> str | None:
+        """Return a one-line notice when the tracker listens on every interface (None if only on loopback or in a private netns)."""
+        if process_guard.in_private_netns():
+            return None
+        if self.listening and not process_guard.binds_all_interfaces(self.listening):
+            return None
+        where = ", ".join(self.listening) or "an address /proc/net/tcp does not show"
+        pub = ", ".join(self.sync_listening) or "*"
+        return (f"notice: the slot tracker listens on {where} port {self.http_port} (all interfaces) and its replica "
+                f"PUB on {pub} port {self.sync_port}; it has no option to bind 127.0.0.1 only. The harness talks to "
+                "127.0.0.1 only; pass --netns to run it in a private network namespace.")
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+        """Kill the tracker's whole process group and release the sockets and the log; safe to call twice."""
+        if self.proc is not None:
+            process_guard.GUARD.kill(self.proc)
         self.proc = None
         if hasattr(self, "pub"):
             self.pub.close(0)
@@ -152,6 +305,7 @@ class SlotTrackerProcess:
             del self.pub
         if hasattr(self, "log"):
             self.log.close()
+            del self.log
 
     def __enter__(self) -> SlotTrackerProcess:
         self.start()
@@ -188,7 +342,7 @@ class SlotTrackerProcess:
         import msgpack
 
         envelope = {
-            "model_name": model, "routing_group": "default", "block_size": BLOCK_SIZE,
+            "model_name": model, self.release.wire.group_field: "default", "block_size": BLOCK_SIZE,
             "event": {"request_id": rid, "worker": {"worker_id": worker[0], "dp_rank": worker[1]},
                       "data": data, "router_id": ROUTER_ID, "lora_name": None},
         }
@@ -387,6 +541,7 @@ class ScenarioResult:
     writes: int = 0
     modeled_adds: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    unexpressible: str | None = None  # why the scenario stopped early without a verdict on the rest
 
 
 def _model_outcome(model: Any, call: Callable[[Any], Any]) -> tuple[str, Any]:
@@ -441,9 +596,50 @@ def _fence(oracle: SlotTrackerProcess, model: str, slot: WorkerWithDpRank, rid: 
     return seen
 
 
+def _rebooks(model: Any, op: Op, worker: WorkerWithDpRank) -> bool:
+    """Whether a replica add of ``op`` is a duplicate on another registered slot (it re-books under ``rebooking``)."""
+    state = model.snapshot()
+    owner = state.request_index.get(op.rid)
+    return owner is not None and owner != worker and worker in state.sequences
+
+
+def _can_rebook(model: Any) -> bool:
+    """Whether the harness can re-book a request in ``model`` (the reference tracker's plain ``index`` dict)."""
+    return isinstance(model, ReferenceSlotTracker) and isinstance(getattr(model, "index", None), dict)
+
+
+def _rebooking_call(op: Op, worker: WorkerWithDpRank, call: Callable[[Any, int], Any],
+                    request: SequenceRequest | None) -> Callable[[Any, int], Any]:
+    """Return ``call`` as a ``rebooking`` release applies a replica event (``REPLICA_RULES``).
+
+    Mark / Free: dropped unless the named slot is registered; then they act on the owner, whatever
+    worker they name. Add: a duplicate on another registered slot moves the booking there and adds
+    the request on that slot too, the first copy staying in its slot, unbooked.
+    """
+    def mark_or_free(model: Any, at: int) -> Any:
+        if worker not in model.snapshot().sequences:
+            return None  # the release drops an event for an unregistered worker
+        if op.kind == "mark":
+            return model.mark_prefill_completed(op.rid, at)
+        return model.free(op.rid, at)
+
+    def add(model: Any, at: int) -> Any:
+        if request is not None and _rebooks(model, op, worker) and _can_rebook(model):
+            del model.index[op.rid]  # the booking moves; the old slot keeps its copy
+        return call(model, at)
+
+    return add if op.kind == "add" else mark_or_free
+
+
 def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker) -> ScenarioResult:
-    """Drive one scenario through the real tracker and the early / late models; collect mismatches."""
+    """Drive one scenario through the real tracker and the early / late models; collect mismatches.
+
+    Replica events follow the release's ``replica_rules`` (``oracle.release``): under ``rebooking``
+    the models take them as that release applies them (``_rebooking_call``); a re-booking add the
+    model cannot express ends the scenario early with ``unexpressible`` set (not a mismatch).
+    """
     early, late = model_factory(), model_factory()
+    rules = oracle.release.wire.replica_rules
     fence_timeout_ns = max(FENCE_TIMEOUT_NS, 40 * jitter_ns)
     fences = 0
     result = ScenarioResult(scenario.index)
@@ -502,6 +698,7 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
 
         # ---- writes
         result.writes += 1
+        request: SequenceRequest | None = None
         worker = WorkerWithDpRank(*op.worker)
         any_worker = bool(early.snapshot().worker_table.ranges)
         if op.kind == "register":
@@ -532,6 +729,12 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
             fence = worker if op.via == "replica" else None
             call = lambda t, at: t.free(op.rid, at, fence)
             route = "/free"
+        if op.via == "replica" and rules == "rebooking":
+            call = _rebooking_call(op, worker, call, request if op.kind == "add" else None)
+            if op.kind == "add" and _rebooks(early, op, worker) and not _can_rebook(early):
+                result.unexpressible = (f"step {step}: {op.kind} {op.rid} re-books on {worker!r} under release "
+                                        f"{oracle.release.version}'s replica rules, which {type(early).__name__} cannot express")
+                return result
 
         if op.via == "replica" and op.kind in ("add", "mark", "free"):
             data = {"add": lambda: add_data(op.blocks, op.track, hint), "mark": lambda: "MarkPrefillCompleted",
@@ -579,10 +782,14 @@ class SlotTrackerConformReport:
     modeled_adds: int = 0
     seconds: float = 0.0
     jitter_ms: int = DEFAULT_JITTER_MS
+    release: str = ""
+    wire_format: str = ""
     mismatches: list[Mismatch] = field(default_factory=list)
+    unexpressible: list[str] = field(default_factory=list)  # "scenario K: why it stopped early"
 
     def summary_line(self) -> str:
-        return f"conform: scenarios={self.scenarios} reads={self.reads} mismatches={len(self.mismatches)}"
+        cut = f" cut_short={len(self.unexpressible)}" if self.unexpressible else ""
+        return f"conform: scenarios={self.scenarios} reads={self.reads} mismatches={len(self.mismatches)}{cut}"
 
     def to_json(self) -> dict:
         out = asdict(self)
@@ -617,8 +824,9 @@ def conform_slot_tracker(
     owned = oracle is None
     if oracle is None:
         oracle = SlotTrackerProcess(log_path)
-        oracle.start()
+        oracle.start()  # stops its own process group if it fails
     process = oracle  # started, ours or the caller's; a name the closure below sees narrowed
+    report.release, report.wire_format = process.release.version, process.release.wire.describe()
     try:
         results: list[ScenarioResult] = []
         queue = list(indices)
@@ -658,4 +866,6 @@ def conform_slot_tracker(
         report.reads += res.reads
         report.modeled_adds += res.modeled_adds
         report.mismatches += res.mismatches
+        if res.unexpressible:
+            report.unexpressible.append(f"scenario {res.index}: {res.unexpressible}")
     return report

@@ -45,7 +45,7 @@ TARGET = TargetType()
 
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
-                        help=f"{help_text}: reference, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
+                        help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
 
 
 def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -262,7 +262,7 @@ def releases(versions: str | None, cache: str, profile: str | None, timeout: flo
     release and its rule set. The last line is `releases: N releases: P pass, B upstream bug,
     D differs, U not checkable`.
     """
-    from .stateful_tests.tree.releases import RELEASES, markdown, survey
+    from .stateful_tests.tree.releases import RELEASES, markdown, survey, write_between_markers
 
     chosen = [v.strip() for v in versions.split(",")] if versions else list(RELEASES)
     profile_name = profile or "quick"
@@ -275,8 +275,7 @@ def releases(versions: str | None, cache: str, profile: str | None, timeout: flo
 
     results = survey(chosen, Path(cache).resolve(), profile_name, timeout, on_result)
     if markdown_path:
-        Path(markdown_path).write_text(markdown(results, cmd))
-        click.echo(f"wrote {markdown_path}")
+        click.echo(f"wrote {write_between_markers(Path(markdown_path), markdown(results, cmd))}")
     if json_path:
         out.write_json(json_path, "releases", {"profile": profile_name, "releases": [r.to_json() for r in results]})
     counts = {v: sum(r.verdict == v for r in results) for v in ("pass", "upstream bug", "differs", "not checkable")}
@@ -431,7 +430,7 @@ def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter
     measured time windows, and ends with `conform: scenarios=N reads=R mismatches=M`. The tracker
     binds 0.0.0.0; with --netns the run is re-executed inside a private network namespace.
     """
-    from .stateful_tests.sequences import process_guard
+    from .stateful_tests.harness import process_guard
     from .stateful_tests.sequences.oracle import OracleStartError, SlotTrackerProcess, oracle_unavailable
     from .stateful_tests.sequences.oracle import conform_slot_tracker as run_conform
 

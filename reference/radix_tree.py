@@ -164,6 +164,7 @@ class RadixTree(TreeReads):
         self._per_block = rules.has("per-block-nodes")
         self.dump_merges_chains = not self._per_block
         self._cleared_worker = rules.has("cleared-clears-worker")
+        self._self_parent_allowed = rules.has("self-parent-allowed")
         self.root = Node(ROOT_STATE)
         self._lookups: dict[Rank, dict[int, Node]] = {}
         self._stats: Counter[str] = Counter()
@@ -232,6 +233,8 @@ class RadixTree(TreeReads):
         problems = [f"root: {name}" for name in root_violations(self.root.state, self.child_states(self.root))]
         for path, node in self._reachable_nodes():
             for name in node_violations(node.state, node.internal, self.child_states(node), node.edge_index):
+                if self._per_block and name == "is_holderless_childless":
+                    continue  # the per-block tree keeps the children of a node nobody holds
                 problems.append(f"node {path}: {name}")
         if lookups:
             for rank, lookup in self._lookups.items():
@@ -271,7 +274,8 @@ class RadixTree(TreeReads):
     # ------------------------------------------------------------------ store
 
     def _apply_stored(self, rank: Rank, stored: Stored) -> None:
-        check_not_self_parented(stored)  # RadixTree only (crtc.md §12 item 1, E14)
+        if not self._self_parent_allowed:
+            check_not_self_parented(stored)  # RadixTree only (crtc.md §12 item 1, E14)
         parent_hash, blocks = stored.parent_hash, stored.blocks
         lookup = self._lookups.setdefault(rank, {})
         if parent_hash is None:
@@ -428,7 +432,8 @@ class RadixTree(TreeReads):
 
     def _clear_children_if_unheld(self, node: Node) -> None:
         # Removal clears children only when no full-edge worker remains; internal stays sticky.
-        if should_clear_children(node.state, len(node.children)):
+        # Variant per-block-nodes: the per-block tree never clears a node's children.
+        if not self._per_block and should_clear_children(node.state, len(node.children)):
             node.children = {}
             self._stats["children_cleared"] += 1
 

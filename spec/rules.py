@@ -20,10 +20,13 @@ The variants:
 - ``cleared-clears-worker``: a ``cleared`` event from ``(worker, dp_rank)`` empties every
   rank of the worker, not just the one that sent it (the contract's ``on_cleared`` follows
   the same variant: what the event *means* changes, not what is safe).
+- ``self-parent-allowed``: a store whose parent is its own first block is not refused as
+  an invalid sequence; it is handled like any other store.
 - ``blocks-as-arrays`` (wire format): a stored block may be written as the array
   ``[block_hash, tokens_hash]`` instead of an object; the reference refuses it as malformed.
-- ``per-block-nodes``: every node holds exactly one block (no compressed edges); the
-  tree of releases before the compressed radix tree. ``early_exit`` then stops after the
+- ``per-block-nodes``: every node holds exactly one block (no compressed edges), and a
+  removal never clears the children of a node nobody holds; the tree of releases before
+  the compressed radix tree. ``early_exit`` then stops after the
   first *block* where one rank is left, and the dump writes one event per block.
 
 Source: observed on every release of ai-dynamo-runtime from 0.6.1 to 1.6.1
@@ -66,6 +69,14 @@ VARIANTS: dict[str, Variant] = {
             "0.6.1 to 1.3.1",
         ),
         Variant(
+            "self-parent-allowed",
+            "a store whose parent_hash is its own first block hash is an InvalidBlockSequence (crtc.md §12 item 1, E14)",
+            "a store whose parent is its own first block is handled like any other store: refused as "
+            "ParentBlockNotFound when the rank does not hold that block, applied when it does",
+            "the self-parent check of the compressed tree (ai-dynamo/dynamo PR #10542, 1.3.0)",
+            "0.6.1 to 1.2.1",
+        ),
+        Variant(
             "blocks-as-arrays",
             "a stored block is an object {block_hash, tokens_hash, ...}; anything else is malformed",
             "a stored block may also be the two-element array [block_hash, tokens_hash] (the decoder's default "
@@ -77,7 +88,8 @@ VARIANTS: dict[str, Variant] = {
             "per-block-nodes",
             "nodes carry compressed edges of many blocks, cut only where ranks diverge",
             "every node holds one block: a store attaches a chain of one-block nodes, early_exit stops after the first "
-            "block with a single rank left, and the dump writes one event per block",
+            "block with a single rank left, the dump writes one event per block, and a removal never clears the "
+            "children of a node nobody holds",
             "the compressed radix tree replacing the per-block RadixTree in the binding (ai-dynamo/dynamo, lib/kv-router)",
             "0.6.1 to 1.2.1 (and earlier)",
         ),
@@ -110,7 +122,7 @@ RULE_SETS: dict[str, RuleSet] = {
                 "the compressed tree that reuses dead nodes"),
         RuleSet("dynamo-1.3", frozenset({"reuse-dead-nodes", "blocks-as-arrays", "cleared-clears-worker"}),
                 "1.3.0.post1", "1.3.1", "the compressed tree whose cleared event empties the whole worker"),
-        RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker"}), "0.1.1",
+        RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker", "self-parent-allowed"}), "0.1.1",
                 "1.2.1", "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)"),
     )
 }

@@ -216,6 +216,11 @@ def run_check(check: Check, ctx: Context) -> Row:
     except Exception as exc:  # a falsified law, an assertion, or a crash of the target
         row.result = Result.FAIL
         row.detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    except BaseException as exc:  # a native binding's panic (pyo3's PanicException): a FAIL with the reason
+        if type(exc).__name__ != "PanicException":
+            raise
+        row.result = Result.FAIL
+        row.detail = f"the target panicked: {exc}"
     if row.result is Result.FAIL and not row.replay:
         row.replay = f"{ctx.command} --only '{check.name}'"
     row.seconds = time.perf_counter() - started

@@ -48,7 +48,8 @@ def test_the_conformance_row_skips_visibly_without_the_package(monkeypatch):
 
 
 def test_netns_refused_is_a_clear_usage_error(monkeypatch, kvproof_cli):
-    from kvproof.stateful_tests.sequences import oracle, process_guard
+    from kvproof.stateful_tests.harness import process_guard
+    from kvproof.stateful_tests.sequences import oracle
 
     monkeypatch.setattr(oracle, "oracle_unavailable", lambda: None)
     monkeypatch.setattr(process_guard, "netns_unavailable", lambda: "unshare --net --map-root-user is not permitted here (test)")

@@ -13,7 +13,10 @@ Names accepted by ``load_target``:
 - ``impl-lanes``: the concurrent tree with workers routed to three lanes, used one event
   at a time (lazy lookup repair at work);
 - ``impl-pool``: ``kvproof.impl.indexer.ThreadPoolIndexer`` with four event threads;
-- ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime``;
+- ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime`` (whichever copy is first on
+  ``sys.path``: ``PYTHONPATH=<unpacked wheel>`` points kvproof at any release);
+- ``reference@RULES``: the reference under the rule set ``RULES`` of ``spec.rules`` (e.g.
+  ``reference@dynamo-1.4``), a stand-in for the release line that rule set describes;
 - ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
   implementation, or one of the deliberately broken trees in ``stateful_tests.tree.mutants``.
 """
@@ -112,6 +115,12 @@ def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
             return RadixTree(rules)
 
         return Target(name, under_rules)
+    if name.startswith("reference@"):
+        try:
+            fixed = rule_set_named(name.partition("@")[2])
+        except KeyError as exc:
+            return Target(name, None, str(exc.args[0]))
+        return Target(name, load_target("reference", fixed).factory)
     if name == "impl":
         from ...impl.radix_tree import ConcurrentRadixTree
 
@@ -177,7 +186,16 @@ def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
         tree.apply_event(worker_id, encode_event(event))
     except Exception as exc:  # every target's errors are mapped onto one vocabulary
         return outcome_of(exc)
+    except BaseException as exc:  # a Rust binding's panic (pyo3's PanicException is a BaseException)
+        if not is_panic(exc):
+            raise
+        return outcome_of(exc)
     return OK
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a native binding's panic (pyo3 raises ``PanicException``, a ``BaseException``)."""
+    return type(exc).__name__ == "PanicException"
 
 
 def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[int, int], int]:
@@ -210,13 +228,22 @@ class Capabilities:
 
 
 def capabilities(factory: Callable[[], Any]) -> Capabilities:
-    """Probe a target: store one block for rank (1, 0) and read how it answers."""
-    tree = factory()
+    """Probe a target: store one block for rank (1, 0) and read how it answers.
+
+    A target that cannot even be probed is taken to have the full API, so the rows that use
+    it run and report the real error.
+    """
+    try:
+        tree = factory()
+    except Exception:  # the rows report it
+        return Capabilities(True, True, False)
     try:
         apply(tree, 1, KvCacheEvent(0, Stored(None, (Block(7, 70),)), 0))
         keys = list(tree.find_matches([7], False).scores)
         plain = bool(keys) and all(isinstance(k, int) for k in keys)
         return Capabilities(has_dump(tree), not plain, callable(getattr(tree, "remove_worker_dp_rank", None)))
+    except Exception:  # the rows report it
+        return Capabilities(True, True, callable(getattr(tree, "remove_worker_dp_rank", None)))
     finally:
         dispose(tree)
 

@@ -67,7 +67,7 @@ from ...reference.sequences import SlotTracker as ReferenceSlotTracker
 from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_errors import SequenceError
 from ...spec.sequence_inputs import NANOS_PER_SEC, PrefillLoadHint, SequenceRequest, millis
-from . import process_guard
+from ..harness import process_guard
 
 TOPIC = b"dynamo.slot-tracker.v1"
 ROUTER_ID = 4242  # any u64 other than the tracker's own process id

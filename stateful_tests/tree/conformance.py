@@ -58,7 +58,7 @@ from .streams import (
     describe,
     generate,
 )
-from .verdicts import CONTRACT, DIVERGING, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, worst
+from .verdicts import CONTRACT, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, worst
 
 Factory = Callable[[], Any]
 
@@ -81,6 +81,7 @@ class Mismatch:
     kinds: list[str] = field(default_factory=list)  # every kind the stream showed
     fails: bool = True
     query_list: list[list[int]] = field(default_factory=list)  # the queries the shrunk reproduction is judged by
+    oracle_only: bool = False  # the known finding is the oracle's, not the subject's
 
     def replay_command(self, subject: str, oracle: str) -> str:
         """The command that regenerates this stream and compares it again."""
@@ -90,7 +91,9 @@ class Mismatch:
         return f"conform-{oracle}-seed{self.seed}-stream{self.stream}"
 
     def label(self) -> str:
-        return f"{self.kind} (known: {self.known})" if self.known else self.kind
+        if self.known:
+            return f"{self.kind} (known: {self.known}{', the oracle' if self.oracle_only else ''})"
+        return self.kind
 
     def report(self, subject: str, oracle: str, log_path: str | None = None) -> str:
         verdict = "MISMATCH" if self.fails else "TOLERATED"
@@ -99,7 +102,8 @@ class Mismatch:
             + (f" (the stream also shows: {', '.join(k for k in self.kinds if k != self.kind)})" if len(self.kinds) > 1 else ""),
             f"  {self.detail}",
             (f"  minimal reproduction ({len(self.shrunk)} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
-             if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations), as Dynamo events:"),
+             if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: it did not show the difference "
+                                    f"again by itself; regenerate the stream to see it), as Dynamo events:"),
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk)]
         if log_path:
@@ -263,17 +267,17 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
         return result
     failing = worst(differences, strict, strict_shape)
     chosen = failing or min(differences, key=lambda d: (d.known is None, d.op_index))
-    index = min(chosen.op_index, len(stream.ops) - 1)
-    upto = stream.ops[: index + 1] if chosen.kind in DIVERGING else list(stream.ops)
-    seen = stream.queries[: index + 1] if chosen.kind in DIVERGING else stream.queries
+    # The state the difference was seen in: the operations up to it, and the queries asked until then.
+    upto = stream.ops[: chosen.op_index + 1]
+    seen = stream.queries[: chosen.op_index + 1]
     all_queries = [list(q) for q in {tuple(q): None for qs in seen for q in qs}]
-    failing_queries = stream.queries[index] if index < len(stream.ops) else []
+    index = min(chosen.op_index, len(stream.ops) - 1)
+    failing_queries = stream.queries[index] if chosen.op_index < len(stream.ops) else []
     mismatch = Mismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
-                        kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences],
+                        kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences], oracle_only=chosen.oracle_only,
                         fails=failing is not None, query_list=all_queries)
     if shrink_failures:
-        mismatch.shrunk, mismatch.query_list = shrink_kind(subject, oracle, upto, all_queries, chosen)
-        mismatch.is_shrunk = True
+        mismatch.shrunk, mismatch.query_list, mismatch.is_shrunk = shrink_kind(subject, oracle, upto, all_queries, chosen)
     else:
         mismatch.shrunk = upto
     result.mismatch = mismatch
@@ -281,7 +285,7 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
 
 
 def _same_kind(found: list[Difference], target: Difference) -> bool:
-    return any(d.kind == target.kind and d.known == target.known for d in found)
+    return any(d.kind == target.kind and d.known == target.known and d.oracle_only == target.oracle_only for d in found)
 
 
 def _differs(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference | None = None) -> bool:
@@ -350,17 +354,22 @@ def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[
 
 
 def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference,
-                budget: int = 4000) -> tuple[list[Op], list[list[int]]]:
+                budget: int = 4000) -> tuple[list[Op], list[list[int]], bool]:
     """Shrink ``ops`` keeping ``target``'s kind, then keep only the queries that still show it.
 
-    Returns ``(operations, queries)``: replaying the operations and asking the queries at
-    the end shows a difference of the same kind (``kvproof replay`` does exactly that).
+    Returns ``(operations, queries, reproduces)``: when ``reproduces``, replaying the
+    operations and asking the queries at the end shows a difference of the same kind
+    (``kvproof replay`` does exactly that). When the difference cannot be shown that way
+    (it needed a query asked mid-stream whose answer later changed), the operations come
+    back unshrunk and ``reproduces`` is False: the report says so.
     """
+    if not _differs(subject, oracle, ops, queries, target):
+        return ops, queries, False
     small = shrink(subject, oracle, ops, queries, budget, target)
     if _differs(subject, oracle, small, [], target):
-        return small, []  # the operations alone show it (an outcome, the contract, the dump)
+        return small, [], True  # the operations alone show it (an outcome, the contract, the dump)
     needed = [q for q in queries if _differs(subject, oracle, small, [q], target)]
-    return small, needed[:1] or queries
+    return small, needed[:1] or queries, True
 
 
 @dataclass

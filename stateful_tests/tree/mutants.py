@@ -177,3 +177,55 @@ MACHINE_FAILURE = {
     ChildrenKeptWithoutFullHolder: Expected(AssertionError, r"check failed:(?s:.*)is_holderless_childless"),
     RankRemovalDropsTheWorker: Expected(AssertionError, r"unexplained undercount"),
 }
+
+
+class OldApiTree:
+    """Not a mutant: a correct tree behind the API of ai-dynamo-runtime 0.6.0 and older.
+
+    Scores are keyed by plain worker id (no data-parallel ranks) and there is no
+    ``dump_tree_as_events``. The gate must adapt to it (rows that need the dump or ranks
+    are skipped with the reason, conformance streams use dp rank 0) and never crash::
+
+        kvproof check --target kvproof.stateful_tests.tree.mutants:OldApiTree   # skips, never a traceback
+    """
+
+    def __init__(self) -> None:
+        self._tree = RadixTree()
+
+    def apply_event(self, worker_id: int, payload: Any) -> None:
+        self._tree.apply_event(worker_id, payload)
+
+    def find_matches(self, sequence: Any, early_exit: bool = False) -> OverlapScores:
+        scores = self._tree.find_matches(sequence, early_exit).scores
+        return OverlapScores({rank.worker_id: score for rank, score in scores.items()})  # type: ignore[misc]
+
+    def remove_worker(self, worker_id: int) -> None:
+        self._tree.remove_worker(worker_id)
+
+    def clear_all_blocks(self, worker_id: int) -> None:
+        self._tree.clear_all_blocks(worker_id)
+
+
+class PanicException(BaseException):
+    """What pyo3 raises when a Rust binding panics (a ``BaseException``, so ``except Exception`` misses it)."""
+
+
+class PanicsOnClear(RadixTree):
+    """Not a mutant of a rule: a tree whose binding panics on every ``cleared`` event, then on every call,
+    as a poisoned lock in a native binding does. The gate must report FAIL rows with the reason, never crash::
+
+        kvproof check --target kvproof.stateful_tests.tree.mutants:PanicsOnClear   # exits 1, no traceback
+    """
+
+    poisoned = False
+
+    def apply_event(self, worker_id: int, event: Any) -> None:
+        if self.poisoned or (isinstance(event, bytes) and b'"cleared"' in event):
+            self.poisoned = True
+            raise PanicException("called `Result::unwrap()` on an `Err` value: PoisonError")
+        super().apply_event(worker_id, event)
+
+    def find_matches(self, sequence: Any, early_exit: bool = False) -> OverlapScores:
+        if self.poisoned:
+            raise PanicException("called `Result::unwrap()` on an `Err` value: PoisonError")
+        return super().find_matches(sequence, early_exit)

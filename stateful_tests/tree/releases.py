@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...spec.rules import RULE_SETS, VARIANTS, rule_set_for, version_key
+from ..harness.process_guard import GUARD, spawn_guarded
 
 RELEASES = (
     "0.6.0", "0.6.1", "0.7.0", "0.7.0.post1", "0.7.1", "0.8.0", "0.8.1", "0.8.1.post1", "0.8.1.post2", "0.8.1.post3",
@@ -112,20 +112,21 @@ def fetch(version: str, cache: Path) -> Path:
 
 
 def _run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int | None, str]:
-    """Run ``cmd`` in its own process group; kill the group on timeout or interrupt. Returns (rc or None, output)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    """Run ``cmd`` guarded (``harness.process_guard``: its own process group, killed on timeout, on
+    SIGTERM/SIGINT, at exit, and by the kernel if kvproof dies). Returns ``(rc or None on timeout, output)``."""
+    proc = spawn_guarded(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = proc.communicate(timeout=timeout)
         return proc.returncode, output
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        GUARD.kill(proc, grace=1.0)
         output, _ = proc.communicate()
         return None, output
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
+    finally:
+        if proc.returncode is None:
+            GUARD.kill(proc, grace=1.0)
+        else:
+            GUARD.kill(proc, grace=0.1)  # reaps and forgets it (the group is already empty)
 
 
 def verdict_of(rows: list[dict]) -> str:
@@ -232,3 +233,19 @@ def markdown(results: list[ReleaseResult], command: str) -> str:
         cells = [r.version, r.rules, f"**{r.verdict}**", *[_row_cell(by_name[n]) if n in by_name else "—" for n in names], _why(r)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- releases:begin -->", "<!-- releases:end -->"
+
+
+def write_between_markers(path: Path, table: str) -> Path:
+    """Write ``table`` into ``path`` between the ``releases`` markers (the prose around it is kept),
+    or as the whole file when it has no markers."""
+    text = path.read_text() if path.exists() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        path.write_text(f"{head}{BEGIN}\n{table}{END}{tail}")
+    else:
+        path.write_text(table)
+    return path

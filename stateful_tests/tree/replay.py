@@ -32,7 +32,7 @@ from ..harness import targets
 from .conformance import _compare, shrink_kind
 from .log import Log, ops_to_lines, read_log
 from .streams import EventOp, Op
-from .verdicts import DIVERGING, Difference, worst
+from .verdicts import Difference, worst
 
 Factory = Callable[[], Any]
 
@@ -54,6 +54,7 @@ class ReplayResult:
     shrunk: list[Op] = field(default_factory=list)
     shrunk_queries: list[list[int]] = field(default_factory=list)
     op_lines: list[int] = field(default_factory=list)  # the log line of each operation
+    shrunk_ok: bool = False  # the shrunk log shows the same kind of difference by itself
 
     def report(self) -> str:
         lines = [f"replay {self.path}: {self.events} operations, {self.queries} queries compared; "
@@ -65,7 +66,8 @@ class ReplayResult:
             verdict = "FAIL" if d is self.failing else "tolerated"
             lines.append(f"  {verdict} [{d.label()}] at line {self._line_of(d)}: {d.detail}")
         if self.failing is not None:
-            lines.append(f"  minimal reproduction ({len(self.shrunk)} operations, kind {self.failing.kind}):")
+            how = "minimal reproduction" if self.shrunk_ok else "UNSHRUNK reproduction (does not show it by itself)"
+            lines.append(f"  {how} ({len(self.shrunk)} operations, kind {self.failing.kind}):")
             lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.shrunk_queries)]
         if not self.differences:
             lines.append("  no difference")
@@ -141,11 +143,11 @@ def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = 
         return result
     result.failing = chosen
     result.line = log.op_lines[chosen.op_index] if chosen.op_index < len(log.op_lines) else None
-    upto = log.ops[: chosen.op_index + 1] if chosen.kind in DIVERGING else list(log.ops)
-    asked = [q for qs in after[: len(upto)] for q in qs] + final
+    upto = log.ops[: chosen.op_index + 1]
+    asked = [q for qs in after[: len(upto)] for q in qs] + (final if chosen.op_index >= len(log.ops) - 1 else [])
     queries = [list(q) for q in {tuple(q): None for q in asked}]
     if shrink_failures:
-        result.shrunk, result.shrunk_queries = shrink_kind(subject, oracle, upto, queries, chosen)
+        result.shrunk, result.shrunk_queries, result.shrunk_ok = shrink_kind(subject, oracle, upto, queries, chosen)
     else:
         result.shrunk, result.shrunk_queries = upto, queries
     return result

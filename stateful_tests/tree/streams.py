@@ -87,6 +87,10 @@ def apply_op(tree: Any, op: Op) -> str:
             tree.clear_all_blocks(op.worker_id)
     except Exception as exc:
         return targets.outcome_of(exc)
+    except BaseException as exc:  # a binding's panic is an outcome too
+        if not targets.is_panic(exc):
+            raise
+        return targets.outcome_of(exc)
     return targets.OK
 
 

@@ -47,16 +47,21 @@ class Difference:
     op_index: int
     detail: str
     known: str | None = None
-    evidence: dict = field(default_factory=dict, compare=False, repr=False)
+    oracle_only: bool = False  # the known finding is the oracle's alone: the subject does not show it
 
     def fails(self, strict: bool = False, strict_shape: bool = False) -> bool:
-        """Whether this difference fails a run: early-exit only under ``strict_shape``, known ones only under ``strict``."""
+        """Whether this difference fails a run: early-exit only under ``strict_shape``, known ones only under
+        ``strict``, and a known finding that only the oracle shows never (the subject is not at fault)."""
         if self.kind == EARLY_EXIT and not strict_shape:
+            return False
+        if self.known is not None and self.oracle_only:
             return False
         return self.known is None or strict
 
     def label(self) -> str:
-        return f"{self.kind} (known: {self.known})" if self.known else self.kind
+        if self.known:
+            return f"{self.kind} (known: {self.known}{', the oracle' if self.oracle_only else ''})"
+        return self.kind
 
 
 def severity(kind: str) -> int:
@@ -101,7 +106,8 @@ def dump_difference(op_index: int, subject_dump: list[DumpEntry], oracle_dump: l
     detail = f"at end: dump differs: only in subject {only_a[:4]}{' ...' if len(only_a) > 4 else ''}; " \
              f"only in oracle {only_b[:4]}{' ...' if len(only_b) > 4 else ''}"
     known = next((name for name, recognize in KNOWN_DUMP.items() if recognize(subject_dump, oracle_dump)), None)
-    return Difference(DUMP, op_index, detail, known)
+    oracle_only = known is not None and not replayable(subject_dump)[1]
+    return Difference(DUMP, op_index, detail, known, oracle_only)
 
 
 @dataclass

@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from kvproof.stateful_tests.sequences import process_guard
-from kvproof.stateful_tests.sequences.process_guard import alive_in_group, children_of, is_alive
+from kvproof.stateful_tests.harness import process_guard
+from kvproof.stateful_tests.harness.process_guard import alive_in_group, children_of, is_alive
 
 DRIVER = """
 import subprocess, sys, time
-from kvproof.stateful_tests.sequences import process_guard
+from kvproof.stateful_tests.harness import process_guard
 if sys.argv[1] == "guarded":
     child = process_guard.spawn_guarded(["sleep", "60"])
 else:

@@ -1,0 +1,58 @@
+"""explain.py: the variant search finds the variant that explains intended differences, and none for a bug."""
+
+from kvproof.reference import RadixTree
+from kvproof.spec.rules import DEFAULT_RULES, RULE_SETS, with_variants
+from kvproof.stateful_tests.tree.conformance import conform
+from kvproof.stateful_tests.tree.explain import Counterexample, candidates, explain
+from kvproof.stateful_tests.tree.mutants import NoLookupScrub, WalkSkipsEqualSizedIntersection
+
+
+def reference(rules):
+    return lambda: RadixTree(rules)
+
+
+def examples_of(subject, base=DEFAULT_RULES, streams=20):
+    report = conform(subject, reference(base), streams, seed=1, max_reported=4, strict_shape=True)
+    return [Counterexample(f"stream {m.stream}", m.shrunk, m.query_list) for m in report.mismatches if m.is_shrunk]
+
+
+def test_candidates_switch_one_variant_then_two():
+    from kvproof.spec.rules import VARIANTS
+
+    n = len(VARIANTS)
+    singles = [c for c in candidates(DEFAULT_RULES) if len(c) == 1]
+    assert len(singles) == n and len(candidates(DEFAULT_RULES)) == n + n * (n - 1) // 2
+
+
+def test_a_subject_that_reuses_dead_nodes_is_explained_by_that_variant():
+    """A stand-in for ai-dynamo-runtime 1.4-1.5: the reference under dynamo-1.4 judged by 1.6's rules."""
+    subject = reference(RULE_SETS["dynamo-1.4"])
+    cases = examples_of(subject)
+    assert cases
+    result = explain(subject, cases, DEFAULT_RULES, reference)
+    assert result.evidence and not result.contract
+    assert frozenset({"reuse-dead-nodes"}) in result.explained_by
+    assert "behaves like the spec with reuse-dead-nodes" in result.verdict() and "PR #14878" in result.verdict()
+
+
+def test_a_subject_that_agrees_has_nothing_to_explain():
+    subject = reference(RULE_SETS["dynamo-1.4"])
+    result = explain(subject, examples_of(reference(DEFAULT_RULES)) or [Counterexample("none", [], [])],
+                     RULE_SETS["dynamo-1.4"], reference)
+    assert "nothing to explain" in result.verdict() or result.explained_by
+
+
+def test_a_missing_lookup_scrub_is_likely_a_bug():
+    """Outcome differences within the contract that no variant explains."""
+    cases = examples_of(NoLookupScrub, streams=30)
+    assert cases
+    result = explain(NoLookupScrub, cases, DEFAULT_RULES, reference)
+    assert not result.contract and len(result.tried) == len(candidates(DEFAULT_RULES))
+    assert not result.explained_by and "likely a bug" in result.verdict()
+
+
+def test_an_over_credit_is_never_explained():
+    cases = examples_of(WalkSkipsEqualSizedIntersection, streams=30)
+    result = explain(WalkSkipsEqualSizedIntersection, cases, DEFAULT_RULES, reference)
+    assert result.contract and "contract violation is a bug under every rule set" in result.verdict()
+    assert with_variants(frozenset()) is DEFAULT_RULES

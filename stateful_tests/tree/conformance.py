@@ -259,8 +259,12 @@ def _contract_scores(state: ContractState, query: list[int], scores: dict[tuple[
 
 
 def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failures: bool = True,
-               strict: bool = False, strict_shape: bool = False) -> StreamResult:
-    """Compare ``subject`` with ``oracle`` on one stream; shrink its worst difference."""
+               strict: bool = False, strict_shape: bool = False, shrink_tolerated: bool | None = None) -> StreamResult:
+    """Compare ``subject`` with ``oracle`` on one stream; shrink its worst difference.
+
+    A failing difference is shrunk when ``shrink_failures``, a tolerated one when
+    ``shrink_tolerated`` (default: the same as ``shrink_failures``).
+    """
     differences, compared = compare_prefix(subject, oracle, stream.ops, stream.queries, [])
     result = StreamResult(events=len(stream.ops), queries=compared, differences=differences)
     if not differences:
@@ -276,7 +280,8 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
     mismatch = Mismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
                         kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences], oracle_only=chosen.oracle_only,
                         fails=failing is not None, query_list=all_queries)
-    if shrink_failures:
+    wanted = shrink_failures if failing is not None else (shrink_failures if shrink_tolerated is None else shrink_tolerated)
+    if wanted:
         mismatch.shrunk, mismatch.query_list, mismatch.is_shrunk = shrink_kind(subject, oracle, upto, all_queries, chosen)
     else:
         mismatch.shrunk = upto
@@ -452,9 +457,9 @@ def conform(
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
         stream = generate(seed, index, profile)
-        # Shrink while reports are wanted; whether it fails is known only after comparing.
-        budget_left = len(report.mismatches) < max_reported or not report.tolerated
-        result = run_stream(subject, oracle, stream, shrink_failures=budget_left, strict=strict, strict_shape=strict_shape)
+        # Shrink the first max_reported failing streams and the first tolerated one.
+        result = run_stream(subject, oracle, stream, shrink_failures=len(report.mismatches) < max_reported, strict=strict,
+                            strict_shape=strict_shape, shrink_tolerated=not report.tolerated)
         report.events += result.events
         report.queries += result.queries
         report.kinds.add(result.differences)

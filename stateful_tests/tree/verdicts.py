@@ -10,9 +10,11 @@ one of five kinds, from the most to the least severe:
   different error kind).
 - ``score``: a plain ``find_matches`` score differs (within the contract).
 - ``dump``: ``dump_tree_as_events`` differs, as a multiset of events.
-- ``early-exit``: only ``find_matches(..., early_exit=True)`` differs. The early-exit walk
-  stops at node boundaries, so its answer depends on how a tree cut its edges
-  (docs/dynamo-findings.md F7): reported, and failed only under ``strict_shape``.
+- ``early-exit``: only ``find_matches(..., early_exit=True)`` differs, and the subject's
+  answer obeys the early-exit law (``spec.match.early_exit_agrees``; one that breaks it is a
+  ``contract`` difference). The early-exit walk stops at node boundaries, so its answer
+  depends on how a tree cut its edges: known finding F7, reported, and failed only under
+  ``strict_shape``.
 
 After a ``contract``, ``outcome`` or ``score`` difference the two trees hold different
 state, so a run stops comparing that stream there; after a ``dump`` or ``early-exit``
@@ -52,8 +54,8 @@ class Difference:
     def fails(self, strict: bool = False, strict_shape: bool = False) -> bool:
         """Whether this difference fails a run: early-exit only under ``strict_shape``, known ones only under
         ``strict``, and a known finding that only the oracle shows never (the subject is not at fault)."""
-        if self.kind == EARLY_EXIT and not strict_shape:
-            return False
+        if self.kind == EARLY_EXIT:
+            return strict_shape or strict
         if self.known is not None and self.oracle_only:
             return False
         return self.known is None or strict

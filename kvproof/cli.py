@@ -225,8 +225,10 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
         if not capabilities(t.factory).dump:
             click.echo(f"conform tree: {t.name} has no dump_tree_as_events: dumps are not compared")
 
+    extra = (f" --rules {rules}" if rules else "") + (" --strict" if strict else "") + (" --strict-shape" if strict_shape else "")
+
     def on_mismatch(m: Any) -> None:
-        click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name)}.jsonl")))
+        click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name)}.jsonl"), extra))
 
     profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
     result = run_conform(subject_t.factory, oracle_t.factory, streams, seed, profile,

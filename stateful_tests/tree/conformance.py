@@ -42,7 +42,7 @@ from ...spec.contract import (
 from ...spec.events import Removed, Stored
 from ...spec.match import early_exit_agrees
 from ...spec.primitives import FrozenMap, Rank
-from ...spec.rules import RuleSet
+from ...spec.rules import RULE_SETS, RuleSet
 from ..harness import targets
 from ..harness.paths import held_prefix
 from ..harness.targets import dump_entries
@@ -96,7 +96,8 @@ class Mismatch:
             return f"{self.kind} (known: {self.known}{', the oracle' if self.oracle_only else ''})"
         return self.kind
 
-    def report(self, subject: str, oracle: str, log_path: str | None = None) -> str:
+    def report(self, subject: str, oracle: str, log_path: str | None = None, extra: str = "") -> str:
+        """The printed report; ``extra`` (e.g. `` --rules dynamo-1.4``) is appended to both commands."""
         verdict = "MISMATCH" if self.fails else "TOLERATED"
         lines = [
             f"{verdict} [{self.label()}] {subject} vs {oracle}: seed={self.seed} stream={self.stream} op={self.op_index}"
@@ -108,8 +109,8 @@ class Mismatch:
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk)]
         if log_path:
-            lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}")
-        lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}")
+            lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}{extra}")
+        lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
@@ -497,7 +498,8 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
         stem = folder / m.file_stem(report.oracle)
         log = stem.with_suffix(".jsonl")
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}",
+        rules = f" --rules {report.rules}" if report.rules in RULE_SETS else ""
+        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}{rules}",
                               "regenerate": m.replay_command(report.subject, report.oracle), "rules": report.rules}
         summary = stem.with_suffix(".json")
         summary.write_text(json.dumps(body, indent=1))

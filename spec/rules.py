@@ -57,7 +57,7 @@ VARIANTS: dict[str, Variant] = {
             "a store releases a node nobody holds and builds a fresh one (F1)",
             "a node that has lost every holder is reused by a later store that passes through it: split at the "
             "divergence or covered again, like any other node",
-            "ai-dynamo/dynamo PR #14878 (release unowned branches in the single-threaded RadixTree)",
+            "ended by ai-dynamo/dynamo PR #14878 (release unowned radix branches after eviction), first in 1.6.0",
             "1.3.0.post1 to 1.5.1",
         ),
         Variant(
@@ -65,7 +65,7 @@ VARIANTS: dict[str, Variant] = {
             "a cleared event empties only the (worker, dp_rank) that sent it",
             "a cleared event empties every dp rank of the sending worker (stated as intended by a maintainer on "
             "ai-dynamo/dynamo PR #3597, dp rank routing)",
-            "changed in ai-dynamo-runtime 1.4.0 (the per-rank clear; upstream PR not identified)",
+            "ended in 1.4.0 by the per-rank clear (upstream PR not identified)",
             "0.6.1 to 1.3.1",
         ),
         Variant(
@@ -73,7 +73,7 @@ VARIANTS: dict[str, Variant] = {
             "a store whose parent_hash is its own first block hash is an InvalidBlockSequence (crtc.md §12 item 1, E14)",
             "a store whose parent is its own first block is handled like any other store: refused as "
             "ParentBlockNotFound when the rank does not hold that block, applied when it does",
-            "the self-parent check of the compressed tree (ai-dynamo/dynamo PR #10542, 1.3.0)",
+            "ended with the compressed tree of ai-dynamo/dynamo PR #10542, first in 1.3.0",
             "0.6.1 to 1.2.1",
         ),
         Variant(
@@ -81,7 +81,7 @@ VARIANTS: dict[str, Variant] = {
             "a stored block is an object {block_hash, tokens_hash, ...}; anything else is malformed",
             "a stored block may also be the two-element array [block_hash, tokens_hash] (the decoder's default "
             "sequence form of a record)",
-            "observed: refused from ai-dynamo-runtime 1.6.0 on",
+            "ended in 1.6.0 (observed; upstream change not identified)",
             "0.6.1 to 1.5.1",
         ),
         Variant(
@@ -90,7 +90,7 @@ VARIANTS: dict[str, Variant] = {
             "every node holds one block: a store attaches a chain of one-block nodes, early_exit stops after the first "
             "block with a single rank left, the dump writes one event per block, and a removal never clears the "
             "children of a node nobody holds",
-            "the compressed radix tree replacing the per-block RadixTree in the binding (ai-dynamo/dynamo, lib/kv-router)",
+            "ended by ai-dynamo/dynamo PR #10542 (compress single-threaded radix recovery dumps), first in 1.3.0",
             "0.6.1 to 1.2.1 (and earlier)",
         ),
     )

@@ -83,7 +83,7 @@ def test_release_verdicts_from_gate_rows():
     assert verdict_of(ok + [row("differential vs Dynamo", "conformance", "FAIL", "(contract=0 outcome=2)")]) == "differs"
     assert verdict_of(ok + [row("dump rebuilds the tree", "api", "SKIP", "no dump")]) == "not checkable"
     table = markdown([ReleaseResult("1.4.2", "pass", "dynamo-1.4", ok)], "kvproof releases")
-    assert "| 1.4.2 | dynamo-1.4 | **pass** |" in table and "reuse-dead-nodes (ai-dynamo/dynamo PR #14878" in table
+    assert "| 1.4.2 | dynamo-1.4 | **pass** |" in table and "reuse-dead-nodes (ended by ai-dynamo/dynamo PR #14878" in table
 
 
 @pytest.mark.dynamo

@@ -47,6 +47,7 @@ class Variant:
     statement: str
     upstream: str  # the upstream change that ended it (or introduced the reference's rule)
     releases: str  # the releases that follow it
+    tree: bool = True  # False: a wire-format variant, consulted by the bad-input law only (not by the tree)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -83,6 +84,7 @@ VARIANTS: dict[str, Variant] = {
             "sequence form of a record)",
             "ended in 1.6.0 (observed; upstream change not identified)",
             "0.6.1 to 1.5.1",
+            tree=False,
         ),
         Variant(
             "per-block-nodes",

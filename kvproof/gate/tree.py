@@ -201,7 +201,8 @@ def _conformance(ctx: Context, row: Row) -> None:
     if report.mismatches:
         m = report.mismatches[0]
         rules = "" if ctx.rules.name == "dynamo-1.6" else f" --rules {ctx.rules.name}"
-        row.replay = m.replay_command(ctx.target_name, oracle_name) + rules
+        flags = (" --strict" if ctx.strict or not tolerates_known(ctx) else "") + (" --strict-shape" if ctx.strict_shape else "")
+        row.replay = m.replay_command(ctx.target_name, oracle_name) + rules + flags
         notes = "".join(f"\n  note: {n}" for n in caps.notes())
         raise Failed(f"{len(report.mismatches)} of {report.streams} streams differ against {why} "
                      f"({report.kinds.line()}); first:\n{m.report(ctx.target_name, oracle_name)}{notes}")

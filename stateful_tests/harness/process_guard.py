@@ -37,10 +37,14 @@ PR_SET_PDEATHSIG = 1
 NETNS_ENV = "KVPROOF_NETNS"  # set to "1" in a run re-executed inside a private network namespace
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+"""libc, loaded in the parent: a forked child of a threaded parent must not load libraries before exec."""
+
+
 def _set_parent_death_signal() -> None:
     """In the forked child, before exec: ask the kernel to SIGKILL us when our parent thread dies (Linux only)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+    libc = _LIBC
+    if libc is None or libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvCacheEventError, MalformedEvent, ParentBlockNotFound
 from ...spec.events import KvCacheEvent, Stored, decode_router_event, encode_event
 from ...spec.primitives import Block
-from ...spec.rules import DEFAULT_RULES, RuleSet, rule_set_for, rule_set_named
+from ...spec.rules import DEFAULT_RULES, RULE_SETS, RuleSet, rule_set_for, rule_set_named
 
 OK = "ok"
 
@@ -91,6 +91,10 @@ def resolve_rules(*names: str | None, override: str | None = None) -> tuple[Rule
     if override:
         rules = rule_set_named(override)
         return rules, f"rules: {rules.describe()}, chosen with --rules"
+    fixed = [n.partition("@")[2] for n in names if n and n.startswith("reference@")]
+    if fixed and fixed[0] in RULE_SETS:
+        rules = rule_set_named(fixed[0])
+        return rules, f"rules: {rules.describe()}, the rule set of the target reference@{fixed[0]}"
     if "dynamo" in names:
         version = dynamo_release()
         if version is None:

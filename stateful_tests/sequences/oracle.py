@@ -234,7 +234,7 @@ class SlotTrackerProcess:
             self._start(timeout)
         except BaseException as exc:
             self.close()
-            if isinstance(exc, (OSError, RuntimeError, ValueError, KeyError, TypeError)) and not isinstance(exc, OracleStartError):
+            if isinstance(exc, Exception) and not isinstance(exc, OracleStartError):  # zmq.ZMQError among them
                 raise OracleStartError(f"{type(exc).__name__}: {exc}") from exc
             raise
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ from .streams import (
     describe,
     generate,
 )
-from .verdicts import CONTRACT, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, worst
+from .verdicts import CONTRACT, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, severity, worst
 
 Factory = Callable[[], Any]
 
@@ -88,8 +89,10 @@ class Mismatch:
         """The command that regenerates this stream and compares it again."""
         return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
 
-    def file_stem(self, oracle: str) -> str:
-        return f"conform-{oracle}-seed{self.seed}-stream{self.stream}"
+    def file_stem(self, oracle: str, subject: str = "") -> str:
+        """A file name for this stream's files: only letters, digits, ``-`` and ``_`` (target names carry ``:``, ``.``, ``@``)."""
+        raw = f"conform-{subject + '-vs-' if subject else ''}{oracle}-seed{self.seed}-stream{self.stream}"
+        return re.sub(r"[^A-Za-z0-9_-]", "_", raw)
 
     def label(self) -> str:
         if self.known:
@@ -107,7 +110,7 @@ class Mismatch:
              if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: it did not show the difference "
                                     f"again by itself; regenerate the stream to see it), as Dynamo events:"),
         ]
-        lines += [f"    {line}" for line in ops_to_lines(self.shrunk)]
+        lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
             lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}{extra}")
         lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
@@ -163,8 +166,9 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
     found: dict[str, Difference] = {}
     compared = 0
     state: ContractState = EMPTY_CONTRACT
-    # What a cleared event means follows the rule set of the reference on either side (spec.rules).
-    rules = getattr(b, "rules", None) or getattr(a, "rules", None)
+    # What a cleared event means follows the subject's own rule set when it states one (a reference
+    # under a rule set), else the oracle's (the reference judging a release under its rules).
+    rules = getattr(a, "rules", None) or getattr(b, "rules", None)
     whole_worker = isinstance(rules, RuleSet) and rules.has("cleared-clears-worker")
 
     def note(d: Difference) -> None:
@@ -296,7 +300,9 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
 
 
 def _same_kind(found: list[Difference], target: Difference) -> bool:
-    return any(d.kind == target.kind and d.known == target.known and d.oracle_only == target.oracle_only for d in found)
+    """``found`` shows ``target``'s kind (and label), and nothing more severe (a shrink never lets one in)."""
+    same = any(d.kind == target.kind and d.known == target.known and d.oracle_only == target.oracle_only for d in found)
+    return same and not any(severity(d.kind) < severity(target.kind) for d in found)
 
 
 def _differs(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference | None = None) -> bool:
@@ -398,6 +404,13 @@ class TreeConformReport:
     kinds: KindCounts = field(default_factory=KindCounts)
     seconds: float = 0.0
     rules: str = ""
+    strict: bool = False
+    strict_shape: bool = False
+
+    def options(self) -> str:
+        """The command-line options that judge a replay the same way (``--rules``, ``--strict``, ``--strict-shape``)."""
+        return ((f" --rules {self.rules}" if self.rules in RULE_SETS else "") + (" --strict" if self.strict else "")
+                + (" --strict-shape" if self.strict_shape else ""))
 
     def summary_line(self) -> str:
         return (
@@ -460,7 +473,8 @@ def conform(
     """
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else range(streams)
-    report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules)
+    report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules, strict=strict,
+                               strict_shape=strict_shape)
     for done, index in enumerate(indices, 1):
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
@@ -494,16 +508,17 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
+    extra = report.options()
     for m in report.mismatches + report.tolerated[:1]:
-        stem = folder / m.file_stem(report.oracle)
-        log = stem.with_suffix(".jsonl")
+        stem = m.file_stem(report.oracle, report.subject)
+        log = folder / f"{stem}.jsonl"
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        rules = f" --rules {report.rules}" if report.rules in RULE_SETS else ""
-        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}{rules}",
-                              "regenerate": m.replay_command(report.subject, report.oracle), "rules": report.rules}
-        summary = stem.with_suffix(".json")
+        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}{extra}",
+                              "regenerate": m.replay_command(report.subject, report.oracle) + extra, "rules": report.rules}
+        summary = folder / f"{stem}.json"
         summary.write_text(json.dumps(body, indent=1))
-        test = folder / f"test_{stem.name.replace('-', '_')}.py"
-        write_regression(test, log, m, report.subject, report.oracle, report.rules)
+        test = folder / f"test_{stem.replace('-', '_')}.py"
+        write_regression(test, log, m, report.subject, report.oracle, report.rules if report.rules in RULE_SETS else "",
+                         report.strict, report.strict_shape)
         written += [log, summary, test]
     return written

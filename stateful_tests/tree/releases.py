@@ -145,7 +145,9 @@ def _breaks_contract(row: dict) -> bool:
     """A failing row shows a contract violation: the contract machine's, or a conformance difference of that kind."""
     import re
 
-    if row["layer"] == "contract" or "[contract]" in row["detail"]:
+    said = row["detail"]
+    if "[contract]" in said or (row["layer"] == "contract" and any(
+            word in said for word in ("overcount", "undercount", "over-credit", "does not hold"))):
         return True
     counted = re.search(r"contract=(\d+)", row["detail"])
     return bool(counted and int(counted.group(1)) > 0)

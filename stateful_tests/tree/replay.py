@@ -55,6 +55,7 @@ class ReplayResult:
     shrunk_queries: list[list[int]] = field(default_factory=list)
     op_lines: list[int] = field(default_factory=list)  # the log line of each operation
     shrunk_ok: bool = False  # the shrunk log shows the same kind of difference by itself
+    query_lines: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)  # (ops before, query) -> line
 
     def report(self) -> str:
         lines = [f"replay {self.path}: {self.events} operations, {self.queries} queries compared; "
@@ -64,7 +65,7 @@ class ReplayResult:
             lines.append(f"  the log stores under parents the rank does not hold (the contract refuses them) at lines {shown}")
         for d in self.differences:
             verdict = "FAIL" if d is self.failing else "tolerated"
-            lines.append(f"  {verdict} [{d.label()}] at line {self._line_of(d)}: {d.detail}")
+            lines.append(f"  {verdict} [{d.label()}] at line {self.line_of(d)}: {d.detail}")
         if self.failing is not None:
             how = "minimal reproduction" if self.shrunk_ok else "UNSHRUNK reproduction (does not show it by itself)"
             lines.append(f"  {how} ({len(self.shrunk)} operations, kind {self.failing.kind}):")
@@ -73,8 +74,18 @@ class ReplayResult:
             lines.append("  no difference")
         return "\n".join(lines)
 
-    def _line_of(self, d: Difference) -> str:
+    def line_of(self, d: Difference) -> str:
+        """The log line of a difference: the query's line when a query found it, else the operation's."""
+        for (before, query), line in self.query_lines.items():
+            at = before == d.op_index + 1 or (before == 0 and d.op_index >= len(self.op_lines))
+            if at and f"find_matches({list(query)}" in d.detail:
+                return str(line)
         return str(self.op_lines[d.op_index]) if d.op_index < len(self.op_lines) else "end"
+
+
+def query_line_map(log: Log) -> dict[tuple[int, tuple[int, ...]], int]:
+    """Each of the log's own queries, by (operations before it, query), to its line."""
+    return {(before, tuple(q)): line for (before, q), line in zip(log.queries, log.query_lines)}
 
 
 def chain_queries(ops: list[Op]) -> tuple[list[list[list[int]]], list[list[int]]]:
@@ -109,8 +120,9 @@ def log_queries(log: Log) -> tuple[list[list[list[int]]], list[list[int]]]:
     return after, final
 
 
-def refused_by_contract(log: Log) -> list[int]:
+def refused_by_contract(log: Log, rules: RuleSet = DEFAULT_RULES) -> list[int]:
     """The log lines that store under a parent the storing rank does not hold (must be refused by every index)."""
+    whole_worker = rules.has("cleared-clears-worker")
     state = EMPTY_CONTRACT
     refused = []
     for op, line in zip(log.ops, log.op_lines):
@@ -121,7 +133,7 @@ def refused_by_contract(log: Log) -> list[int]:
         if isinstance(data, Stored) and store_verdict(state, rank, data) is Verdict.MUST_REJECT:
             refused.append(line)
             continue
-        state = on_event(state, rank, data, True)
+        state = on_event(state, rank, data, True, whole_worker)
     return refused
 
 
@@ -137,12 +149,13 @@ def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = 
         targets.dispose(a)
         targets.dispose(b)
     result = ReplayResult(path, subject_name, oracle_name, rules.name, len(log.ops), compared, differences,
-                          refused_by_contract(log), op_lines=log.op_lines)
+                          refused_by_contract(log, rules), op_lines=log.op_lines, query_lines=query_line_map(log))
     chosen = worst(differences, strict, strict_shape)
     if chosen is None:
         return result
     result.failing = chosen
-    result.line = log.op_lines[chosen.op_index] if chosen.op_index < len(log.op_lines) else None
+    where = result.line_of(chosen)
+    result.line = int(where) if where.isdigit() else None
     upto = log.ops[: chosen.op_index + 1]
     asked = [q for qs in after[: len(upto)] for q in qs] + (final if chosen.op_index >= len(log.ops) - 1 else [])
     queries = [list(q) for q in {tuple(q): None for q in asked}]

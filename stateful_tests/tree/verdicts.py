@@ -13,8 +13,8 @@ one of five kinds, from the most to the least severe:
 - ``early-exit``: only ``find_matches(..., early_exit=True)`` differs, and the subject's
   answer obeys the early-exit law (``spec.match.early_exit_agrees``; one that breaks it is a
   ``contract`` difference). The early-exit walk stops at node boundaries, so its answer
-  depends on how a tree cut its edges: known finding F7, reported, and failed only under
-  ``strict_shape``.
+  depends on how a tree cut its edges: known finding F7, reported, and failed under
+  ``strict_shape`` (or ``strict``, which fails every known finding).
 
 After a ``contract``, ``outcome`` or ``score`` difference the two trees hold different
 state, so a run stops comparing that stream there; after a ``dump`` or ``early-exit``

@@ -43,6 +43,16 @@ class TargetType(click.ParamType):
 TARGET = TargetType()
 
 
+def _under(target: Any, rule_set: Any) -> Any:
+    """The target with its factory: the plain ``reference`` re-made under ``rule_set``, any other as it is."""
+    from .stateful_tests.harness.targets import load_target
+
+    chosen = load_target(target.name, rule_set) if target.name == "reference" else target
+    if chosen.factory is None:
+        raise click.UsageError(f"{target.name} is unavailable: {chosen.reason}")
+    return chosen
+
+
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
                         help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
@@ -211,7 +221,7 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     with --strict-shape). Known findings pass as known unless --strict. The last line is
     `conform: streams=N events=E queries=Q mismatches=M tolerated=T (<count per kind> known=...)`.
     """
-    from .stateful_tests.harness.targets import capabilities, load_target, resolve_rules
+    from .stateful_tests.harness.targets import capabilities, resolve_rules
     from .stateful_tests.tree.conformance import conform as run_conform
     from .stateful_tests.tree.conformance import write_failure_files
     from .stateful_tests.tree.streams import StreamProfile
@@ -220,15 +230,16 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
         raise click.BadParameter(f"the subject and the oracle are both {target.name!r}: a tree always agrees with itself",
                                  param_hint="--oracle")
     rule_set, note = resolve_rules(target.name, oracle.name, override=rules)
-    subject_t, oracle_t = (load_target(t.name, rule_set) if t.name == "reference" else t for t in (target, oracle))
+    subject_t, oracle_t = _under(target, rule_set), _under(oracle, rule_set)
+    subject_f, oracle_f = subject_t.factory, oracle_t.factory
     click.echo(f"conform tree: {note}")
     if dp_ranks is None:
-        plain = [t.name for t in (subject_t, oracle_t) if not capabilities(t.factory).dp_ranks]
+        plain = [t.name for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)) if not capabilities(f).dp_ranks]
         dp_ranks = 1 if plain else 2
         if plain:
             click.echo(f"conform tree: {', '.join(plain)} keys scores by plain worker id: streams use dp rank 0 only")
-    for t in (subject_t, oracle_t):
-        if not capabilities(t.factory).dump:
+    for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)):
+        if not capabilities(f).dump:
             click.echo(f"conform tree: {t.name} has no dump_tree_as_events: dumps are not compared")
 
     extra = (f" --rules {rules}" if rules else "") + (" --strict" if strict else "") + (" --strict-shape" if strict_shape else "")
@@ -238,7 +249,7 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
                             extra))
 
     profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
-    result = run_conform(subject_t.factory, oracle_t.factory, streams, seed, profile,
+    result = run_conform(subject_f, oracle_f, streams, seed, profile,
                          only_stream=stream,
                          subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
                          on_progress=out.Progress("conform tree", "streams"), strict=strict, strict_shape=strict_shape,
@@ -385,7 +396,8 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
     if subject.name == oracle.name and target is not None:
         raise click.BadParameter(f"the subject and the oracle are both {subject.name!r}", param_hint="--oracle")
     rule_set, note = resolve_rules(subject.name, oracle.name, override=rules)
-    subject_t, oracle_t = (load_target(t.name, rule_set) if t.name == "reference" else t for t in (subject, oracle))
+    subject_t, oracle_t = _under(subject, rule_set), _under(oracle, rule_set)
+    subject_f, oracle_f = subject_t.factory, oracle_t.factory
     try:
         log = read_log(Path(log_file))
     except LogError as exc:
@@ -396,11 +408,11 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
     from .stateful_tests.tree.streams import RemoveWorkerDpRankOp
 
     if any(isinstance(op, RemoveWorkerDpRankOp) for op in log.ops):
-        lacking = [t.name for t in (subject_t, oracle_t) if not capabilities(t.factory).rank_removal]
+        lacking = [t.name for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)) if not capabilities(f).rank_removal]
         if lacking:
             click.echo(f"replay: the log calls remove_worker_dp_rank, which {', '.join(lacking)} does not have", err=True)
             sys.exit(EXIT_USAGE)
-    result = replay_log(log, subject_t.factory, oracle_t.factory, subject.name, oracle.name, rule_set, log_file,
+    result = replay_log(log, subject_f, oracle_f, subject.name, oracle.name, rule_set, log_file,
                         strict, strict_shape)
     click.echo(result.report())
     if result.failing is not None:

@@ -209,7 +209,7 @@ def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[
     which have no data-parallel ranks) is read as rank ``(worker_id, 0)``.
     """
     return {
-        (rank, 0) if isinstance(rank, int) else tuple(rank): score  # type: ignore[misc]
+        (rank, 0) if isinstance(rank, int) else tuple(rank): score
         for rank, score in tree.find_matches(query, early_exit).scores.items()
     }
 

@@ -187,7 +187,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                     if broken:
                         note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
                         return True
-                elif not early_exit_agrees(plain, got_s):
+                elif not early_exit_agrees(plain, got_s):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
                     note(Difference(CONTRACT, index, f"{where}: find_matches({q}, early_exit=True) = {got_s} breaks the "
                                                      f"early-exit law against the full walk's {plain} "
                                                      "(spec.match.early_exit_agrees)"))

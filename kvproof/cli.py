@@ -233,16 +233,19 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     subject_t, oracle_t = _under(target, rule_set), _under(oracle, rule_set)
     subject_f, oracle_f = subject_t.factory, oracle_t.factory
     click.echo(f"conform tree: {note}")
+    caps = {t.name: capabilities(f) for t, f in ((subject_t, subject_f), (oracle_t, oracle_f))}
     if dp_ranks is None:
-        plain = [t.name for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)) if not capabilities(f).dp_ranks]
+        plain = [name for name, c in caps.items() if not c.dp_ranks]
         dp_ranks = 1 if plain else 2
         if plain:
             click.echo(f"conform tree: {', '.join(plain)} keys scores by plain worker id: streams use dp rank 0 only")
-    for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)):
-        if not capabilities(f).dump:
-            click.echo(f"conform tree: {t.name} has no dump_tree_as_events: dumps are not compared")
+    for name, c in caps.items():
+        if not c.dump:
+            click.echo(f"conform tree: {name} has no dump_tree_as_events: dumps are not compared")
 
-    extra = (f" --rules {rules}" if rules else "") + (" --strict" if strict else "") + (" --strict-shape" if strict_shape else "")
+    from .stateful_tests.tree.log import judging_options
+
+    extra = judging_options(rules, strict, strict_shape)
 
     def on_mismatch(m: Any) -> None:
         click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name, target.name)}.jsonl"),
@@ -324,7 +327,7 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
     from .stateful_tests.tree.explain import Counterexample
     from .stateful_tests.tree.explain import explain as run_explain
     from .stateful_tests.tree.log import LogError, read_log
-    from .stateful_tests.tree.replay import log_queries
+    from .stateful_tests.tree.replay import queries_of
 
     if target.name == "reference" and rules is None:
         raise click.BadParameter("the reference follows the rule set it is given; explain another tree", param_hint="--target")
@@ -341,11 +344,7 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
         except LogError as exc:
             click.echo(f"explain: {exc}", err=True)
             sys.exit(EXIT_USAGE)
-        after, final = log_queries(log)
-        if not log.queries:
-            from .stateful_tests.tree.replay import chain_queries
-
-            after, final = chain_queries(log.ops)
+        after, final = queries_of(log)
         cases.append(Counterexample(log_file, log.ops, final, after))
     else:
         from .stateful_tests.harness.targets import capabilities
@@ -389,7 +388,7 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
     command. The last line is `replay: events=E queries=Q differences=D failing=F`.
     """
     from .stateful_tests.harness.targets import load_target, resolve_rules
-    from .stateful_tests.tree.log import LogError, ops_to_lines, read_log
+    from .stateful_tests.tree.log import LogError, judging_options, ops_to_lines, read_log
     from .stateful_tests.tree.replay import replay_log
 
     subject = target or load_target("reference")
@@ -422,8 +421,7 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
         except OSError as exc:
             click.echo(f"replay: cannot write the shrunk log to {target_path}: {exc}", err=True)
         else:
-            extra = (f" --rules {rules}" if rules else "") + (" --strict" if strict else "") + (
-                " --strict-shape" if strict_shape else "")
+            extra = judging_options(rules, strict, strict_shape)
             click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {subject.name} "
                        f"--oracle {oracle.name}{extra}")
     if json_path:

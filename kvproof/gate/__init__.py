@@ -217,7 +217,9 @@ def run_check(check: Check, ctx: Context) -> Row:
         row.result = Result.FAIL
         row.detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     except BaseException as exc:  # a native binding's panic (pyo3's PanicException): a FAIL with the reason
-        if type(exc).__name__ != "PanicException":
+        from ..stateful_tests.harness.targets import is_panic
+
+        if not is_panic(exc):
             raise
         row.result = Result.FAIL
         row.detail = f"the target panicked: {exc}"

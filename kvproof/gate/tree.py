@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..spec.rules import DEFAULT_RULES
 from . import EMBEDDED, Check, Context, Failed, Row, Skip, embedded_only
 
 OWN_TREES = ("reference", *EMBEDDED)
@@ -21,29 +22,40 @@ def tolerates_known(ctx: Context) -> bool:
     return not own and not ctx.strict
 
 
+def _judging(ctx: Context, strict: bool = False) -> str:
+    """The options a printed replay command needs to judge as this row did."""
+    from ..stateful_tests.tree.log import judging_options
+
+    rules = None if ctx.rules is DEFAULT_RULES else ctx.rules.name
+    return judging_options(rules, ctx.strict or strict, ctx.strict_shape)
+
+
 def _capabilities(ctx: Context) -> Any:
     from ..stateful_tests.harness.targets import capabilities
 
     return capabilities(ctx.factory)
 
 
-def _needs_dump(ctx: Context) -> str | None:
-    return None if _capabilities(ctx).dump else "the target has no dump_tree_as_events (ai-dynamo-runtime before 0.6.1)"
-
-
-def _needs_ranks(ctx: Context) -> str | None:
-    if not _capabilities(ctx).dp_ranks:
+def _lacking(ctx: Context, dump: bool = False, ranks: bool = False) -> str | None:
+    """Why a row that needs the dump and/or data-parallel ranks cannot run on the target (None: it can)."""
+    caps = _capabilities(ctx)
+    if dump and not caps.dump:
+        return "the target has no dump_tree_as_events (ai-dynamo-runtime before 0.6.1)"
+    if ranks and not caps.dp_ranks:
         return "the target keys scores by plain worker id (no data-parallel ranks; ai-dynamo-runtime before 0.6.1)"
     return None
 
 
+def _needs_dump(ctx: Context) -> str | None:
+    return _lacking(ctx, dump=True)
+
+
+def _needs_ranks(ctx: Context) -> str | None:
+    return _lacking(ctx, ranks=True)
+
+
 def _needs_dump_and_ranks(ctx: Context) -> str | None:
-    caps = _capabilities(ctx)
-    if not caps.dump:
-        return "the target has no dump_tree_as_events (ai-dynamo-runtime before 0.6.1)"
-    if not caps.dp_ranks:
-        return "the target keys scores by plain worker id (no data-parallel ranks)"
-    return None
+    return _lacking(ctx, dump=True, ranks=True)
 
 
 def _spec_laws(ctx: Context, row: Row) -> None:
@@ -91,7 +103,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
     from pathlib import Path
 
     from ..stateful_tests.harness.seeding import machine_settings, run_machine
-    from ..stateful_tests.tree.log import Recording
+    from ..stateful_tests.tree.log import Recording, file_safe
     from ..stateful_tests.tree.machine import contract_machine_for
 
     recording = Recording(factory)
@@ -103,11 +115,10 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
         if not record or recording.last is None:
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        path = Path("kvproof-failures") / f"contract-{ctx.target_name.replace(':', '_').replace('/', '_')}-seed{ctx.seed}.jsonl"
+        path = Path("kvproof-failures") / f"{file_safe(f'contract-{ctx.target_name}-seed{ctx.seed}')}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in recording.last.lines))
-        rules = "" if ctx.rules.name == "dynamo-1.6" else f" --rules {ctx.rules.name}"
-        row.replay = f"kvproof replay {path} --target {ctx.target_name}{rules}"
+        row.replay = f"kvproof replay {path} --target {ctx.target_name}{_judging(ctx)}"
         lines = recording.last.lines
         events = "\n".join(f"    {line}" for line in lines[:12]) + (f"\n    ... {len(lines) - 12} more lines in the file"
                                                                    if len(lines) > 12 else "")
@@ -200,9 +211,7 @@ def _conformance(ctx: Context, row: Row) -> None:
         row.notes.append(f"{name} in {streams} streams: {said.get(name, 'docs/dynamo-findings.md')}")
     if report.mismatches:
         m = report.mismatches[0]
-        rules = "" if ctx.rules.name == "dynamo-1.6" else f" --rules {ctx.rules.name}"
-        flags = (" --strict" if ctx.strict or not tolerates_known(ctx) else "") + (" --strict-shape" if ctx.strict_shape else "")
-        row.replay = m.replay_command(ctx.target_name, oracle_name) + rules + flags
+        row.replay = m.replay_command(ctx.target_name, oracle_name) + _judging(ctx, strict=not tolerates_known(ctx))
         notes = "".join(f"\n  note: {n}" for n in caps.notes())
         raise Failed(f"{len(report.mismatches)} of {report.streams} streams differ against {why} "
                      f"({report.kinds.line()}); first:\n{m.report(ctx.target_name, oracle_name)}{notes}")

@@ -184,10 +184,10 @@ def outcome_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}"
 
 
-def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
-    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"`` or the outcome name."""
+def outcome_of_call(call: Callable[[], object]) -> str:
+    """Run ``call``; return ``"ok"`` or the outcome its error stands for (a binding's panic included)."""
     try:
-        tree.apply_event(worker_id, encode_event(event))
+        call()
     except Exception as exc:  # every target's errors are mapped onto one vocabulary
         return outcome_of(exc)
     except BaseException as exc:  # a Rust binding's panic (pyo3's PanicException is a BaseException)
@@ -195,6 +195,11 @@ def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
             raise
         return outcome_of(exc)
     return OK
+
+
+def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
+    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"`` or the outcome name."""
+    return outcome_of_call(lambda: tree.apply_event(worker_id, encode_event(event)))
 
 
 def is_panic(exc: BaseException) -> bool:
@@ -282,14 +287,16 @@ class RoutedImpl:
 DumpEntry = tuple[int, int, "int | None", tuple[int, ...]]
 
 
+def dump_entry(line: str) -> DumpEntry:
+    """One dump line as a ``(worker, dp, parent, block hashes)`` tuple."""
+    worker, event = decode_router_event(line)
+    assert isinstance(event.data, Stored)
+    return worker, event.dp_rank, event.data.parent_hash, tuple(b.ext for b in event.data.blocks)
+
+
 def dump_entries(tree: Any) -> list[DumpEntry]:
     """Return a target's dump, in its order, as ``(worker, dp, parent, block hashes)`` tuples."""
-    out = []
-    for line in tree.dump_tree_as_events():
-        worker, event = decode_router_event(line)
-        assert isinstance(event.data, Stored)
-        out.append((worker, event.dp_rank, event.data.parent_hash, tuple(b.ext for b in event.data.blocks)))
-    return out
+    return [dump_entry(line) for line in tree.dump_tree_as_events()]
 
 
 def replayable(entries: list[DumpEntry]) -> tuple[list[DumpEntry], list[DumpEntry]]:

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ...spec.errors import KvProofError
-from ...spec.events import Stored
 from ..harness import targets
 from ..harness.targets import canonical, dump_entries
 from .streams import Stream, apply_op
@@ -45,13 +44,13 @@ def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None = 
         apply_op(tree, op)
     problems = []
     lines = tree.dump_tree_as_events()
-    _, unreplayable = targets.replayable([_entry(line) for line in lines])
+    kept, unreplayable = targets.replayable([targets.dump_entry(line) for line in lines])
     for line in lines:
         body = json.loads(line)
         try:
             rebuilt.apply_event(body["worker_id"], json.dumps(body["event"]).encode())
         except Exception as exc:  # the law is that no dump entry is refused
-            if known is not None and _entry(line) in unreplayable:
+            if known is not None and targets.dump_entry(line) in unreplayable:
                 known.append("F2")
                 continue
             problems.append(f"dump entry refused on replay ({targets.outcome_of(exc)}): {line}")
@@ -62,21 +61,12 @@ def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None = 
             problems.append(f"find_matches({list(q)}): original {a}, rebuilt {b}")
     original = dump_index(tree)
     if known is not None and unreplayable:  # F2: the refused entries credit nothing a rebuild can hold
-        kept, _ = targets.replayable([_entry(line) for line in lines])
         original = _index_of(kept)
     if original != dump_index(rebuilt):
         problems.append("the rebuilt tree's dump credits different blocks")
     if hasattr(tree, "snapshot") and tree.snapshot() != rebuilt.snapshot():
         problems.append("the rebuilt tree indexes different blocks (snapshot)")
     return problems
-
-
-def _entry(line: str) -> targets.DumpEntry:
-    from ...spec.events import decode_router_event
-
-    worker, event = decode_router_event(line)
-    assert isinstance(event.data, Stored)
-    return worker, event.dp_rank, event.data.parent_hash, tuple(b.ext for b in event.data.blocks)
 
 
 def dump_index(tree: Any) -> dict[tuple[int, int], frozenset[int]]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -42,25 +41,35 @@ from ...spec.contract import (
 )
 from ...spec.events import Removed, Stored
 from ...spec.match import early_exit_agrees
-from ...spec.primitives import FrozenMap, Rank
+from ...spec.primitives import Rank
 from ...spec.rules import RULE_SETS, RuleSet
 from ..harness import targets
 from ..harness.paths import held_prefix
 from ..harness.targets import dump_entries
-from .log import ops_to_lines
+from .log import file_safe, judging_options, ops_to_lines
 from .streams import (
     DEFAULT_PROFILE,
     EventOp,
     Op,
     RemoveWorkerDpRankOp,
-    RemoveWorkerOp,
     Stream,
     StreamProfile,
     apply_op,
     describe,
     generate,
 )
-from .verdicts import CONTRACT, EARLY_EXIT, OUTCOME, SCORE, Difference, KindCounts, dump_difference, severity, worst
+from .verdicts import (
+    CONTRACT,
+    EARLY_EXIT,
+    OUTCOME,
+    SCORE,
+    Difference,
+    KindCounts,
+    dump_difference,
+    label,
+    severity,
+    worst,
+)
 
 Factory = Callable[[], Any]
 
@@ -90,14 +99,11 @@ class Mismatch:
         return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
 
     def file_stem(self, oracle: str, subject: str = "") -> str:
-        """A file name for this stream's files: only letters, digits, ``-`` and ``_`` (target names carry ``:``, ``.``, ``@``)."""
-        raw = f"conform-{subject + '-vs-' if subject else ''}{oracle}-seed{self.seed}-stream{self.stream}"
-        return re.sub(r"[^A-Za-z0-9_-]", "_", raw)
+        """A file name for this stream's files (``log.file_safe``)."""
+        return file_safe(f"conform-{subject + '-vs-' if subject else ''}{oracle}-seed{self.seed}-stream{self.stream}")
 
     def label(self) -> str:
-        if self.known:
-            return f"{self.kind} (known: {self.known}{', the oracle' if self.oracle_only else ''})"
-        return self.kind
+        return label(self.kind, self.known, self.oracle_only)
 
     def report(self, subject: str, oracle: str, log_path: str | None = None, extra: str = "") -> str:
         """The printed report; ``extra`` (e.g. `` --rules dynamo-1.4``) is appended to both commands."""
@@ -183,7 +189,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                 got_s, want_s = targets.scores(a, q, early_exit), targets.scores(b, q, early_exit)
                 if not early_exit:
                     plain = got_s
-                    broken = _contract_scores(state, q, got_s)
+                    broken = contract_score_problems(state, q, got_s)
                     if broken:
                         note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
                         return True
@@ -203,11 +209,11 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
 
     for i, op in enumerate(ops):
         got, want = apply_op(a, op), apply_op(b, op)
-        broken = _contract_outcome(state, op, got)
+        broken = contract_refusal(state, op, got)
         if broken:
             note(Difference(CONTRACT, i, f"op {i} {describe(op)}: outcome {got}, oracle {want}: {broken}"))
             return list(found.values()), compared
-        state = _contract_after(state, op, got, whole_worker)
+        state = contract_after(state, op, got, whole_worker)
         if got != want:
             note(Difference(OUTCOME, i, f"op {i} {describe(op)}: outcome {got} != oracle {want}"))
             return list(found.values()), compared
@@ -226,7 +232,7 @@ def _rank_of(op: Op) -> Rank | None:
     return Rank(op.worker_id, op.event.dp_rank) if isinstance(op, EventOp) else None
 
 
-def _contract_outcome(state: ContractState, op: Op, got: str) -> str:
+def contract_refusal(state: ContractState, op: Op, got: str) -> str:
     """Why the subject's outcome of ``op`` breaks the contract (empty: it does not)."""
     if isinstance(op, EventOp) and isinstance(op.event.data, Stored) and got == targets.OK:
         rank = _rank_of(op)
@@ -236,7 +242,7 @@ def _contract_outcome(state: ContractState, op: Op, got: str) -> str:
     return ""
 
 
-def _contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker: bool = False) -> ContractState:
+def contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker: bool = False) -> ContractState:
     """The contract state after the subject answered ``got`` to ``op``."""
     if isinstance(op, EventOp):
         rank = _rank_of(op)
@@ -248,12 +254,10 @@ def _contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker
         return on_remove_worker_dp_rank(state, Rank(op.worker_id, op.dp_rank)) if got == targets.OK else state
     if got != targets.OK:
         return state
-    if isinstance(op, RemoveWorkerOp):
-        return on_remove_worker(state, op.worker_id)
-    return FrozenMap({r: h for r, h in state.items() if r.worker_id != op.worker_id})  # clear_all_blocks
+    return on_remove_worker(state, op.worker_id)  # remove_worker and clear_all_blocks drop what every rank holds
 
 
-def _contract_scores(state: ContractState, query: list[int], scores: dict[tuple[int, int], int]) -> str:
+def contract_score_problems(state: ContractState, query: list[int], scores: dict[tuple[int, int], int]) -> str:
     """Why plain ``scores`` along ``query`` break the contract: an over-credit or an unexplained undercount."""
     problems = []
     path = tuple(query)
@@ -409,8 +413,7 @@ class TreeConformReport:
 
     def options(self) -> str:
         """The command-line options that judge a replay the same way (``--rules``, ``--strict``, ``--strict-shape``)."""
-        return ((f" --rules {self.rules}" if self.rules in RULE_SETS else "") + (" --strict" if self.strict else "")
-                + (" --strict-shape" if self.strict_shape else ""))
+        return judging_options(self.rules if self.rules in RULE_SETS else None, self.strict, self.strict_shape)
 
     def summary_line(self) -> str:
         return (

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...spec.rules import VARIANTS, RuleSet, with_variants
-from ..harness import targets
-from .conformance import _compare
+from .conformance import compare_prefix
 from .streams import Op
 from .verdicts import CONTRACT, EARLY_EXIT, Difference
 
@@ -73,12 +72,7 @@ class Explanation:
 
 
 def _left_over(subject: Factory, oracle: Factory, example: Counterexample) -> list[Difference]:
-    a, b = subject(), oracle()
-    try:
-        found, _ = _compare(a, b, example.ops, example.after, example.queries)
-    finally:
-        targets.dispose(a)
-        targets.dispose(b)
+    found, _ = compare_prefix(subject, oracle, example.ops, example.after, example.queries)
     # "Exactly": early_exit differences count (a variant may explain the shape, F7); only a known
     # finding that is not about shape (F2, the dump) is left out.
     return [d for d in found if d.known is None or d.kind == EARLY_EXIT]

@@ -18,6 +18,7 @@ never raises anything else.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,16 @@ if TYPE_CHECKING:
     from .conformance import Mismatch
 
 EXTENSIONS = ("remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches")
+
+
+def judging_options(rules: str | None = None, strict: bool = False, strict_shape: bool = False) -> str:
+    """The command-line options that make a replay judge as the run did (appended to printed commands)."""
+    return (f" --rules {rules}" if rules else "") + (" --strict" if strict else "") + (" --strict-shape" if strict_shape else "")
+
+
+def file_safe(name: str) -> str:
+    """``name`` with only letters, digits, ``-`` and ``_`` (target names carry ``:``, ``.``, ``@``, ``/``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
 class LogError(KvProofError, ValueError):
@@ -166,6 +177,7 @@ class Recorder:
     def __init__(self, tree: Any) -> None:
         self.tree = tree
         self.lines: list[str] = []
+        self._asked: set[str] = set()  # the query lines logged since the last operation
         if callable(getattr(tree, "remove_worker_dp_rank", None)):  # only where the tree has it (older APIs lack it)
             self.remove_worker_dp_rank = self._remove_worker_dp_rank
 
@@ -174,29 +186,32 @@ class Recorder:
 
         try:
             event = decode_event(payload)
-            self.lines.append(encode_router_event(worker_id, event))
+            self._operation(encode_router_event(worker_id, event))
         except Exception as exc:  # kept visible: the log says what could not be written as an event
-            self.lines.append(f"# undecodable event for worker {worker_id!r}: {exc}")
+            self._operation(f"# undecodable event for worker {worker_id!r}: {exc}")
         return self.tree.apply_event(worker_id, payload)
 
     def remove_worker(self, worker_id: Any) -> Any:
-        self.lines.append(json.dumps({"remove_worker": worker_id}))
+        self._operation(json.dumps({"remove_worker": worker_id}))
         return self.tree.remove_worker(worker_id)
 
     def clear_all_blocks(self, worker_id: Any) -> Any:
-        self.lines.append(json.dumps({"clear_all_blocks": worker_id}))
+        self._operation(json.dumps({"clear_all_blocks": worker_id}))
         return self.tree.clear_all_blocks(worker_id)
 
     def _remove_worker_dp_rank(self, worker_id: Any, dp_rank: Any) -> Any:
-        self.lines.append(json.dumps({"remove_worker_dp_rank": [worker_id, dp_rank]}))
+        self._operation(json.dumps({"remove_worker_dp_rank": [worker_id, dp_rank]}))
         return self.tree.remove_worker_dp_rank(worker_id, dp_rank)
+
+    def _operation(self, line: str) -> None:
+        self.lines.append(line)
+        self._asked.clear()
 
     def find_matches(self, sequence: Any, early_exit: bool = False) -> Any:
         try:
             line = json.dumps({"find_matches": list(sequence)})
-            since_last_op = self.lines[len(self.lines) - next((i for i, x in enumerate(reversed(self.lines))
-                                                                 if not x.startswith('{"find_matches"')), len(self.lines)):]
-            if line not in since_last_op:  # the same query again before any change tells nothing new
+            if line not in self._asked:  # the same query again before any change tells nothing new
+                self._asked.add(line)
                 self.lines.append(line)
         except TypeError:
             self.lines.append(f"# unloggable query {sequence!r}")

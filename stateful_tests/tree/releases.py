@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -102,12 +103,15 @@ def fetch(version: str, cache: Path) -> Path:
         found = list(wheels.glob(f"ai_dynamo_runtime-{version}-*.whl"))
     if not found:
         raise RuntimeError(f"pip downloaded no wheel for ai-dynamo-runtime=={version} that fits this interpreter")
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+    site.parent.mkdir(parents=True, exist_ok=True)
+    unpacking = tempfile.mkdtemp(dir=site.parent)  # unpacked aside, then renamed: a half-unpacked site never exists
+    try:
         with zipfile.ZipFile(found[0]) as wheel:
-            wheel.extractall(tmp)
-        site.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, site)
-        os.mkdir(tmp)  # TemporaryDirectory removes what it created
+            wheel.extractall(unpacking)
+        os.replace(unpacking, site)
+    except BaseException:
+        shutil.rmtree(unpacking, ignore_errors=True)
+        raise
     return site
 
 
@@ -115,18 +119,16 @@ def _run_child(cmd: list[str], env: dict[str, str], timeout: float) -> tuple[int
     """Run ``cmd`` guarded (``harness.process_guard``: its own process group, killed on timeout, on
     SIGTERM/SIGINT, at exit, and by the kernel if kvproof dies). Returns ``(rc or None on timeout, output)``."""
     proc = spawn_guarded(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rc: int | None = None
     try:
         output, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, output
+        rc = proc.returncode
     except subprocess.TimeoutExpired:
         GUARD.kill(proc, grace=1.0)
         output, _ = proc.communicate()
-        return None, output
-    finally:
-        if proc.returncode is None:
-            GUARD.kill(proc, grace=1.0)
-        else:
-            GUARD.kill(proc, grace=0.1)  # reaps and forgets it (the group is already empty)
+    finally:  # on every exit path: what is left of the group is stopped, and the guard forgets it
+        GUARD.kill(proc, grace=1.0)
+    return rc, output
 
 
 def verdict_of(rows: list[dict]) -> str:

@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...spec.contract import EMPTY_CONTRACT, Verdict, on_event, store_verdict
+from ...spec.contract import EMPTY_CONTRACT, ContractState
 from ...spec.events import Stored
-from ...spec.primitives import Rank
 from ...spec.rules import DEFAULT_RULES, RuleSet
 from ..harness import targets
-from .conformance import _compare, shrink_kind
+from .conformance import compare_prefix, contract_after, contract_refusal, shrink_kind
 from .log import Log, ops_to_lines, read_log
 from .streams import EventOp, Op
 from .verdicts import Difference, worst
@@ -120,20 +119,22 @@ def log_queries(log: Log) -> tuple[list[list[list[int]]], list[list[int]]]:
     return after, final
 
 
+def queries_of(log: Log) -> tuple[list[list[list[int]]], list[list[int]]]:
+    """The queries a replay asks: the log's own (``log_queries``), or, when it has none, its chains'."""
+    return log_queries(log) if log.queries else chain_queries(log.ops)
+
+
 def refused_by_contract(log: Log, rules: RuleSet = DEFAULT_RULES) -> list[int]:
     """The log lines that store under a parent the storing rank does not hold (must be refused by every index)."""
     whole_worker = rules.has("cleared-clears-worker")
-    state = EMPTY_CONTRACT
+    state: ContractState = EMPTY_CONTRACT
     refused = []
     for op, line in zip(log.ops, log.op_lines):
-        if not isinstance(op, EventOp):
-            continue
-        rank = Rank(op.worker_id, op.event.dp_rank)
-        data = op.event.data
-        if isinstance(data, Stored) and store_verdict(state, rank, data) is Verdict.MUST_REJECT:
+        # An index that takes every event the contract allows: the refused stores change nothing.
+        refused_here = bool(contract_refusal(state, op, targets.OK))
+        if refused_here:
             refused.append(line)
-            continue
-        state = on_event(state, rank, data, True, whole_worker)
+        state = contract_after(state, op, "refused" if refused_here else targets.OK, whole_worker)
     return refused
 
 
@@ -141,13 +142,8 @@ def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = 
                rules: RuleSet = DEFAULT_RULES, path: str = "<log>", strict: bool = False, strict_shape: bool = False,
                shrink_failures: bool = True) -> ReplayResult:
     """Replay ``log`` through ``subject`` and ``oracle``; classify, locate and shrink what differs."""
-    after, final = log_queries(log) if log.queries else chain_queries(log.ops)
-    a, b = subject(), oracle()
-    try:
-        differences, compared = _compare(a, b, log.ops, after, final)
-    finally:
-        targets.dispose(a)
-        targets.dispose(b)
+    after, final = queries_of(log)
+    differences, compared = compare_prefix(subject, oracle, log.ops, after, final)
     result = ReplayResult(path, subject_name, oracle_name, rules.name, len(log.ops), compared, differences,
                           refused_by_contract(log, rules), op_lines=log.op_lines, query_lines=query_line_map(log))
     chosen = worst(differences, strict, strict_shape)

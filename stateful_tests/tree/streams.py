@@ -78,20 +78,11 @@ def apply_op(tree: Any, op: Op) -> str:
     """Apply one operation to a target; return ``"ok"`` or the outcome name."""
     if isinstance(op, EventOp):
         return targets.apply(tree, op.worker_id, op.event)
-    try:
-        if isinstance(op, RemoveWorkerOp):
-            tree.remove_worker(op.worker_id)
-        elif isinstance(op, RemoveWorkerDpRankOp):
-            tree.remove_worker_dp_rank(op.worker_id, op.dp_rank)
-        else:
-            tree.clear_all_blocks(op.worker_id)
-    except Exception as exc:
-        return targets.outcome_of(exc)
-    except BaseException as exc:  # a binding's panic is an outcome too
-        if not targets.is_panic(exc):
-            raise
-        return targets.outcome_of(exc)
-    return targets.OK
+    if isinstance(op, RemoveWorkerOp):
+        return targets.outcome_of_call(lambda: tree.remove_worker(op.worker_id))
+    if isinstance(op, RemoveWorkerDpRankOp):
+        return targets.outcome_of_call(lambda: tree.remove_worker_dp_rank(op.worker_id, op.dp_rank))
+    return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
 
 
 def describe(op: Op) -> str:

@@ -61,9 +61,12 @@ class Difference:
         return self.known is None or strict
 
     def label(self) -> str:
-        if self.known:
-            return f"{self.kind} (known: {self.known}{', the oracle' if self.oracle_only else ''})"
-        return self.kind
+        return label(self.kind, self.known, self.oracle_only)
+
+
+def label(kind: str, known: str | None, oracle_only: bool = False) -> str:
+    """How a difference is named in reports: ``dump (known: F2, the oracle)``."""
+    return f"{kind} (known: {known}{', the oracle' if oracle_only else ''})" if known else kind
 
 
 def severity(kind: str) -> int:

@@ -122,3 +122,13 @@ def test_a_panicking_binding_fails_rows_with_the_reason_never_a_traceback(kvproo
     ran = kvproof_cli("check", "--target", "kvproof.stateful_tests.tree.mutants:PanicsOnClear", "--profile", "quick")
     assert ran.code == EXIT_FAIL and "Traceback" not in ran.out
     assert "panicked" in ran.out or "PanicException" in ran.out
+
+
+def test_a_vector_that_depends_on_a_variant_is_judged_under_the_rule_set(kvproof_cli, tmp_path, monkeypatch):
+    """E10 records 1.6's per-rank clear: under dynamo-1.3 it is judged by that rule set, under 1.6's rules it fails."""
+    monkeypatch.chdir(tmp_path)
+    ruled = kvproof_cli("check", "--target", "reference@dynamo-1.3", "--profile", "quick", "--only", "vectors")
+    assert ruled.code == EXIT_PASS and "E10_dp_ranks_cleared_per_rank" in ruled.out
+    plain = kvproof_cli("check", "--target", "reference@dynamo-1.3", "--profile", "quick", "--only", "vectors",
+                        "--rules", "dynamo-1.6")
+    assert plain.code == EXIT_FAIL and "E10_dp_ranks_cleared_per_rank" in plain.out

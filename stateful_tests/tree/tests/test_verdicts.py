@@ -62,3 +62,22 @@ def test_worst_prefers_the_most_severe_failing_difference():
     assert worst(ds[:2]) is None
     assert worst(ds[:2], strict_shape=True).kind == EARLY_EXIT
     assert worst(ds[:2], strict=True).kind == DUMP
+
+
+class EarlyExitOverCredits(RadixTree):
+    """Broken: with early_exit the survivor is credited one block more than the full walk gives it."""
+
+    def find_matches(self, sequence, early_exit=False):
+        result = super().find_matches(sequence, early_exit)
+        if early_exit and len(result.scores) == 1:
+            rank = next(iter(result.scores))
+            result.scores[rank] += 1
+        return result
+
+
+def test_an_early_exit_answer_that_breaks_the_early_exit_law_is_a_contract_difference():
+    report = conform(EarlyExitOverCredits, RadixTree, streams=10, seed=1, max_reported=1)
+    assert report.mismatches and report.mismatches[0].kind == "contract"
+    assert "breaks the early-exit law" in report.mismatches[0].detail
+    clean = conform(RadixTree, RadixTree, streams=10, seed=1)
+    assert clean.kinds.counts["contract"] == 0 and not clean.mismatches

@@ -25,13 +25,23 @@ Design (after trio's ``_core`` and shuttle's ``shuttle-std``, aesthetics.md §4-
   tracker's names start with ``sequences.`` (``sequences.add.booked``,
   ``sequences.free.owner_found``, ``sequences.read.between_load_and_membership``, ...).
 
-XX: the explorer needs blocking operations (``Lock`` acquisition, ``RWGate`` waits,
-``Channel.get``, ``Event.wait``) to report to it instead of blocking the OS thread; the
-``Hooks`` protocol below has the entry points it will need.
+Two ways to take the seam over:
+
+- ``install(hooks)``: an *observer* (``harness.interleave.PauseAt``) sees every
+  ``yield_point``; the primitives stay the standard library's.
+- ``control(controller)``: a *scheduler* (``stateful_tests.explore.scheduler``) runs every
+  thread itself. Primitives created while it is in control are its model primitives: a
+  ``Lock`` acquire, an ``RWGate`` acquire, an ``Event.wait``, a ``Channel.get`` and a
+  ``Thread.join`` report to it (``Controller.block_until``) instead of blocking the OS
+  thread, every acquire is a scheduling decision, and ``Thread`` starts a logical thread of
+  its own. One logical thread runs at a time, so the model primitives need no inner lock:
+  the scheduler alone decides who runs between two decisions. The rules the gate follows
+  (writer preference, ownership, non-reentrancy) are written once, below, for both.
 """
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 from collections.abc import Callable
@@ -40,18 +50,41 @@ from typing import Any, Protocol
 
 
 class Hooks(Protocol):
-    """What a controlled scheduler implements to take over the seam."""
+    """What an observer implements: it sees every yield point."""
 
     def yield_point(self, name: str) -> None: ...
 
 
+class Controller(Hooks, Protocol):
+    """What a controlled scheduler implements to run every thread itself."""
+
+    def block_until(self, ready: Callable[[], bool], what: str) -> None:
+        """Park the running logical thread until ``ready()`` holds (the scheduler picks who runs meanwhile)."""
+
+    def spawn(self, target: Callable[[], None], name: str) -> Any:
+        """Start a logical thread; return a handle with a ``done`` attribute."""
+
+    def current(self) -> int:
+        """Return the running logical thread's id."""
+
+    def local(self) -> Any:
+        """Return a namespace with one set of attributes per logical thread."""
+
+
 _hooks: Hooks | None = None
+_controller: Controller | None = None
 
 
 def install(hooks: Hooks | None) -> None:
     """Route every ``yield_point`` to ``hooks`` (None restores the free-running default)."""
     global _hooks
     _hooks = hooks
+
+
+def control(controller: Controller | None) -> None:
+    """Hand the seam to a scheduler (None gives it back): yield points and new primitives are its own."""
+    global _hooks, _controller
+    _hooks = _controller = controller
 
 
 def yield_point(name: str) -> None:
@@ -70,13 +103,57 @@ def set_switch_interval(seconds: float) -> float:
     return previous
 
 
+class _NoLock:
+    """The inner lock of a model primitive: one logical thread runs at a time, so it guards nothing."""
+
+    __slots__ = ()
+
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        pass
+
+    def notify_all(self) -> None:
+        pass
+
+
+_NO_LOCK = _NoLock()
+
+
+class _ModelLock:
+    """A lock under the scheduler: acquiring is a decision, a held lock parks the caller."""
+
+    __slots__ = ("_controller", "_point", "_owner")
+
+    def __init__(self, controller: Controller, name: str) -> None:
+        self._controller, self._point = controller, f"{name}.acquire"
+        self._owner: int | None = None
+
+    def _free(self) -> bool:
+        return self._owner is None
+
+    def acquire(self) -> bool:
+        controller = self._controller
+        controller.yield_point(self._point)
+        if self._owner is not None:
+            controller.block_until(self._free, self._point)
+        self._owner = controller.current()
+        return True
+
+    def release(self) -> None:
+        assert self._owner is not None, f"{self._point}: release of a lock nobody holds"
+        self._owner = None
+
+
 class Lock:
     """A plain mutual-exclusion lock, used as ``with lock:``."""
 
     __slots__ = ("_lock", "name")
 
     def __init__(self, name: str = "lock") -> None:
-        self._lock = threading.Lock()
+        controller = _controller
+        self._lock: Any = threading.Lock() if controller is None else _ModelLock(controller, name)
         self.name = name
 
     def __enter__(self) -> Lock:
@@ -101,17 +178,23 @@ class RWGate:
     Invariant: ``_writer`` implies ``_readers == 0``; waiting writers block new readers so a
     stream of readers cannot starve a split. ``_owner`` is the thread that holds the exclusive
     side (None when nobody does). The uncontended paths take one short internal lock and
-    never touch the condition variable.
+    never touch the condition variable. Under a scheduler the internal lock is ``_NoLock``,
+    every acquire starts with a decision, and a wait parks the logical thread.
     """
 
     __slots__ = (
         "_lock", "_cond", "_readers", "_writer", "_owner", "_writers_waiting", "_readers_waiting",
-        "_shared_count", "_exclusive_count", "name", "_shared_cm", "_exclusive_cm",
+        "_shared_count", "_exclusive_count", "name", "_shared_cm", "_exclusive_cm", "_controller",
+        "_shared_point", "_exclusive_point",
     )
 
     def __init__(self, name: str = "gate") -> None:
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+        self._controller = controller = _controller
+        if controller is None:
+            self._lock: Any = threading.Lock()
+            self._cond: Any = threading.Condition(self._lock)
+        else:
+            self._lock = self._cond = _NO_LOCK
         self._readers = 0
         self._writer = False
         self._owner: int | None = None
@@ -120,16 +203,33 @@ class RWGate:
         self._shared_count = 0
         self._exclusive_count = 0
         self.name = name
+        self._shared_point, self._exclusive_point = f"{name}.shared", f"{name}.exclusive"
         self._shared_cm = _Hold(self.acquire_shared, self.release_shared)
         self._exclusive_cm = _Hold(self.acquire_exclusive, self.release_exclusive)
 
+    def _may_share(self) -> bool:
+        return not (self._writer or self._writers_waiting)
+
+    def _may_own(self) -> bool:
+        return not (self._writer or self._readers)
+
+    def _await(self, ready: Callable[[], bool], point: str) -> None:
+        """Wait until ``ready()`` (the internal lock held natively; a parked logical thread under a scheduler)."""
+        controller = self._controller
+        if controller is not None:
+            controller.block_until(ready, point)
+            return
+        while not ready():
+            self._cond.wait()
+
     def acquire_shared(self) -> None:
+        if self._controller is not None:
+            self._controller.yield_point(self._shared_point)
         lock = self._lock
         lock.acquire()
         if self._writer or self._writers_waiting:
             self._readers_waiting += 1
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
+            self._await(self._may_share, self._shared_point)
             self._readers_waiting -= 1
         self._readers += 1
         self._shared_count += 1
@@ -145,15 +245,16 @@ class RWGate:
         lock.release()
 
     def acquire_exclusive(self) -> None:
+        if self._controller is not None:
+            self._controller.yield_point(self._exclusive_point)
         lock = self._lock
         lock.acquire()
         if self._writer or self._readers:
             self._writers_waiting += 1
-            while self._writer or self._readers:
-                self._cond.wait()
+            self._await(self._may_own, self._exclusive_point)
             self._writers_waiting -= 1
         self._writer = True
-        self._owner = threading.get_ident()
+        self._owner = current_thread_id()
         self._exclusive_count += 1
         lock.release()
 
@@ -161,7 +262,7 @@ class RWGate:
         lock = self._lock
         lock.acquire()
         assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
-        assert self._owner == threading.get_ident(), f"{self.name}: exclusive release by a thread that does not hold it"
+        assert self._owner == current_thread_id(), f"{self.name}: exclusive release by a thread that does not hold it"
         self._writer = False
         self._owner = None
         if self._writers_waiting or self._readers_waiting:
@@ -182,7 +283,7 @@ class RWGate:
 
     def owns_exclusive(self) -> bool:
         """Check if the calling thread holds the exclusive side (what a shape change asserts)."""
-        return self._writer and self._owner == threading.get_ident()
+        return self._writer and self._owner == current_thread_id()
 
     def held_shared(self) -> bool:
         """Check if any thread holds the shared side."""
@@ -210,54 +311,89 @@ class _Hold:
 class Event:
     """A one-shot flag threads can wait on."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "_controller", "_set")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._controller = _controller
+        self._event = threading.Event() if self._controller is None else None
+        self._set = False
 
     def set(self) -> None:
-        self._event.set()
+        if self._event is None:
+            self._set = True
+        else:
+            self._event.set()
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set if self._event is None else self._event.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        return self._event.wait(timeout)
+        """Wait until set; under a scheduler a timeout is ignored (waiting forever is a reported deadlock)."""
+        if self._event is not None:
+            return self._event.wait(timeout)
+        assert self._controller is not None
+        if not self._set:
+            self._controller.block_until(self.is_set, "event.wait")
+        return True
 
 
 class Channel:
     """An unbounded FIFO between threads."""
 
-    __slots__ = ("_queue",)
+    __slots__ = ("_queue", "_items", "_controller")
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._controller = _controller
+        self._queue: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if self._controller is None else None
+        self._items: collections.deque[Any] = collections.deque()
+
+    def _ready(self) -> bool:
+        return bool(self._items)
 
     def put(self, item: Any) -> None:
-        self._queue.put(item)
+        if self._queue is None:
+            self._items.append(item)
+        else:
+            self._queue.put(item)
 
     def get(self) -> Any:
-        return self._queue.get()
+        if self._queue is not None:
+            return self._queue.get()
+        assert self._controller is not None
+        if not self._items:
+            self._controller.block_until(self._ready, "channel.get")
+        return self._items.popleft()
 
 
 class Thread:
-    """A started OS thread running ``target()``; ``join`` waits for it."""
+    """A started thread running ``target()`` (a logical thread under a scheduler); ``join`` waits for it."""
 
-    __slots__ = ("_thread",)
+    __slots__ = ("_thread", "_controller")
 
     def __init__(self, target: Callable[[], None], name: str, daemon: bool = True) -> None:
-        self._thread = threading.Thread(target=target, name=name, daemon=daemon)
-        self._thread.start()
+        self._controller = _controller
+        if self._controller is None:
+            self._thread: Any = threading.Thread(target=target, name=name, daemon=daemon)
+            self._thread.start()
+        else:
+            self._thread = self._controller.spawn(target, name)
 
     def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+        if self._controller is None:
+            self._thread.join(timeout)
+            return
+        handle = self._thread
+        if not handle.done:
+            self._controller.block_until(lambda: handle.done, "thread.join")
 
 
 def local() -> Any:
-    """Return a fresh thread-local namespace."""
-    return threading.local()
+    """Return a fresh thread-local namespace (one per logical thread under a scheduler)."""
+    controller = _controller
+    return threading.local() if controller is None else controller.local()
 
 
 def current_thread_id() -> int:
-    """Return an identifier of the running thread."""
-    return threading.get_ident()
+    """Return an identifier of the running thread (the logical thread's under a scheduler)."""
+    controller = _controller
+    return threading.get_ident() if controller is None else controller.current()

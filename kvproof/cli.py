@@ -369,7 +369,7 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
 
 
 @main.command()
-@click.argument("log_file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("log_file", metavar="LOG_FILE|TOKEN|SCHEDULE.json")
 @click.option("--target", type=TARGET, default=None,
               help="the subject to replay the log through (default: only the reference and the contract)")
 @click.option("--oracle", type=TARGET, default="reference", show_default=True, help="the tree whose answers are taken as right")
@@ -381,12 +381,24 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
 @json_option
 def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: bool, strict_shape: bool,
            out_path: str | None, json_path: str | None) -> None:
-    """Replay a log of router events (RouterEvent JSON lines) through the contract and two trees side by side.
+    """Replay a log of router events, or a schedule (a token or a schedule file) of the interleaving explorer.
 
-    Reports the lines the contract refuses, then the first difference of each kind with its
-    log line, and writes the worst one shrunk (same kind) as a log replayable with this
-    command. The last line is `replay: events=E queries=Q differences=D failing=F`.
+    A log (RouterEvent JSON lines) goes through the contract and two trees side by side: the
+    lines the contract refuses, then the first difference of each kind with its log line, and
+    the worst one shrunk (same kind) written as a log replayable with this command. The last
+    line is `replay: events=E queries=Q differences=D failing=F`.
+
+    A schedule token (SCENARIO/TARGET/STRATEGY/DECISIONS, as `kvproof explore` prints it) or a
+    schedule file (.json) runs that exact interleaving again under the controlled scheduler and
+    prints its history and what it showed; `--target` runs it on another subject instead.
     """
+    from .stateful_tests.explore.token import looks_like_token
+
+    if looks_like_token(log_file) or log_file.endswith(".json"):
+        _replay_schedule(log_file, target)
+        return
+    if not Path(log_file).is_file():
+        raise click.BadParameter(f"{log_file!r} is neither a file nor a schedule token", param_hint="LOG_FILE")
     from .stateful_tests.harness.targets import load_target, resolve_rules
     from .stateful_tests.tree.log import LogError, judging_options, ops_to_lines, read_log
     from .stateful_tests.tree.replay import replay_log
@@ -643,6 +655,165 @@ def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str)
     sys.exit(EXIT_FAIL if problems else EXIT_PASS)
 
 
+def _replay_schedule(text: str, target: Any) -> None:
+    """``kvproof replay TOKEN|SCHEDULE.json``: one interleaving again, deterministically."""
+    import dataclasses
+
+    from .stateful_tests.explore.campaign import replay_schedule
+    from .stateful_tests.explore.replay import Divergence
+    from .stateful_tests.explore.token import TokenError, load_schedule, parse_token
+
+    try:
+        schedule = load_schedule(text) if text.endswith(".json") else parse_token(text)
+    except TokenError as exc:
+        click.echo(f"replay: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if target is not None:
+        schedule = dataclasses.replace(schedule, target=target.name)
+    try:
+        result, program = replay_schedule(schedule)
+    except KeyError as exc:
+        click.echo(f"replay: {exc.args[0]}", err=True)
+        sys.exit(EXIT_USAGE)
+    except Divergence as exc:
+        click.echo(f"replay: the schedule does not fit this code ({exc}); it was recorded on another version", err=True)
+        sys.exit(EXIT_FAIL)
+    click.echo(f"replay: {schedule.scenario} on {schedule.target}, {len(schedule.decisions)} decisions "
+               f"(threads: {', '.join(f'{chr(97 + i)}={n}' for i, n in sorted(result.names.items()))})")
+    for line in program.recorder.describe():
+        click.echo(f"  {line}")
+    for problem in result.problems:
+        click.echo(problem)
+    if schedule.kind and result.failed:
+        click.echo(f"replay: shows {schedule.kind!r} as recorded" if problem_kind(result) == schedule.kind
+                   else f"replay: shows {problem_kind(result)!r}, recorded as {schedule.kind!r}")
+    click.echo(f"replay: outcome={result.outcome.value} decisions={len(result.decisions)} steps={result.steps}")
+    sys.exit(EXIT_FAIL if result.failed else EXIT_PASS)
+
+
+def problem_kind(result: Any) -> str:
+    from .stateful_tests.explore.programs import kind_of
+
+    return kind_of(result.problems[0]) if result.problems else result.outcome.value
+
+
+# ----------------------------------------------------------------------------- explore
+
+
+@main.command()
+@click.argument("scenario", required=False)
+@click.option("--strategy", type=click.Choice(["pct", "random", "dfs", "hypothesis"]), default="pct", show_default=True)
+@click.option("--budget", type=int, default=None, help="schedules to run (default: the profile's; dfs stops when exhausted)")
+@seed_option()
+@click.option("--depth", type=int, default=None, help="PCT's bug depth d (default: the profile's, 3)")
+@click.option("--preemptions", type=int, default=2, show_default=True, help="dfs: the preemption bound (-1: unbounded)")
+@click.option("--target", "target_name", default="impl", show_default=True,
+              help="impl, a broken structure's name (see --list), or module.path:Factory")
+@profile_option()
+@click.option("--list", "list_only", is_flag=True, help="list the scenarios and the broken structures, and exit")
+@click.option("--mutants", is_flag=True, help="run the gate's explorer rows on every broken structure: each must be found")
+@click.option("--fresh", is_flag=True, help="with --mutants: skip the saved regressions, so every find is the explorer's own")
+@click.option("--save", "save_dir", type=click.Path(file_okay=False), default="kvproof-failures/schedules", show_default=True,
+              help="where a failing schedule is saved as a file")
+@json_option
+def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, depth: int | None, preemptions: int,
+            target_name: str, profile: str | None, list_only: bool, mutants: bool, fresh: bool, save_dir: str,
+            json_path: str | None) -> None:
+    """Explore the interleavings of a race scenario under the controlled scheduler (every scenario when none is named).
+
+    Each schedule runs the scenario's threads one at a time, the strategy choosing who runs at
+    every yield point and acquire; its history is checked for linearizability against the
+    reference, and the structure's check() runs at the end. The first failing schedule is shrunk,
+    saved, and printed as a token with the command that replays it. The last line is
+    `explore: scenarios=N schedules=S failing=F`.
+    """
+    from .stateful_tests.explore import campaign
+    from .stateful_tests.explore.token import save_schedule
+    from .stateful_tests.harness.profiles import profile_named
+
+    if list_only:
+        out.print_table(("scenario", "family", "race"), [(n, sc.family, sc.story) for n, sc in campaign.SCENARIOS.items()])
+        click.echo("broken structures (targets): " + ", ".join(campaign.broken_subjects()))
+        sys.exit(EXIT_PASS)
+    chosen = profile_named(profile)
+    if mutants:
+        _explore_mutants(chosen, seed, fresh, json_path)
+        return
+    if scenario is not None and scenario not in campaign.SCENARIOS:
+        raise click.BadParameter(f"unknown scenario {scenario!r}: one of {', '.join(campaign.SCENARIOS)}", param_hint="SCENARIO")
+    subject = campaign.subject_for(target_name)
+    if subject.why:
+        click.echo(f"explore: {subject.why}", err=True)
+        sys.exit(EXIT_USAGE)
+    names = [scenario] if scenario else [n for n, sc in campaign.SCENARIOS.items() if subject.maker(sc.family) is not None]
+    schedules = budget if budget is not None else chosen.explore.schedules
+    d = depth if depth is not None else chosen.explore.pct_depth
+    rows, found = [], []
+    for name in names:
+        if strategy == "hypothesis":
+            report = campaign.explore_with_hypothesis(name, subject, schedules, seed)
+        else:
+            strat = campaign.strategy_named(strategy, seed, d, None if preemptions < 0 else preemptions)
+            report = campaign.explore(name, subject, strat, schedules if strategy != "dfs" or budget else 10**9)
+        verdict = "FAIL" if report.found else ("exhausted" if report.exhausted else "pass")
+        rows.append((name, report.strategy, report.schedules, report.max_decisions, f"{report.seconds:.2f}", verdict))
+        if strategy == "pct" and report.schedules:
+            click.echo(campaign.pct_budget_line(report.threads, report.max_decisions, d))
+        for note in report.notes:
+            click.echo(f"  note: {note}")
+        if report.found:
+            found.append(report.found)
+    out.print_table(("scenario", "strategy", "schedules", "max decisions", "seconds", "result"), rows, numeric=(2, 3, 4))
+    for f in found:
+        path = save_schedule(f.schedule, save_dir)
+        click.echo(f"\nFAIL {f.schedule.scenario} on {subject.name}: {f.problems[0].splitlines()[0]}")
+        for line in f.problems[0].splitlines()[1:]:
+            click.echo(f"  {line}")
+        click.echo(f"  found at schedule {f.index} after {f.seconds:.2f} s; shrunk to {len(f.schedule.decisions)} decisions "
+                   f"({f.preemptions} preemptions) from {f.original_decisions}")
+        click.echo("  history of the shrunk schedule:")
+        for line in f.history:
+            click.echo(f"    {line}")
+        click.echo(f"  token:  {f.token}\n  saved:  {path}\n  replay: kvproof replay {f.token}")
+    if json_path:
+        out.write_json(json_path, "explore", {"target": subject.name, "strategy": strategy, "seed": seed, "rows": [
+            dict(zip(("scenario", "strategy", "schedules", "max_decisions", "seconds", "result"), r)) for r in rows],
+            "found": [{"token": f.token, "kind": f.schedule.kind, "problem": f.problems[0]} for f in found]})
+    click.echo(f"explore: scenarios={len(rows)} schedules={sum(r[2] for r in rows)} failing={len(found)}")
+    sys.exit(EXIT_FAIL if found else EXIT_PASS)
+
+
+def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None) -> None:
+    """``kvproof explore --mutants``: the gate's explorer sweep on every broken structure, each must be found."""
+    from .stateful_tests.explore import campaign
+
+    rows, missed = [], []
+    for name in campaign.broken_subjects():
+        subject = campaign.subject_for(name)
+        families = ("tracker",) if subject.tracker else ("lanes", "pool")
+        report = campaign.sweep(subject, families, profile.explore.schedules, seed, profile.explore.pct_depth,
+                                regressions=not fresh)
+        f = report.found
+        if report.regression_failure:
+            click.echo(f"explore: {report.regression_failure}", err=True)
+        if f is None:
+            missed.append(name)
+        rows.append((name, f.schedule.scenario if f else "-", f.schedule.kind if f else "NOT FOUND", report.schedules,
+                     f"{report.seconds:.2f}", f.token if f else "-"))
+    if not fresh:
+        click.echo("(the saved regressions, stateful_tests/explore/regressions/, are replayed first: a structure one of "
+                   "them catches shows 0 schedules; --fresh explores from nothing)")
+    out.print_table(("broken structure", "scenario", "kind", "schedules", "seconds", "token"), rows, numeric=(3, 4),
+                    title=f"the gate's explorer rows ({profile.name} profile: {profile.explore.schedules} schedules per "
+                          f"scenario and strategy, seed {seed})")
+    if json_path:
+        out.write_json(json_path, "explore-mutants", {"profile": profile.name, "seed": seed, "rows": [
+            dict(zip(("mutant", "scenario", "kind", "schedules", "seconds", "token"), r)) for r in rows]})
+    click.echo(f"explore: mutants={len(rows)} found={len(rows) - len(missed)} missed={len(missed)}"
+               + (f" ({', '.join(missed)})" if missed else ""))
+    sys.exit(EXIT_FAIL if missed else EXIT_PASS)
+
+
 # ----------------------------------------------------------------------------- bench
 
 
@@ -670,6 +841,26 @@ def bench_trees(streams: int, seed: int, repeats: int, json_path: str | None) ->
     if json_path:
         out.write_json(json_path, "bench-trees", {"events": result.events, "queries": result.queries, "repeats": repeats,
                                                   "rows": [asdict(r) for r in result.rows]})
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("explore")
+@click.option("--schedules", type=int, default=3000, show_default=True, help="schedules of the toy program per strategy")
+@click.option("--histories", type=int, default=200, show_default=True, help="50-call histories for the checker")
+@seed_option()
+@json_option
+def bench_explore(schedules: int, histories: int, seed: int, json_path: str | None) -> None:
+    """Schedules per second (3 threads x 10 yield points, one core) and milliseconds per 50-call linearizability check."""
+    from dataclasses import asdict
+
+    from .stateful_tests.explore.bench import HEADERS, run_bench_explore, table_rows
+
+    result = run_bench_explore(schedules, histories, seed)
+    out.print_table(HEADERS, table_rows(result), numeric=(1, 2))
+    for line in result.lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-explore", asdict(result))
     sys.exit(EXIT_PASS)
 
 

@@ -74,6 +74,18 @@ def _stress(ctx: Context, row: Row) -> None:
             raise Failed(f"{report.summary_line()}; first: {report.problems[0]}")
 
 
+def _explore(ctx: Context, row: Row) -> None:
+    import functools
+
+    from ..stateful_tests.explore.campaign import Subject
+    from ..stateful_tests.sequences import model
+    from .tree import explore_row
+
+    tracker = model.TARGETS["impl"]
+    name = "impl" if tracker.__module__.startswith("kvproof.impl") else tracker.__name__
+    explore_row(ctx, row, Subject(name, tracker=functools.partial(tracker, None)), ("tracker",))
+
+
 def _controls(ctx: Context, row: Row) -> None:
     from ..stateful_tests.harness.controls import caught_as_expected
     from ..stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
@@ -132,6 +144,9 @@ CHECKS: list[Check] = [
           what='malformed or impossible tracker calls get the exact typed error and change nothing, on all three trackers'),
     Check("sequences", "concurrency", "stress (real threads)", _stress,
           what='the concurrent tracker under racing adds, frees and marks: no request lost or owned twice, registry equals the projection'),
+    Check("sequences", "explore", "interleavings (explorer)", _explore,
+          what='the concurrent tracker\'s races under PCT and random schedules of the controlled scheduler: every history '
+               'linearizable against the reference tracker (reads per the eventually consistent registry), check() at the end'),
     Check("sequences", "controls", "negative controls", _controls,
           what='each broken tracker is caught by the values or the law its table names'),
     Check("sequences", "conformance", "vs dynamo.slot_tracker", _conformance, _conformance_applies,

@@ -273,6 +273,35 @@ def _pool_pipelined(ctx: Context, row: Row) -> None:
             raise Failed(f"stream {index} of seed {ctx.seed}: {problems[0]} ({len(problems)} differences)")
 
 
+def _explore_subject(ctx: Context) -> Any:
+    from ..stateful_tests.explore.campaign import subject_for
+
+    return subject_for(ctx.target_name, None if embedded_only(ctx) else ctx.factory)
+
+
+def _explore_relevant(ctx: Context) -> bool:
+    """The embedded implementation, or any target with lanes or event threads to interleave."""
+    return embedded_only(ctx) or not _explore_subject(ctx).why
+
+
+def explore_row(ctx: Context, row: Row, subject: Any, families: tuple[str, ...]) -> None:
+    """Shared by the tree's and the tracker's explorer rows: a sweep under the profile's budget."""
+    from ..stateful_tests.explore.campaign import sweep, sweep_row_detail
+
+    budget = ctx.profile.explore
+    report = sweep(subject, families, budget.schedules, ctx.seed, budget.pct_depth)
+    row.examples = len(report.explorations) + report.regressions
+    row.checks = report.schedules + report.regressions
+    detail, replay = sweep_row_detail(report)
+    if detail:
+        row.replay = replay
+        raise Failed(detail)
+
+
+def _explore(ctx: Context, row: Row) -> None:
+    explore_row(ctx, row, _explore_subject(ctx), ("lanes", "pool"))
+
+
 def _conformance_applies(ctx: Context) -> str | None:
     _, oracle, why = conformance_oracle(ctx)
     return None if oracle is not None else why
@@ -295,6 +324,9 @@ CHECKS: list[Check] = [
           what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
     Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,
           what='the thread-pool indexer with events submitted, one flush, then outcomes, scores and snapshot equal to the reference'),
+    Check("tree", "explore", "interleavings: explorer + linearizability", _explore, relevant=_explore_relevant,
+          what='every tree race scenario (lanes and the pool) under PCT and random schedules of the controlled scheduler, '
+               'regressions first: every history linearizable against the reference, check() at the end'),
     Check("tree", "impl", "real-thread stress, strict + chaos", _impl_stress, relevant=embedded_only,
           what='the concurrent tree under 8 writers and 4 readers: every read within what each rank held, parity or contract at quiescence'),
 ]

@@ -46,6 +46,12 @@ class DeepInferBudget:
 
 
 @dataclass(frozen=True)
+class ExploreBudget:
+    schedules: int  # schedules per scenario and strategy (PCT, then random walk); a sweep stops at the first failure
+    pct_depth: int
+
+
+@dataclass(frozen=True)
 class ProofBudget:
     z3_timeout_ms: int
     crosshair_condition_s: float
@@ -60,6 +66,7 @@ class Profile:
     sequences: SequenceBudget
     deepinfer: DeepInferBudget
     proofs: ProofBudget
+    explore: ExploreBudget
 
 
 PROFILES: dict[str, Profile] = {
@@ -69,6 +76,7 @@ PROFILES: dict[str, Profile] = {
         SequenceBudget(law_examples=20, machine_examples=25, machine_steps=25, stress_rounds=1, stress_ops=400, conform_scenarios=3),
         DeepInferBudget(roundtrip_cases=20),
         ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=0.5, crosshair_diff_s=1.0),
+        ExploreBudget(schedules=60, pct_depth=3),
     ),
     "ci": Profile(
         "ci", True,
@@ -76,6 +84,7 @@ PROFILES: dict[str, Profile] = {
         SequenceBudget(law_examples=100, machine_examples=150, machine_steps=40, stress_rounds=4, stress_ops=400, conform_scenarios=10),
         DeepInferBudget(roundtrip_cases=60),
         ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=1.0, crosshair_diff_s=2.0),
+        ExploreBudget(schedules=300, pct_depth=3),
     ),
     "deep": Profile(
         "deep", False,
@@ -83,6 +92,7 @@ PROFILES: dict[str, Profile] = {
         SequenceBudget(law_examples=666, machine_examples=600, machine_steps=60, stress_rounds=20, stress_ops=1500, conform_scenarios=60),
         DeepInferBudget(roundtrip_cases=600),
         ProofBudget(z3_timeout_ms=60_000, crosshair_condition_s=10.0, crosshair_diff_s=30.0),
+        ExploreBudget(schedules=3000, pct_depth=3),
     ),
 }
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 
+from ...impl._sync import yield_point
 from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
 from ...impl.slot_tracker import _Slot
 from ...reference.sequences import ActiveSequences, PrefillTracker, SlotTracker, decayed_tokens, remaining_modeled_ms
+from ...spec import slot_tracker as law
 from ...spec.prefill import PrefillLoadSnapshot
 from ...spec.primitives import U64_MAX
 from ...spec.sequence_errors import DuplicateRequest, MissingExpectedDuration, RequestNotFound, TokenLoadOverflow, WorkerNotFound
@@ -310,10 +312,38 @@ class MarkIsLost(ImplSlotTracker):
                 raise RequestNotFound(rid)
 
 
+class PublishAfterUnlock(ImplSlotTracker):
+    """A lock released before publish: an add mutates its slot under the slot lock but publishes the delta after
+    releasing it, so two writers of one slot can publish out of mutation order and the registry keeps a stale load."""
+
+    def add_request(self, request, now) -> None:
+        request, now = law.check_add_args(request, now)
+        rid, worker = request.request_id, request.worker
+        with self._topology.shared():
+            slot = law.check_slot(self._slots.get(worker), worker)
+            with slot.lock:
+                law.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
+                if self._index.try_insert(rid, worker) is not None:
+                    raise DuplicateRequest(rid, self._index.get(rid))
+                expired, stored, removed = slot.seq.add(request, now, self.expiry)
+                for gone in expired:
+                    self._index.remove_if(gone, worker)
+                load = slot.seq.load_snapshot()
+            yield_point("sequences.add.unlocked")
+            with self._registry_gate.shared():  # the delta and the load, published after the lock is gone
+                view = self._registry[worker]
+                with view.lock:
+                    view.membership.difference_update(removed)
+                    view.membership.update(stored)
+                view.load = load
+
+
 def _pause() -> None:
-    """Give other threads the window the broken pipeline opens (a GIL switch)."""
+    """Give other threads the window the broken pipeline opens: a yield point (the explorer's decision) and a GIL
+    switch (real threads)."""
     import time
 
+    yield_point("sequences.add.booked_early")
     time.sleep(0)
 
 
@@ -339,6 +369,7 @@ MUTANTS = [
     BookBeforeSlotLock,
     MarkSkipsPublish,
     MarkIsLost,
+    PublishAfterUnlock,
 ]
 
 # The spec law (sequence_laws) that each mutant breaks, by the law's function name.
@@ -397,7 +428,8 @@ CAUGHT_BY = {m: {"machine", "values", "laws"} for m in MUTANTS}
 CAUGHT_BY[BookBeforeSlotLock] = {"stress"}
 CAUGHT_BY[MarkIsLost] = {"stress", "values"}  # the stress's lost-mark oracle; the audit's invariants alone pass it
 CAUGHT_BY[ExpiresAtTheBoundary] = {"values"}  # the sampled histories never land a sweep exactly `expiry` after a start
-CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}  # stress: only when a mark is a slot's last write
+CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}
+CAUGHT_BY[PublishAfterUnlock] = {"explore"}  # only some interleavings show it: the explorer's  # stress: only when a mark is a slot's last write
 
 
 def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300) -> list[tuple[str, str, str, str, str]]:

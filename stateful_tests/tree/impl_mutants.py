@@ -10,6 +10,15 @@ Each is the concurrent tree with one protection removed:
 - ``ExtendsInternalNode``: decode extension ignores the sticky ``internal`` flag.
 - ``RejectsStoresUnderSomeParents``: stores under held parents are refused (caught only by the
   checkpoint's acceptance verdicts in chaos mode).
+- ``FanoutWithoutGate``: a prefill fanout insert checks the parent's version but does not hold its
+  shared gate, so a split can move the parent's children between the check and the insert.
+- ``ReadSkipsVersionCheck``: ``find_matches`` descends into a child without checking that the
+  node's version did not move since it read the edge (the child may belong to another edge).
+- ``TornEdgeRead``: ``find_matches`` reads a node's edge and its coverage from two moments.
+- ``DropReadsLinksFirst``: a worker's removal reads a node's split links before dropping the worker
+  from it, missing a suffix split off in between.
+
+The interleaving explorer (``stateful_tests.explore``) finds each of them deterministically.
 
 And two broken thread-pool indexers (``POOL_MUTANTS``), caught by the pipelined check
 (``pipeline.check_pipelined``, the gate's pool row):
@@ -25,12 +34,17 @@ deterministically (the lockstep twin machine and a forced interleaving).
 
 from __future__ import annotations
 
+from collections import deque
+
+from ...impl import _sync
 from ...impl.indexer import ThreadPoolIndexer
 from ...impl.lane import Direction, Lane
+from ...impl.node import ReadStep, RootStep
 from ...impl.radix_tree import ConcurrentRadixTree
-from ...spec.coverage import covers
+from ...spec.coverage import EdgeState, covers, drop_worker
 from ...spec.errors import ParentBlockNotFound
 from ...spec.events import parse_event
+from ...spec.match import OverlapScores, check_query, find_matches_walk
 
 
 class NoVersionCheck(ConcurrentRadixTree):
@@ -72,7 +86,113 @@ class RejectsStoresUnderSomeParents(ConcurrentRadixTree):
         super()._store(lane, rank, stored)
 
 
+class FanoutWithoutGate(ConcurrentRadixTree):
+    """A dropped gate: prefill fanout validates the parent's version, then inserts without holding its shared gate."""
+
+    def _insert_child(self, lane, parent, key, fresh, version) -> str:
+        if not parent.internal:
+            return super()._insert_child(lane, parent, key, fresh, version)
+        if parent.version != version:
+            lane.stats["stale_plan_retries"] += 1
+            return "stale"
+        with parent.children_lock:  # a split may run between the check and here: nothing holds it off
+            if key in parent.children:
+                return "existing"
+            parent.children[key] = fresh
+        lane.stats["fanout_inserts"] += 1
+        return "inserted"
+
+
+class _UncheckedStep(ReadStep):
+    __slots__ = ()
+
+    def child(self, local: int):
+        child = self.node.children.get(local)
+        _sync.yield_point("read.after_child")
+        return None if child is None else _UncheckedStep(child)
+
+
+class _UncheckedRoot(RootStep):
+    __slots__ = ()
+
+    def child(self, local: int):
+        child = self.root.children.get(local)
+        return None if child is None else _UncheckedStep(child)
+
+
+class ReadSkipsVersionCheck(ConcurrentRadixTree):
+    """A missing version check on the read path: the walk descends into whatever child the node has now."""
+
+    def find_matches(self, sequence, early_exit: bool = False) -> OverlapScores:
+        return OverlapScores(find_matches_walk(_UncheckedRoot(self.root), check_query(sequence), bool(early_exit)))
+
+
+class _TornStep(ReadStep):
+    __slots__ = ()
+
+    def edge_state(self) -> EdgeState:
+        self.version = self.node.version
+        edge = self.node.view.state.edge
+        _sync.yield_point("read.between_edge_and_coverage")
+        now = self.node.view.state
+        return EdgeState(edge, now.full_edge_workers, now.worker_cutoffs)
+
+    def child(self, local: int):
+        step = super().child(local)
+        return None if step is None else _TornStep(step.node)
+
+
+class _TornRoot(RootStep):
+    __slots__ = ()
+
+    def child(self, local: int):
+        child = self.root.children.get(local)
+        return None if child is None else _TornStep(child)
+
+
+class TornEdgeRead(ConcurrentRadixTree):
+    """A torn read: the walk takes a node's edge from one published view and its full set and cutoffs from a later one."""
+
+    def find_matches(self, sequence, early_exit: bool = False) -> OverlapScores:
+        return OverlapScores(find_matches_walk(_TornRoot(self.root), check_query(sequence), bool(early_exit)))
+
+
+class DropReadsLinksFirst(ConcurrentRadixTree):
+    """A worker's removal reads each node's split links before it drops the worker there, so a suffix split off
+    in between keeps the worker's coverage (the bug ``drop_ranks``'s docstring records)."""
+
+    def drop_ranks(self, lane, ranks, forget: bool) -> None:
+        if not ranks:
+            return
+        targets = set(ranks)
+        queue = deque(node for rank in ranks for node in lane.lookups.get(rank, {}).values())
+        seen: set[int] = set()
+        while queue:
+            node = queue.popleft()
+            if node.id in seen:
+                continue
+            seen.add(node.id)
+            queue.extend(node.splits)  # read before the gate: the broken order
+            _sync.yield_point("drop.before_gate")
+            with node.gate.exclusive():
+                if targets & node.holders():
+                    state = node.view.state
+                    for rank in targets:
+                        state = drop_worker(state, rank)
+                    node.publish(state)
+                    self._clear_children_if_unheld(lane, node)
+        for rank in ranks:
+            if forget:
+                lane.lookups.pop(rank, None)
+            elif rank in lane.lookups:
+                lane.lookups[rank] = {}
+
+
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]
+"""The mutants the lockstep twin and real-thread stress are measured against (docs/concurrency.md)."""
+
+EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst]
+"""Every broken concurrent tree: the explorer must find each (``kvproof explore --mutants``)."""
 
 
 # ----------------------------------------------------------------------------- broken pools

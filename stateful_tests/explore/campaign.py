@@ -1,0 +1,425 @@
+"""Explore a scenario: run schedules under a strategy, stop at the first failure, shrink it, and name it by a token.
+
+- ``SCENARIOS``: every explorable race, by name (``tree_scenarios``, ``tracker_scenarios``).
+- ``subject_for(target)``: what each family of scenarios runs on: a concurrent tree with lanes, a
+  thread-pool indexer, or a slot tracker (the embedded ones for ``impl``; a broken one by its name).
+- ``explore(...)``: schedules of one scenario under one strategy, within a budget; a failure is
+  shrunk (``shrink_schedule``: its decisions cut short and its preemptions undone while it fails
+  the same way) and returned as a ``token.Schedule``.
+- ``replay_schedule(schedule)``: run a token or schedule file again, deterministically.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dfs import DFS
+from .hypothesis_choice import HypothesisChoice
+from .pct import PCT, budget_for
+from .programs import HistoryProgram, kind_of
+from .random_walk import RandomWalk
+from .replay import Divergence, Replay
+from .scheduler import RunResult, Scheduler, Strategy
+from .token import Schedule
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    family: str  # "lanes", "pool" (the tree's) or "tracker"
+    story: str
+    build: Callable[[Callable[[], Any]], HistoryProgram]
+
+
+def _scenarios() -> dict[str, Scenario]:
+    from . import tracker_scenarios, tree_scenarios
+
+    out = {}
+    for name, (layout, family) in tree_scenarios.LAYOUTS.items():
+        out[name] = Scenario(name, family, _story(layout), functools.partial(tree_scenarios.tree_program, name))
+    for name, layout in tracker_scenarios.LAYOUTS.items():
+        out[name] = Scenario(name, "tracker", _story(layout), functools.partial(tracker_scenarios.tracker_program, name))
+    return out
+
+
+def _story(fn: Callable[..., Any]) -> str:
+    return " ".join((fn.__doc__ or "").split())
+
+
+SCENARIOS = _scenarios()
+
+
+# ----------------------------------------------------------------------------- subjects
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the scenarios of each family run on (None: that family does not apply, with ``why``)."""
+
+    name: str
+    lanes: Callable[[], Any] | None = None
+    pool: Callable[[], Any] | None = None
+    tracker: Callable[[], Any] | None = None
+    why: str = ""
+
+    def maker(self, family: str) -> Callable[[], Any] | None:
+        return {"lanes": self.lanes, "pool": self.pool, "tracker": self.tracker}[family]
+
+
+def broken_subjects() -> dict[str, type]:
+    """Every deliberately broken concurrent structure, by name (a valid token target)."""
+    from ..sequences import mutants as sequence_mutants
+    from ..tree import impl_mutants
+
+    tracker = [sequence_mutants.BookBeforeSlotLock, sequence_mutants.MarkSkipsPublish, sequence_mutants.MarkIsLost,
+               sequence_mutants.PublishAfterUnlock]
+    return {m.__name__: m for m in [*impl_mutants.EXPLORER_MUTANTS, *impl_mutants.POOL_MUTANTS, *tracker]}
+
+
+def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject:
+    """Resolve a target: ``impl``, a broken structure's name, or a tree factory (a class or ``module:Factory``)."""
+    from ...impl.indexer import ThreadPoolIndexer
+    from ...impl.radix_tree import ConcurrentRadixTree
+    from ...impl.slot_tracker import SlotTracker
+
+    if name in ("impl", "impl-lanes", "impl-pool"):
+        return Subject("impl", functools.partial(ConcurrentRadixTree, lanes=3), functools.partial(ThreadPoolIndexer, threads=2),
+                       functools.partial(SlotTracker, None))
+    broken = broken_subjects().get(name)
+    if broken is not None:
+        factory = broken
+    elif isinstance(factory, type) and factory in broken_subjects().values():
+        name = factory.__name__  # a broken structure named by module:Class gets its short name in tokens
+    if factory is None:
+        from ..harness.targets import load_target
+
+        target = load_target(name)
+        if target.factory is None:
+            return Subject(name, why=target.reason)
+        factory = target.factory
+    if isinstance(factory, type):
+        if issubclass(factory, ConcurrentRadixTree):
+            tree_class = factory
+            return Subject(name, functools.partial(tree_class, lanes=3),
+                           lambda: ThreadPoolIndexer(threads=2, tree=tree_class(lanes=2)))
+        if issubclass(factory, ThreadPoolIndexer):
+            return Subject(name, pool=functools.partial(factory, threads=2))
+        if issubclass(factory, SlotTracker):
+            return Subject(name, tracker=functools.partial(factory, None))
+    return _probed(name, factory)
+
+
+def _probed(name: str, factory: Callable[[], Any]) -> Subject:
+    """A tree from a factory: lanes if it has three, a pool if it pipelines events."""
+    from ..harness import targets
+    from ..tree.pipeline import is_pool
+
+    probe = factory()
+    try:
+        lanes = len(getattr(probe, "lanes", ())) >= 3 and callable(getattr(probe, "lane", None))
+        pool = is_pool(probe)
+    finally:
+        targets.dispose(probe)
+    if not (lanes or pool):
+        return Subject(name, why=f"{name} has neither three lanes (lane(i)) nor event threads (submit/flush) to interleave")
+    return Subject(name, factory if lanes else None, factory if pool else None)
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+STRATEGIES = ("pct", "random", "dfs")
+
+
+def strategy_named(name: str, seed: int, depth: int = 3, bound: int | None = 2) -> Strategy:
+    if name == "pct":
+        return PCT(seed, depth)
+    if name == "random":
+        return RandomWalk(seed)
+    if name == "dfs":
+        return DFS(bound)
+    raise ValueError(f"unknown strategy {name!r}: one of {', '.join(STRATEGIES)}")
+
+
+# ----------------------------------------------------------------------------- exploring
+
+
+@dataclass
+class Found:
+    """A failing schedule, shrunk: its token (or file), what it showed, and the history that shows it."""
+
+    schedule: Schedule
+    problems: list[str]
+    history: list[str]
+    index: int  # which schedule of the campaign failed first (0-based)
+    seconds: float  # until it was found
+    original_decisions: int
+    preemptions: int
+
+    @property
+    def token(self) -> str:
+        return self.schedule.token()
+
+
+@dataclass
+class Exploration:
+    scenario: str
+    target: str
+    strategy: str
+    schedules: int = 0
+    max_decisions: int = 0
+    threads: int = 0
+    seconds: float = 0.0
+    exhausted: bool = False
+    found: Found | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.found is None
+
+
+def _kind(result: RunResult) -> str:
+    return kind_of(result.problems[0]) if result.problems else result.outcome.value
+
+
+def run_schedule(program: HistoryProgram, strategy: Strategy, max_steps: int = 20_000) -> RunResult:
+    return Scheduler(strategy, max_steps).run(program)
+
+
+def preemptions(result_decisions: list[int], program: HistoryProgram) -> int:
+    """How many decisions of a replayed schedule switched away from a thread that could go on."""
+    counter = _PreemptionCounter(result_decisions)
+    Scheduler(counter).run(program)
+    return counter.count
+
+
+class _PreemptionCounter(Replay):
+    def __init__(self, decisions: list[int]) -> None:
+        super().__init__(decisions)
+        self.count = 0
+
+    def choose(self, runnable, current):
+        pick = super().choose(runnable, current)
+        if current is not None and pick != current:
+            self.count += 1
+        return pick
+
+
+def fails_alike(program: HistoryProgram, decisions: list[int], kind: str) -> RunResult | None:
+    """Replay ``decisions``; return the result if it fails with the same kind, else None (a divergence is not a failure)."""
+    try:
+        result = run_schedule(program, Replay(decisions))
+    except Divergence:
+        return None
+    return result if result.failed and _kind(result) == kind else None
+
+
+def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) -> list[int]:
+    """Cut a failing schedule short and undo preemptions while it fails with the same kind.
+
+    First the shortest prefix that still fails (past a prefix nothing preempts), then each
+    decision, last first, made to continue the thread of the decision before it.
+    """
+    best = list(decisions)
+    for length in range(len(best) + 1):
+        if fails_alike(program, best[:length], kind):
+            best = best[:length]
+            break
+    for k in range(len(best) - 1, 0, -1):
+        if best[k] != best[k - 1]:
+            trial = best[:k] + [best[k - 1]] + best[k + 1:]
+            if fails_alike(program, trial, kind):
+                best = trial
+    while best and fails_alike(program, best[:-1], kind):
+        best = best[:-1]
+    return best
+
+
+def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, seconds: float | None = None,
+            shrink: bool = True) -> Exploration:
+    """Run up to ``budget`` schedules of ``scenario`` (or until ``seconds`` pass); stop at the first failure."""
+    sc = SCENARIOS[scenario]
+    report = Exploration(scenario, subject.name, strategy.name)
+    make = subject.maker(sc.family)
+    if make is None:
+        report.notes.append(subject.why or f"{subject.name} has no {sc.family} to run {scenario} on")
+        return report
+    program = sc.build(make)
+    start = time.perf_counter()
+    for index in range(budget):
+        if strategy.exhausted():
+            report.exhausted = True
+            break
+        if seconds is not None and time.perf_counter() - start > seconds:
+            report.notes.append(f"stopped after {seconds:g} s")
+            break
+        result = run_schedule(program, strategy)
+        report.schedules += 1
+        report.max_decisions = max(report.max_decisions, len(result.decisions))
+        report.threads = max(report.threads, len(result.names))
+        if result.failed:
+            found_at = time.perf_counter() - start
+            kind = _kind(result)
+            decisions = shrink_schedule(program, result.decisions, kind) if shrink else list(result.decisions)
+            final = fails_alike(program, decisions, kind) or result
+            schedule = Schedule(scenario, subject.name, f"{strategy.name}#{index}", tuple(decisions), kind=kind,
+                                detail=final.problems[0].split("\n", 1)[0])
+            report.found = Found(schedule, final.problems, program.recorder.describe(), index, found_at,
+                                 len(result.decisions), preemptions(decisions, program))
+            break
+    else:
+        report.exhausted = strategy.exhausted()
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def replay_schedule(schedule: Schedule) -> tuple[RunResult, HistoryProgram]:
+    """Run a token or schedule file's schedule again (``Divergence`` if the code under it has changed)."""
+    sc = SCENARIOS.get(schedule.scenario)
+    if sc is None:
+        raise KeyError(f"unknown scenario {schedule.scenario!r}: one of {', '.join(SCENARIOS)}")
+    subject = subject_for(schedule.target)
+    make = subject.maker(sc.family)
+    if make is None:
+        raise KeyError(subject.why or f"{schedule.target} cannot run {schedule.scenario}")
+    program = sc.build(make)
+    return run_schedule(program, Replay(list(schedule.decisions))), program
+
+
+def pct_budget_line(threads: int, decisions: int, depth: int) -> str:
+    """The PCT guarantee for a program of this size, in words (printed with every PCT campaign)."""
+    from .pct import depth_bound
+
+    p = depth_bound(threads, decisions, depth)
+    return (f"PCT depth {depth}: n={threads} threads, k={decisions} decisions: each schedule finds a depth-{depth} bug "
+            f"with probability >= 1/(n*k^{depth - 1}) = {p:.2g}; {budget_for(threads, decisions, depth)} schedules "
+            f"give 95% confidence")
+
+
+def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed: int) -> Exploration:
+    """Let Hypothesis draw the schedule of ``scenario`` (and shrink it toward fewer preemptions) for ``examples`` runs."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    sc = SCENARIOS[scenario]
+    report = Exploration(scenario, subject.name, "hypothesis")
+    make = subject.maker(sc.family)
+    if make is None:
+        report.notes.append(subject.why)
+        return report
+    program = sc.build(make)
+    last: list[RunResult] = []
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=False,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def schedules(data: Any) -> None:
+        result = run_schedule(program, HypothesisChoice(data))
+        report.schedules += 1
+        last[:] = [result]
+        assert not result.failed, result.problems[0]
+
+    start = time.perf_counter()
+    try:
+        schedules()
+    except AssertionError:
+        result = last[0]
+        kind = _kind(result)
+        schedule = Schedule(scenario, subject.name, f"hypothesis.s{seed}", tuple(result.decisions), kind=kind,
+                            detail=result.problems[0].split("\n", 1)[0])
+        report.found = Found(schedule, result.problems, program.recorder.describe(), report.schedules,
+                             time.perf_counter() - start, len(result.decisions), preemptions(list(result.decisions), program))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# ----------------------------------------------------------------------------- sweeps (the gate's rows)
+
+
+@dataclass
+class Sweep:
+    """Every scenario of some families under PCT and random walk, regressions first; stops at the first failure."""
+
+    subject: str
+    explorations: list[Exploration] = field(default_factory=list)
+    regressions: int = 0
+    regression_found: Found | None = None  # a saved schedule that fails on this subject
+    regression_failure: str = ""  # a saved schedule that no longer fits the code (a divergence)
+    seconds: float = 0.0
+
+    @property
+    def found(self) -> Found | None:
+        return self.regression_found or next((e.found for e in self.explorations if e.found), None)
+
+    @property
+    def schedules(self) -> int:
+        return sum(e.schedules for e in self.explorations)
+
+
+def families_of(subject: Subject, families: tuple[str, ...]) -> list[str]:
+    return [name for name, sc in SCENARIOS.items() if sc.family in families and subject.maker(sc.family) is not None]
+
+
+def replay_regressions(subject: Subject, families: tuple[str, ...], report: Sweep) -> None:
+    """Replay every saved schedule of these families on ``subject`` (stopping at the first that fails)."""
+    from .token import load_schedule, regression_files
+
+    for path in regression_files():
+        saved = load_schedule(path)
+        sc = SCENARIOS.get(saved.scenario)
+        make = None if sc is None or sc.family not in families else subject.maker(sc.family)
+        if make is None:
+            continue
+        report.regressions += 1
+        program = sc.build(make)  # type: ignore[union-attr]
+        try:
+            result = run_schedule(program, Replay(list(saved.decisions)))
+        except Divergence as exc:
+            report.regression_failure = f"regression {path.name} no longer fits the code: {exc}"
+            return
+        if result.failed:
+            again = Schedule(saved.scenario, subject.name, saved.strategy, saved.decisions, kind=_kind(result),
+                             detail=result.problems[0].split("\n", 1)[0])
+            report.regression_found = Found(again, result.problems, program.recorder.describe(), 0, 0.0,
+                                            len(saved.decisions), preemptions(list(saved.decisions), program))
+            return
+
+
+def sweep(subject: Subject, families: tuple[str, ...], schedules: int, seed: int, depth: int = 3,
+          strategies: tuple[str, ...] = ("pct", "random"), regressions: bool = True) -> Sweep:
+    """The gate's explorer row: regressions, then each scenario under each strategy, until the first failure."""
+    start = time.perf_counter()
+    report = Sweep(subject.name)
+    if regressions:
+        replay_regressions(subject, families, report)
+    if not (report.regression_failure or report.regression_found):
+        for name in families_of(subject, families):
+            for strategy in strategies:
+                exploration = explore(name, subject, strategy_named(strategy, seed, depth), schedules)
+                report.explorations.append(exploration)
+                if exploration.found:
+                    break
+            if report.found:
+                break
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def sweep_row_detail(report: Sweep) -> tuple[str, str]:
+    """The gate row's failure detail and replay command for a sweep that found something ('' when none)."""
+    if report.regression_failure:
+        return report.regression_failure, ""
+    found = report.found
+    if found is None:
+        return "", ""
+    how = (f"  a saved regression ({found.schedule.strategy})" if found is report.regression_found else
+           f"  schedule {found.index} of {found.schedule.strategy.split('#')[0]}, shrunk to {len(found.schedule.decisions)} "
+           f"decisions ({found.preemptions} preemptions) from {found.original_decisions}")
+    lines = [f"{found.schedule.scenario}: {found.problems[0].splitlines()[0]}", how,
+             *("  " + line for line in found.problems[0].splitlines()[1:12])]
+    return "\n".join(lines), f"kvproof replay {found.token}"

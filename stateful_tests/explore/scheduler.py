@@ -1,0 +1,296 @@
+"""The controlled scheduler: exactly one logical thread runs at a time, and a strategy picks who runs next.
+
+A run takes the ``impl/_sync`` seam (``_sync.control``). Every logical thread is a greenlet
+(``greenlet``, the coroutine library under gevent and SQLAlchemy): a switch costs about a
+microsecond, so thousands of schedules run per second on one core, and the operating system's
+scheduler never decides anything. A thread gives the turn back at every yield point and every
+acquire (a *decision*), and when it must wait (``block_until``: a held lock, a gate, an empty
+channel, an unset event, an unfinished thread), in which case it is not runnable until its
+condition holds.
+
+A run has three phases:
+
+1. **setup** -- the program's ``setup()`` and every thread it starts (the pool's event threads),
+   run until nothing is runnable, lowest thread id first: no decision, no preemption;
+2. **program** -- the program's threads and the setup's threads, with the strategy deciding at
+   every point where more than one thread is runnable; the phase ends when nothing is runnable;
+3. **finish** -- the program's ``finish()`` (close the pool, read the final state), lowest id first.
+
+The decisions of phase 2 (the chosen thread at each point with a choice) are the schedule: replayed
+by ``replay.Replay`` they reproduce the run exactly. A run also ends with:
+
+- **deadlock**: nothing is runnable but a program (or finish) thread has not finished; the
+  report names each thread's position (its last decision or what it waits for);
+- **livelock**: more than ``max_steps`` turns were handed out (a retry loop that never settles).
+
+Source: tooling.md §3.3 (the controlled scheduler; Shuttle's and Loom's designs), aesthetics.md §4-§5.
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import greenlet
+
+from ...impl import _sync
+
+
+class Strategy(Protocol):
+    """Who runs next: one module per strategy (random_walk, pct, dfs, replay, hypothesis_choice)."""
+
+    name: str
+
+    def begin(self) -> None:
+        """A new schedule starts."""
+
+    def choose(self, runnable: Sequence[int], current: int | None) -> int:
+        """Return one of ``runnable`` (sorted thread ids); ``current`` is the thread that just ran, if still runnable."""
+
+    def end(self, result: RunResult) -> None:
+        """The schedule ended (a strategy may use the result, e.g. to learn the number of decisions)."""
+
+    def exhausted(self) -> bool:
+        """True when the strategy has no schedule left to try (only an exhaustive search ever is)."""
+
+
+class Program(Protocol):
+    """A concurrent program to explore: what the scenarios implement."""
+
+    def setup(self) -> None:
+        """Build the structures (under the scheduler, so they use its primitives)."""
+
+    def threads(self) -> list[tuple[str, Callable[[], None]]]:
+        """Return the program's threads, by name, in a fixed order."""
+
+    def finish(self) -> list[str]:
+        """Stop what setup started and return the problems found in the final state (empty: sound)."""
+
+
+class Outcome(enum.StrEnum):
+    OK = "ok"
+    FAILED = "failed"  # a thread raised, or finish() found problems
+    DEADLOCK = "deadlock"
+    LIVELOCK = "livelock"
+
+
+@dataclass
+class LogicalThread:
+    id: int
+    name: str
+    glet: Any  # the greenlet (set right after the thread is made)
+    program: bool  # a program or finish thread (must finish); setup's threads are services
+    done: bool = False
+    error: BaseException | None = None
+    trace: str = ""
+    waiting: tuple[Callable[[], bool], str] | None = None
+    position: str = "start"
+
+
+@dataclass
+class RunResult:
+    """One schedule's run: its decisions, how it ended, and what went wrong."""
+
+    outcome: Outcome
+    decisions: list[int]
+    steps: int
+    problems: list[str] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)
+    positions: dict[str, str] = field(default_factory=dict)  # thread name -> where it stopped (deadlock, livelock)
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome is not Outcome.OK
+
+
+class _Local:
+    """Per-logical-thread attributes (``_sync.local`` under the scheduler)."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        object.__setattr__(self, "_scheduler", scheduler)
+        object.__setattr__(self, "_values", {})
+
+    def _mine(self) -> dict[str, Any]:
+        values: dict[int, dict[str, Any]] = object.__getattribute__(self, "_values")
+        return values.setdefault(object.__getattribute__(self, "_scheduler").current(), {})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._mine()[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._mine()[name] = value
+
+
+class Scheduler:
+    """The ``_sync.Controller`` of one run (see the module docstring)."""
+
+    def __init__(self, strategy: Strategy, max_steps: int = 20_000) -> None:
+        self.strategy = strategy
+        self.max_steps = max_steps
+        self.threads: list[LogicalThread] = []
+        self.running: LogicalThread | None = None
+        self.hub = greenlet.getcurrent()
+        self.steps = 0
+        self.decisions: list[int] = []
+        self._spawn_as_program = False
+
+    # ------------------------------------------------------------------ the _sync.Controller protocol
+
+    def yield_point(self, name: str) -> None:
+        thread = self.running
+        if thread is None or greenlet.getcurrent() is not thread.glet:
+            return  # outside any logical thread (the hub, after the run): nothing to decide
+        thread.position = name
+        self.hub.switch()
+
+    def block_until(self, ready: Callable[[], bool], what: str) -> None:
+        thread = self.running
+        if thread is None or greenlet.getcurrent() is not thread.glet:
+            if not ready():
+                raise RuntimeError(f"{what}: would block outside the scheduler's threads")
+            return
+        thread.waiting, thread.position = (ready, what), what
+        self.hub.switch()
+
+    def spawn(self, target: Callable[[], None], name: str) -> LogicalThread:
+        thread = LogicalThread(len(self.threads), name, None, self._spawn_as_program)
+
+        def body() -> None:
+            try:
+                target()
+            except greenlet.GreenletExit:
+                raise
+            except BaseException as exc:  # reported with the thread's name; the run goes on
+                thread.error = exc
+                thread.trace = "".join(traceback.format_exception(exc, limit=-6))
+            finally:
+                thread.done = True
+
+        thread.glet = greenlet.greenlet(body, parent=self.hub)
+        self.threads.append(thread)
+        return thread
+
+    def current(self) -> int:
+        thread = self.running
+        return -1 if thread is None else thread.id
+
+    def local(self) -> _Local:
+        return _Local(self)
+
+    # ------------------------------------------------------------------ running
+
+    def _runnable(self) -> list[LogicalThread]:
+        out = []
+        for t in self.threads:
+            if t.done:
+                continue
+            if t.waiting is None or t.waiting[0]():
+                out.append(t)
+        return out
+
+    def _turn(self, thread: LogicalThread) -> None:
+        thread.waiting = None
+        self.running = thread
+        self.steps += 1
+        thread.glet.switch()
+        self.running = None
+
+    def _drive(self, decide: bool) -> bool:
+        """Hand out turns until nothing is runnable; False if ``max_steps`` ran out (a livelock)."""
+        last: LogicalThread | None = None
+        while True:
+            runnable = self._runnable()
+            if not runnable:
+                return True
+            if self.steps >= self.max_steps:
+                return False
+            if len(runnable) == 1 or not decide:
+                chosen = runnable[0]
+            else:
+                ids = [t.id for t in runnable]
+                current = last.id if last is not None and last in runnable else None
+                pick = self.strategy.choose(ids, current)
+                chosen = self.threads[pick]
+                self.decisions.append(pick)
+            self._turn(chosen)
+            last = chosen
+
+    def _unfinished(self) -> list[LogicalThread]:
+        return [t for t in self.threads if t.program and not t.done]
+
+    def _positions(self) -> dict[str, str]:
+        return {t.name: (f"waiting at {t.waiting[1]}" if t.waiting else f"at {t.position}")
+                for t in self.threads if not t.done}
+
+    def _stop_leftovers(self) -> None:
+        """Unwind every thread that has not finished (a service still waiting on its channel)."""
+        for t in self.threads:
+            if not t.done and t.glet and not t.glet.dead:
+                self.running = t
+                try:
+                    t.glet.throw(greenlet.GreenletExit)
+                except greenlet.GreenletExit:
+                    pass
+                self.running = None
+
+    def run(self, program: Program) -> RunResult:
+        """Run ``program`` once under the strategy (see the module docstring)."""
+        self.strategy.begin()
+        problems: list[str] = []
+        outcome = Outcome.OK
+        positions: dict[str, str] = {}
+        _sync.control(self)
+        try:
+            self._spawn_as_program = True
+            self.spawn(program.setup, "setup")
+            self._spawn_as_program = False
+            phases: list[tuple[str, bool, Callable[[], None]]] = [
+                ("setup", False, lambda: None),
+                ("program", True, lambda: self._start(program.threads())),
+                ("finish", False, lambda: self._start([("finish", lambda: problems.extend(program.finish()))])),
+            ]
+            for phase, decide, start in phases:
+                start()
+                if not self._drive(decide):
+                    outcome, positions = Outcome.LIVELOCK, self._positions()
+                    problems.append(f"livelock in {phase}: more than {self.max_steps} turns; " + _where(positions))
+                    break
+                stuck = self._unfinished()
+                if stuck:
+                    outcome, positions = Outcome.DEADLOCK, self._positions()
+                    problems.append(f"deadlock in {phase}: " + _where(positions))
+                    break
+                errors = [t for t in self.threads if t.error is not None]
+                if errors:
+                    outcome = Outcome.FAILED
+                    problems.extend(f"thread {t.name} raised {type(t.error).__name__}: {t.error}\n{t.trace}" for t in errors)
+                    break
+            if outcome is Outcome.OK and problems:
+                outcome = Outcome.FAILED
+        finally:
+            self._stop_leftovers()
+            _sync.control(None)
+        result = RunResult(outcome, self.decisions, self.steps, problems, {t.id: t.name for t in self.threads}, positions)
+        self.strategy.end(result)
+        return result
+
+    def _start(self, threads: list[tuple[str, Callable[[], None]]]) -> None:
+        self._spawn_as_program = True
+        for name, body in threads:
+            self.spawn(body, name)
+        self._spawn_as_program = False
+
+
+def _where(positions: dict[str, str]) -> str:
+    return "; ".join(f"{name} {where}" for name, where in positions.items()) or "no thread left"
+
+
+def run_once(program: Program, strategy: Strategy, max_steps: int = 20_000) -> RunResult:
+    """Run ``program`` under ``strategy`` once, with a fresh scheduler."""
+    return Scheduler(strategy, max_steps).run(program)

@@ -1,0 +1,62 @@
+"""Every race scenario passes on the embedded implementation, and every broken concurrent structure is found:
+by its saved regression (replayed on its own target it still fails the same way) and by a fresh sweep of the
+gate's explorer rows (ci budget, seed 1), each with a token that replays it."""
+
+import pytest
+
+from kvproof.stateful_tests.explore import campaign
+from kvproof.stateful_tests.explore.token import load_schedule, regression_files
+
+IMPL = campaign.subject_for("impl")
+
+
+@pytest.mark.parametrize("scenario", list(campaign.SCENARIOS))
+@pytest.mark.parametrize("strategy", ["pct", "random"])
+def test_the_embedded_implementation_passes_every_scenario(scenario, strategy):
+    report = campaign.explore(scenario, IMPL, campaign.strategy_named(strategy, 1), 150)
+    assert report.schedules == 150
+    assert report.found is None, report.found and report.found.problems[0]
+
+
+def test_every_scenario_has_a_story_and_real_choices():
+    for name, sc in campaign.SCENARIOS.items():
+        assert len(sc.story) > 60, name
+        report = campaign.explore(name, IMPL, campaign.strategy_named("random", 1), 5)
+        assert report.max_decisions >= 5 and report.threads >= 3, name  # the threads really interleave
+
+
+@pytest.mark.parametrize("path", regression_files(), ids=lambda p: p.stem)
+def test_each_regression_passes_on_the_implementation_and_still_catches_its_structure(path):
+    saved = load_schedule(path)
+    result, _ = campaign.replay_schedule(saved)
+    assert result.failed and campaign._kind(result) == saved.kind, result.problems
+    clean, _ = campaign.replay_schedule(saved.__class__(saved.scenario, "impl", saved.strategy, saved.decisions))
+    assert not clean.failed, clean.problems
+
+
+def test_every_broken_structure_has_a_regression():
+    covered = {load_schedule(p).target for p in regression_files()}
+    assert covered == set(campaign.broken_subjects())
+
+
+@pytest.mark.parametrize("name", list(campaign.broken_subjects()))
+def test_a_fresh_sweep_finds_each_broken_structure_and_its_token_replays_it(name):
+    subject = campaign.subject_for(name)
+    families = ("tracker",) if subject.tracker else ("lanes", "pool")
+    report = campaign.sweep(subject, families, 300, 1, 3, regressions=False)
+    found = report.found
+    assert found is not None, f"{name} not found in {report.schedules} schedules"
+    result, _ = campaign.replay_schedule(found.schedule)
+    assert result.failed and campaign._kind(result) == found.schedule.kind
+
+
+def test_the_hypothesis_strategy_finds_a_stale_plan_and_shrinks_the_schedule():
+    report = campaign.explore_with_hypothesis("fanout-vs-split", campaign.subject_for("TornEdgeRead"), 200, 1)
+    assert report.found is not None
+    result, _ = campaign.replay_schedule(report.found.schedule)
+    assert result.failed
+
+
+def test_a_structure_without_lanes_or_event_threads_is_refused_with_the_reason():
+    subject = campaign.subject_for("reference")
+    assert subject.why and "neither three lanes" in subject.why

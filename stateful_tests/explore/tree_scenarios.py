@@ -1,0 +1,230 @@
+"""The tree's races, as explorable programs: the interleavings real routers have broken before.
+
+Blocks follow Dynamo's test convention (local hash ``x``, block hash ``100 * x``). Threads named
+``lane0`` .. ``lane2`` are event threads of one concurrent tree (``tree.lane(i)``: each worker's
+events on one lane, as the pool routes them); ``reader`` calls ``find_matches`` with no lane;
+``caller0`` .. are callers of a thread-pool indexer. The final reads are quiescent, so exact.
+
+Each scenario names the race and the bug it is there for (``impl_mutants`` has each bug).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...spec.events import KvCacheEvent, Removed, Stored
+from ...spec.primitives import Block
+from .programs import HistoryProgram, Step
+from .specs import TREE_ERRORS, TreeSpec, index_of, scores_of
+
+
+def stored(parent_local: int | None, *locals_: int) -> KvCacheEvent:
+    """A store of ``locals_`` below the block of local hash ``parent_local`` (None: the root)."""
+    parent = None if parent_local is None else 100 * parent_local
+    return KvCacheEvent(0, Stored(parent, tuple(Block(x, 100 * x) for x in locals_)))
+
+
+def removed(*locals_: int) -> KvCacheEvent:
+    return KvCacheEvent(0, Removed(tuple(100 * x for x in locals_)))
+
+
+def store(worker: int, parent: int | None, *locals_: int) -> Step:
+    return Step("event", (worker, stored(parent, *locals_)))
+
+
+def remove(worker: int, *locals_: int) -> Step:
+    return Step("event", (worker, removed(*locals_)))
+
+
+def find(*locals_: int) -> Step:
+    return Step("find_matches", (tuple(locals_),), read=True)
+
+
+SNAPSHOT = Step("snapshot", (), read=True)
+
+
+class TreeProgram(HistoryProgram):
+    """Lanes of one concurrent tree (``make()`` returns a tree with at least 3 lanes)."""
+
+    typed = TREE_ERRORS
+
+    def perform(self, lane: str, step: Step) -> Any:
+        tree = self.subject
+        if step.op == "find_matches":
+            return tree.find_matches(*step.args)
+        if step.op == "snapshot":
+            return tree.snapshot()
+        handle = tree.lane(int(lane.removeprefix("lane")))
+        return getattr(handle, "apply_event" if step.op == "event" else step.op)(*step.args)
+
+    def normalize(self, step: Step) -> Callable[[Any], Any]:
+        if step.op == "find_matches":
+            return scores_of
+        if step.op == "snapshot":
+            return index_of
+        return lambda v: None
+
+    def spec(self) -> TreeSpec:
+        return TreeSpec()
+
+
+class PoolProgram(TreeProgram):
+    """Callers of a thread-pool indexer (``make()`` returns a pool; its event threads start in setup)."""
+
+    def perform(self, lane: str, step: Step) -> Any:
+        pool = self.subject
+        if step.op == "batch":
+            worker, events = step.args
+            acks = [pool.submit(worker, e) for e in events]
+            pool.flush()
+            # flush promises every event queued before it has been applied: one still pending is a broken promise
+            return tuple(("pending", None) if not ack._done.is_set() else
+                         (("error", type(ack.error).__name__) if ack.error is not None else ("ok", None)) for ack in acks)
+        if step.op == "event":
+            return pool.apply_event(*step.args)
+        if step.op in ("remove_worker", "clear_all_blocks"):
+            return getattr(pool, step.op)(*step.args)
+        if step.op == "find_matches":
+            return pool.find_matches(*step.args)
+        if step.op == "snapshot":
+            return pool.snapshot()
+        raise ValueError(f"PoolProgram: unknown step {step.op!r}")
+
+    def normalize(self, step: Step) -> Callable[[Any], Any]:
+        if step.op == "batch":
+            return lambda v: v
+        return super().normalize(step)
+
+    def stop(self) -> None:
+        self.subject.close()
+
+
+def batch(worker: int, *events: KvCacheEvent) -> Step:
+    return Step("batch", (worker, tuple(events)))
+
+
+# ----------------------------------------------------------------------------- the scenarios
+# Each returns (setup steps, threads, final reads); tree_scenario wraps them in a program.
+
+Threads = list[tuple[str, list[Step]]]
+Layout = tuple[list[tuple[str, Step]], Threads, list[Step]]
+
+
+def fanout_vs_split() -> Layout:
+    """Prefill fanout under an internal parent ([1 2], children 3 and 4) on lane 1 while lane 2 splits the
+    parent at 1: the new child must end up below the suffix [2], never below the prefix [1]."""
+    setup = [("lane0", store(1, None, 1, 2, 3)), ("lane0", store(2, None, 1, 2, 4)),
+             ("lane1", store(3, None, 1, 2)), ("lane2", store(4, None, 1))]
+    threads = [("lane1", [store(3, 2, 6)]), ("lane2", [store(4, 1, 7), store(4, 7, 8)]), ("reader", [find(1, 2, 6)])]
+    return setup, threads, [find(1, 2, 6), find(1, 7, 8), find(1, 2, 3), SNAPSHOT]
+
+
+def reuse_extend_vs_extend() -> Layout:
+    """Worker 2 (a cutoff at [1 2] of the leaf [1 2 3]) plans reuse-and-extend with [3 8] while worker 3 extends
+    the leaf to [1 2 3 4]: a plan made on the old leaf must be retried, never committed."""
+    setup = [("lane0", store(1, None, 1, 2, 3)), ("lane1", store(3, None, 1, 2, 3)), ("lane0", store(2, None, 1, 2))]
+    threads = [("lane0", [store(2, 2, 3, 8)]), ("lane1", [store(3, 3, 4)]), ("reader", [find(1, 2, 3, 4)])]
+    return setup, threads, [find(1, 2, 3, 4), find(1, 2, 3, 8), SNAPSHOT]
+
+
+def extend_vs_child_insert() -> Layout:
+    """Decode extension of the leaf [1 2 3] by worker 1 races worker 2's child insert below it: once the leaf has
+    a child it is internal (sticky) and must never be extended in place."""
+    setup = [("lane0", store(1, None, 1, 2, 3)), ("lane1", store(2, None, 1, 2, 3))]
+    threads = [("lane0", [store(1, 3, 4), store(1, 4, 9)]), ("lane1", [store(2, 3, 5)]), ("reader", [find(1, 2, 3, 4, 9)])]
+    return setup, threads, [find(1, 2, 3, 4, 9), find(1, 2, 3, 5), SNAPSHOT]
+
+
+def removal_vs_split() -> Layout:
+    """Worker 1 removes [3 4] as one batch on lane 0 while worker 2's store on lane 1 splits [1 2 3 4] at 2,
+    leaving lane 0's lookups naming the prefix: the removal must follow the split (repair toward the head)."""
+    setup = [("lane0", store(1, None, 1, 2, 3, 4))]
+    threads = [("lane0", [remove(1, 3, 4), store(1, 2, 6)]), ("lane1", [store(2, None, 1, 2, 5)]), ("reader", [find(1, 2, 3, 4)])]
+    return setup, threads, [find(1, 2, 3, 4), find(1, 2, 6), find(1, 2, 5), SNAPSHOT]
+
+
+def repair_vs_removal() -> Layout:
+    """Lane 0's lookups go stale under lane 1's split; lane 0 repairs them (a store below 3) while lane 1 removes
+    another worker's blocks of the same node. A repair rewrites only entries that still name the stale node:
+    worker 1 removed 4 first, so a store below 4 must stay rejected."""
+    setup = [("lane0", store(1, None, 1, 2, 3, 4)), ("lane1", store(3, None, 1, 2, 3, 4))]
+    threads = [("lane0", [remove(1, 4), store(1, 3, 6), store(1, 4, 7)]),
+               ("lane1", [store(2, None, 1, 2, 5), remove(3, 3, 4)]),
+               ("reader", [find(1, 2, 3, 4, 7)])]
+    return setup, threads, [find(1, 2, 3, 4, 7), find(1, 2, 3, 6), SNAPSHOT]
+
+
+def drop_vs_split() -> Layout:
+    """clear_all_blocks and remove_worker of worker 1 on lane 0 race stores on lane 1 that split worker 1's nodes:
+    no coverage of worker 1 may survive on a suffix split off while it was being dropped."""
+    setup = [("lane0", store(1, None, 1, 2, 3, 4)), ("lane0", store(5, None, 1, 2, 3, 4))]
+    threads = [("lane0", [Step("clear_all_blocks", (1,)), store(1, None, 1, 2, 3), Step("remove_worker", (5,))]),
+               ("lane1", [store(2, None, 1, 2, 6), store(2, None, 1, 8)]),
+               ("reader", [find(1, 2, 3, 4)])]
+    return setup, threads, [find(1, 2, 3, 4), find(1, 2, 6), find(1, 8), SNAPSHOT]
+
+
+def find_during_split() -> Layout:
+    """find_matches walks [1 2 3 4] while worker 2's store splits it at 2 (and hangs [5] below the prefix): the read
+    may stop early, but must never credit a rank past what it held at some moment of the read."""
+    setup = [("lane0", store(1, None, 1, 2, 3, 4))]
+    threads = [("lane1", [store(2, None, 1, 2, 5), store(2, 2, 3)]), ("reader", [find(1, 2, 3, 4, 3, 4), find(1, 2, 3, 4)])]
+    return setup, threads, [find(1, 2, 3, 4, 3, 4), find(1, 2, 5), SNAPSHOT]
+
+
+def cold_remove_vs_store() -> Layout:
+    """A thread-pool indexer: a remove_worker of a worker no lane has seen (cold) on one caller races another
+    caller's stores; a third submits two dependent events and flushes. Each worker's events apply in order on
+    one lane, flush means applied, and a cold removal changes nothing."""
+    setup = [("caller0", Step("event", (1, stored(None, 1, 2, 3))))]
+    threads = [("caller0", [Step("remove_worker", (9,)), Step("event", (1, stored(3, 4)))]),
+               ("caller1", [batch(2, stored(None, 1, 2), stored(2, 5)), find(1, 2, 5)]),
+               ("caller2", [batch(3, stored(None, 1, 6), stored(6, 7)), find(1, 6, 7)])]
+    return setup, threads, [find(1, 2, 3, 4), find(1, 2, 5), find(1, 6, 7), SNAPSHOT]
+
+
+LAYOUTS: dict[str, tuple[Callable[[], Layout], str]] = {
+    "fanout-vs-split": (fanout_vs_split, "lanes"),
+    "reuse-extend-vs-extend": (reuse_extend_vs_extend, "lanes"),
+    "extend-vs-child-insert": (extend_vs_child_insert, "lanes"),
+    "removal-vs-split": (removal_vs_split, "lanes"),
+    "repair-vs-removal": (repair_vs_removal, "lanes"),
+    "drop-vs-split": (drop_vs_split, "lanes"),
+    "find-during-split": (find_during_split, "lanes"),
+    "cold-remove-vs-store": (cold_remove_vs_store, "pool"),
+}
+
+
+def tree_program(name: str, make: Callable[[], Any]) -> TreeProgram:
+    layout, kind = LAYOUTS[name]
+    setup, threads, final = layout()
+    cls = PoolProgram if kind == "pool" else TreeProgram
+    return cls(make, setup, threads, final)
+
+
+def random_layout(seed: int, calls_per_thread: int = 6) -> Layout:
+    """A random workload on three lanes and a reader: each lane's worker stores along chains over a few local
+    hashes (so lanes split each other's nodes) and removes some of what it stored; the reader queries."""
+    import random
+
+    rng = random.Random(seed)
+    threads: Threads = []
+    for lane in range(3):
+        worker = lane + 1
+        held: list[tuple[int, ...]] = []
+        steps: list[Step] = []
+        for _ in range(calls_per_thread):
+            if held and rng.random() < 0.25:
+                steps.append(remove(worker, rng.choice(held)[-1]))
+                continue
+            base = rng.choice(held) if held and rng.random() < 0.5 else ()
+            tail = tuple(rng.randrange(1, 6) for _ in range(rng.randrange(1, 3)))
+            if len(set(base + tail)) < len(base + tail):
+                tail = (max(base + tail) + 1,)
+            steps.append(store(worker, base[-1] if base else None, *(tail if base else (1, *tail))))
+            held.append((base or (1,)) + tail if base else (1, *tail))
+        threads.append((f"lane{lane}", steps))
+    queries = [find(1, 2, 3, 4), find(1, 3, 2, 5), find(1, 4, 5)]
+    threads.append(("reader", queries[: max(1, calls_per_thread // 3)]))
+    return [], threads, [*queries, SNAPSHOT]

@@ -257,6 +257,9 @@ class ConcurrentRadixTree(TreeReads):
                 continue  # "existing" or "stale": look again
             # Descend into the child found by the first local hash.
             with child.gate.shared():
+                if not self._still_below(parent, version):
+                    lane.stats["stale_plan_retries"] += 1
+                    continue
                 child_version, child_view = child.version, child.view
                 plan = plan_descend(child_view.state.edge, remaining)
                 if isinstance(plan, CoverPrefix):
@@ -273,7 +276,7 @@ class ConcurrentRadixTree(TreeReads):
                 continue
             assert isinstance(plan, SplitAndAttach)
             with child.gate.exclusive():
-                if self.validate_plans and child.version != child_version:
+                if (self.validate_plans and child.version != child_version) or not self._still_below(parent, version):
                     lane.stats["stale_plan_retries"] += 1
                     continue
                 self._split_locked(lane, child, plan.m)
@@ -285,6 +288,15 @@ class ConcurrentRadixTree(TreeReads):
                 child.end_shape_change()
                 lane.point(rank, remaining[plan.m :], tail_node)
             return
+
+    def _still_below(self, parent: Node, version: int) -> bool:
+        """Check, holding the child's gate, that the parent has not changed shape since the child was looked up.
+
+        A child nobody holds can be released by another lane (``_release_dead_child``, which bumps the
+        parent's version under the child's exclusive gate); covering it after that would put the rank's
+        blocks on a detached node, lost. The interleaving explorer found this race (docs/concurrency.md).
+        """
+        return not self.validate_plans or parent.version == version
 
     def _may_extend(self, node: Node, rank: Rank) -> bool:
         """Decode extension: never internal, and the rank covers the tail (spec.shape.may_extend_leaf)."""

@@ -710,6 +710,8 @@ def problem_kind(result: Any) -> str:
 @click.option("--target", "target_name", default="impl", show_default=True,
               help="impl, a broken structure's name (see --list), or module.path:Factory")
 @profile_option()
+@click.option("--real", "real_runs", type=int, default=0,
+              help="instead: run each scenario this many times on real threads (switch interval 1e-6), same checks")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and the broken structures, and exit")
 @click.option("--mutants", is_flag=True, help="run the gate's explorer rows on every broken structure: each must be found")
 @click.option("--fresh", is_flag=True, help="with --mutants: skip the saved regressions, so every find is the explorer's own")
@@ -717,9 +719,12 @@ def problem_kind(result: Any) -> str:
               help="where a failing schedule is saved as a file")
 @json_option
 def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, depth: int | None, preemptions: int,
-            target_name: str, profile: str | None, list_only: bool, mutants: bool, fresh: bool, save_dir: str,
-            json_path: str | None) -> None:
+            target_name: str, profile: str | None, real_runs: int, list_only: bool, mutants: bool, fresh: bool,
+            save_dir: str, json_path: str | None) -> None:
     """Explore the interleavings of a race scenario under the controlled scheduler (every scenario when none is named).
+
+    SCENARIO is one of `--list`, a seeded random workload `random-ops.sSEED`, or (with
+    `--strategy hypothesis`) `random-ops`, whose workload Hypothesis draws and shrinks with the schedule.
 
     Each schedule runs the scenario's threads one at a time, the strategy choosing who runs at
     every yield point and acquire; its history is checked for linearizability against the
@@ -739,13 +744,22 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
     if mutants:
         _explore_mutants(chosen, seed, fresh, json_path)
         return
-    if scenario is not None and scenario not in campaign.SCENARIOS:
-        raise click.BadParameter(f"unknown scenario {scenario!r}: one of {', '.join(campaign.SCENARIOS)}", param_hint="SCENARIO")
+    if scenario == campaign.RANDOM and strategy != "hypothesis":
+        raise click.BadParameter(f"{campaign.RANDOM} draws its workload with --strategy hypothesis; "
+                                 f"{campaign.RANDOM}.sSEED is a seeded one", param_hint="SCENARIO")
+    if scenario is not None and scenario != campaign.RANDOM:
+        try:
+            campaign.scenario_named(scenario)
+        except KeyError as exc:
+            raise click.BadParameter(exc.args[0], param_hint="SCENARIO") from None
     subject = campaign.subject_for(target_name)
     if subject.why:
         click.echo(f"explore: {subject.why}", err=True)
         sys.exit(EXIT_USAGE)
     names = [scenario] if scenario else [n for n, sc in campaign.SCENARIOS.items() if subject.maker(sc.family) is not None]
+    if real_runs:
+        _explore_real(campaign, subject, names, real_runs)
+        return
     schedules = budget if budget is not None else chosen.explore.schedules
     d = depth if depth is not None else chosen.explore.pct_depth
     rows, found = [], []
@@ -766,6 +780,7 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
     out.print_table(("scenario", "strategy", "schedules", "max decisions", "seconds", "result"), rows, numeric=(2, 3, 4))
     for f in found:
         path = save_schedule(f.schedule, save_dir)
+        f.file = str(path)
         click.echo(f"\nFAIL {f.schedule.scenario} on {subject.name}: {f.problems[0].splitlines()[0]}")
         for line in f.problems[0].splitlines()[1:]:
             click.echo(f"  {line}")
@@ -774,13 +789,35 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
         click.echo("  history of the shrunk schedule:")
         for line in f.history:
             click.echo(f"    {line}")
-        click.echo(f"  token:  {f.token}\n  saved:  {path}\n  replay: kvproof replay {f.token}")
+        if f.schedule.workload is None:
+            click.echo(f"  token:  {f.token}")
+        click.echo(f"  saved:  {path}\n  replay: {f.replay}")
     if json_path:
         out.write_json(json_path, "explore", {"target": subject.name, "strategy": strategy, "seed": seed, "rows": [
             dict(zip(("scenario", "strategy", "schedules", "max_decisions", "seconds", "result"), r)) for r in rows],
-            "found": [{"token": f.token, "kind": f.schedule.kind, "problem": f.problems[0]} for f in found]})
+            "found": [{"token": f.token, "file": f.file, "kind": f.schedule.kind, "problem": f.problems[0]} for f in found]})
     click.echo(f"explore: scenarios={len(rows)} schedules={sum(r[2] for r in rows)} failing={len(found)}")
     sys.exit(EXIT_FAIL if found else EXIT_PASS)
+
+
+def _explore_real(campaign: Any, subject: Any, names: list[str], runs: int) -> None:
+    """``kvproof explore --real N``: the scenarios on real threads (failures replay only probabilistically)."""
+    from .stateful_tests.explore.real_threads import explore_real
+
+    rows, failing = [], []
+    for name in names:
+        sc = campaign.scenario_named(name)
+        make = subject.maker(sc.family)
+        if make is None:
+            continue
+        report = explore_real(name, sc.build(make), runs)
+        rows.append((name, report.runs, f"{report.seconds:.2f}", "FAIL" if report.failures else "pass"))
+        for index, problems in report.failures:
+            failing.append(name)
+            click.echo(f"FAIL {name} on {subject.name}, real-thread run {index}: {problems[0]}")
+    out.print_table(("scenario", "real-thread runs", "seconds", "result"), rows, numeric=(1, 2))
+    click.echo(f"explore --real: scenarios={len(rows)} runs={sum(r[1] for r in rows)} failing={len(failing)}")
+    sys.exit(EXIT_FAIL if failing else EXIT_PASS)
 
 
 def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None) -> None:

@@ -35,7 +35,7 @@ def test_a_malformed_token_or_unknown_scenario_is_a_usage_error(kvproof_cli):
 
 def test_explore_mutants_finds_every_broken_structure(kvproof_cli):
     ran = kvproof_cli("explore", "--mutants", "--profile", "quick")
-    assert ran.code == EXIT_PASS and ran.last == "explore: mutants=14 found=14 missed=0"
+    assert ran.code == EXIT_PASS and ran.last == "explore: mutants=15 found=15 missed=0"
 
 
 def test_explore_lists_its_scenarios(kvproof_cli):
@@ -47,3 +47,10 @@ def test_bench_explore_reports_rates_side_by_side(kvproof_cli):
     ran = kvproof_cli("bench", "explore", "--schedules", "200", "--histories", "3")
     assert ran.code == EXIT_PASS and "toy 3x10 schedules/s, pct d=3" in ran.out
     assert ran.last.startswith("slowest toy strategy:") and "ms per linearizability check" in ran.out
+
+
+def test_explore_on_real_threads_runs_the_same_checks(kvproof_cli):
+    ran = kvproof_cli("explore", "--real", "5")
+    assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=11 runs=55 failing=0"
+    broken = kvproof_cli("explore", "fanout-vs-split", "--real", "20", "--target", "ExtendsInternalNode")
+    assert broken.code == EXIT_FAIL and "real-thread run 0: not linearizable" in broken.out

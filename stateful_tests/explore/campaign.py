@@ -52,6 +52,23 @@ def _story(fn: Callable[..., Any]) -> str:
 
 SCENARIOS = _scenarios()
 
+RANDOM = "random-ops"
+"""Seeded random workloads: ``random-ops.s<SEED>`` is ``tree_scenarios.random_workload(SEED)`` (a valid token scenario)."""
+
+
+def scenario_named(name: str) -> Scenario:
+    """A fixed scenario, or a seeded random workload ``random-ops.s<SEED>`` (KeyError if neither)."""
+    if name in SCENARIOS:
+        return SCENARIOS[name]
+    prefix = f"{RANDOM}.s"
+    if name.startswith(prefix) and name[len(prefix):].isdigit():
+        from . import tree_scenarios
+
+        seed = int(name[len(prefix):])
+        return Scenario(name, "lanes", f"a random workload of seed {seed} on three lanes and a reader (tree_scenarios.random_workload)",
+                        lambda make: tree_scenarios.workload_program(make, tree_scenarios.random_workload(seed)))
+    raise KeyError(f"unknown scenario {name!r}: one of {', '.join(SCENARIOS)}, or {prefix}SEED")
+
 
 # ----------------------------------------------------------------------------- subjects
 
@@ -159,10 +176,18 @@ class Found:
     seconds: float  # until it was found
     original_decisions: int
     preemptions: int
+    file: str = ""  # the schedule file it came from (a regression), if any
 
     @property
     def token(self) -> str:
-        return self.schedule.token()
+        """The token, or (a schedule with a drawn workload has none) the schedule file and target."""
+        if self.schedule.workload is None:
+            return self.schedule.token()
+        return f"{self.file or '<schedule file>'} --target {self.schedule.target}"
+
+    @property
+    def replay(self) -> str:
+        return f"kvproof replay {self.token}"
 
 
 @dataclass
@@ -222,19 +247,27 @@ def fails_alike(program: HistoryProgram, decisions: list[int], kind: str) -> Run
 def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) -> list[int]:
     """Cut a failing schedule short and undo preemptions while it fails with the same kind.
 
-    First the shortest prefix that still fails (past a prefix nothing preempts), then each
-    decision, last first, made to continue the thread of the decision before it.
+    First the shortest prefix that still fails (past a prefix nothing preempts), then, until nothing
+    changes, each decision (last first) dropped, or made to continue the thread of the one before it.
     """
     best = list(decisions)
     for length in range(len(best) + 1):
         if fails_alike(program, best[:length], kind):
             best = best[:length]
             break
-    for k in range(len(best) - 1, 0, -1):
-        if best[k] != best[k - 1]:
-            trial = best[:k] + [best[k - 1]] + best[k + 1:]
-            if fails_alike(program, trial, kind):
-                best = trial
+    changed = True
+    while changed:
+        changed = False
+        for k in range(len(best) - 1, -1, -1):
+            if k >= len(best):
+                continue
+            trials = [best[:k] + best[k + 1:]]  # drop the decision (the later ones shift up)
+            if k and best[k] != best[k - 1]:
+                trials.append(best[:k] + [best[k - 1]] + best[k + 1:])  # continue the previous thread instead
+            for trial in trials:
+                if fails_alike(program, trial, kind):
+                    best, changed = trial, True
+                    break
     while best and fails_alike(program, best[:-1], kind):
         best = best[:-1]
     return best
@@ -243,7 +276,7 @@ def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) ->
 def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, seconds: float | None = None,
             shrink: bool = True) -> Exploration:
     """Run up to ``budget`` schedules of ``scenario`` (or until ``seconds`` pass); stop at the first failure."""
-    sc = SCENARIOS[scenario]
+    sc = scenario_named(scenario)
     report = Exploration(scenario, subject.name, strategy.name)
     make = subject.maker(sc.family)
     if make is None:
@@ -280,14 +313,12 @@ def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, se
 
 def replay_schedule(schedule: Schedule) -> tuple[RunResult, HistoryProgram]:
     """Run a token or schedule file's schedule again (``Divergence`` if the code under it has changed)."""
-    sc = SCENARIOS.get(schedule.scenario)
-    if sc is None:
-        raise KeyError(f"unknown scenario {schedule.scenario!r}: one of {', '.join(SCENARIOS)}")
+    family = "lanes" if schedule.workload is not None else scenario_named(schedule.scenario).family
     subject = subject_for(schedule.target)
-    make = subject.maker(sc.family)
+    make = subject.maker(family)
     if make is None:
         raise KeyError(subject.why or f"{schedule.target} cannot run {schedule.scenario}")
-    program = sc.build(make)
+    program = program_for(schedule, make)
     return run_schedule(program, Replay(list(schedule.decisions))), program
 
 
@@ -302,40 +333,62 @@ def pct_budget_line(threads: int, decisions: int, depth: int) -> str:
 
 
 def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed: int) -> Exploration:
-    """Let Hypothesis draw the schedule of ``scenario`` (and shrink it toward fewer preemptions) for ``examples`` runs."""
+    """Let Hypothesis draw the schedule (and, for ``random-ops``, the workload too) for ``examples`` runs.
+
+    On a failure Hypothesis shrinks what it drew: the workload toward fewer, shorter operations and the
+    schedule toward fewer preemptions (index 0 is the running thread), together. The result is a schedule
+    file's worth of data: a workload has no token, so ``Found.schedule.workload`` carries it.
+    """
     from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
 
-    sc = SCENARIOS[scenario]
-    report = Exploration(scenario, subject.name, "hypothesis")
-    make = subject.maker(sc.family)
-    if make is None:
-        report.notes.append(subject.why)
-        return report
-    program = sc.build(make)
-    last: list[RunResult] = []
+    from . import tree_scenarios
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None, print_blob=False,
-              suppress_health_check=list(HealthCheck))
-    @given(st.data())
-    def schedules(data: Any) -> None:
+    drawn_workload = scenario == RANDOM
+    sc = None if drawn_workload else scenario_named(scenario)
+    family = "lanes" if drawn_workload else sc.family  # type: ignore[union-attr]
+    report = Exploration(scenario, subject.name, "hypothesis")
+    make = subject.maker(family)
+    if make is None:
+        report.notes.append(subject.why or f"{subject.name} has no {family} to run {scenario} on")
+        return report
+    last: list[tuple[RunResult, HistoryProgram, Any]] = []
+    workloads = tree_scenarios.workloads() if drawn_workload else st.none()
+
+    @hypothesis_seed(seed)  # the draws depend on the seed alone (derandomize would hash this function's source)
+    @settings(max_examples=examples, database=None, deadline=None, print_blob=False, suppress_health_check=list(HealthCheck))
+    @given(workloads, st.data())
+    def schedules(workload: Any, data: Any) -> None:
+        program = tree_scenarios.workload_program(make, workload) if drawn_workload else sc.build(make)  # type: ignore[union-attr]
         result = run_schedule(program, HypothesisChoice(data))
         report.schedules += 1
-        last[:] = [result]
+        report.max_decisions = max(report.max_decisions, len(result.decisions))
+        report.threads = max(report.threads, len(result.names))
+        last[:] = [(result, program, workload)]
         assert not result.failed, result.problems[0]
 
     start = time.perf_counter()
     try:
         schedules()
     except AssertionError:
-        result = last[0]
+        result, program, workload = last[0]
         kind = _kind(result)
-        schedule = Schedule(scenario, subject.name, f"hypothesis.s{seed}", tuple(result.decisions), kind=kind,
-                            detail=result.problems[0].split("\n", 1)[0])
+        schedule = Schedule(scenario, subject.name, f"hypothesis.s{seed}", tuple(result.decisions), workload=workload,
+                            kind=kind, detail=result.problems[0].split("\n", 1)[0])
         report.found = Found(schedule, result.problems, program.recorder.describe(), report.schedules,
                              time.perf_counter() - start, len(result.decisions), preemptions(list(result.decisions), program))
     report.seconds = time.perf_counter() - start
     return report
+
+
+def program_for(schedule: Schedule, make: Callable[[], Any]) -> HistoryProgram:
+    """The program a schedule runs: its scenario's, or (a drawn workload) the workload's."""
+    if schedule.workload is not None:
+        from . import tree_scenarios
+
+        return tree_scenarios.workload_program(make, schedule.workload)
+    return scenario_named(schedule.scenario).build(make)
 
 
 # ----------------------------------------------------------------------------- sweeps (the gate's rows)
@@ -371,22 +424,26 @@ def replay_regressions(subject: Subject, families: tuple[str, ...], report: Swee
 
     for path in regression_files():
         saved = load_schedule(path)
-        sc = SCENARIOS.get(saved.scenario)
-        make = None if sc is None or sc.family not in families else subject.maker(sc.family)
+        try:
+            family = "lanes" if saved.workload is not None else scenario_named(saved.scenario).family
+        except KeyError:
+            report.regression_failure = f"regression {path.name} names an unknown scenario {saved.scenario!r}"
+            return
+        make = subject.maker(family) if family in families else None
         if make is None:
             continue
         report.regressions += 1
-        program = sc.build(make)  # type: ignore[union-attr]
+        program = program_for(saved, make)
         try:
             result = run_schedule(program, Replay(list(saved.decisions)))
         except Divergence as exc:
             report.regression_failure = f"regression {path.name} no longer fits the code: {exc}"
             return
         if result.failed:
-            again = Schedule(saved.scenario, subject.name, saved.strategy, saved.decisions, kind=_kind(result),
+            again = Schedule(saved.scenario, subject.name, saved.strategy, saved.decisions, saved.workload, kind=_kind(result),
                              detail=result.problems[0].split("\n", 1)[0])
             report.regression_found = Found(again, result.problems, program.recorder.describe(), 0, 0.0,
-                                            len(saved.decisions), preemptions(list(saved.decisions), program))
+                                            len(saved.decisions), preemptions(list(saved.decisions), program), str(path))
             return
 
 
@@ -422,4 +479,4 @@ def sweep_row_detail(report: Sweep) -> tuple[str, str]:
            f"decisions ({found.preemptions} preemptions) from {found.original_decisions}")
     lines = [f"{found.schedule.scenario}: {found.problems[0].splitlines()[0]}", how,
              *("  " + line for line in found.problems[0].splitlines()[1:12])]
-    return "\n".join(lines), f"kvproof replay {found.token}"
+    return "\n".join(lines), found.replay

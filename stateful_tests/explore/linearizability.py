@@ -203,11 +203,12 @@ def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, mi
 
 
 def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], budget: int) -> list[Call]:
-    """Drop calls one at a time while the rest stays not linearizable.
+    """A smaller part that is still not linearizable, and still a witness of the real history.
 
-    Reads go first. A write is dropped only when it was invoked after every remaining read
-    returned: dropping an earlier one could leave a read that nothing explains, a failure of the
-    cut history rather than of the real one.
+    Reads are dropped one at a time (a read changes no state). Writes are only cut from the end,
+    latest invocation first: the history up to some moment is a fair witness, while dropping an
+    earlier write could leave a later outcome that nothing explains, a failure of the cut
+    history rather than of the real one.
     """
     current = list(part)
 
@@ -219,11 +220,9 @@ def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], bu
         trial = [x for x in current if x is not c]
         if still_fails(trial):
             current = trial
-    for c in sorted((c for c in part if not c.read), key=lambda c: -c.call):
-        last_read = max((x.ret for x in current if x.read), default=-1)
-        if c.call < last_read:
-            break
-        trial = [x for x in current if x is not c]
-        if still_fails(trial):
-            current = trial
-    return current
+    while True:
+        latest = max(current, key=lambda x: x.call)
+        trial = [x for x in current if x is not latest]
+        if not trial or not still_fails(trial):
+            return current
+        current = trial

@@ -82,6 +82,8 @@ class Schedule:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def token(self) -> str:
+        if self.workload is not None:
+            raise TokenError("a schedule with a drawn workload has no token: save it as a file (save_schedule)")
         for part, value in (("scenario", self.scenario), ("target", self.target), ("strategy", self.strategy)):
             if not value or "/" in value or any(c.isspace() for c in value):
                 raise TokenError(f"{part} {value!r} cannot go in a token (empty, or with '/' or spaces)")
@@ -121,6 +123,7 @@ def from_json(data: Any) -> Schedule:
 
 
 def _freeze(value: Any) -> Any:
+    """JSON lists back to the tuples a workload is made of."""
     return tuple(_freeze(v) for v in value) if isinstance(value, list) else value
 
 

@@ -63,7 +63,7 @@ class TrackerProgram(HistoryProgram):
 
 
 def free_vs_add_and_mark() -> tuple[list[tuple[str, Step]], list[tuple[str, list[Step]]], list[Step]]:
-    """A free of ``r`` races its add and a mark; a second add of ``r`` on the other slot races both. Ownership stays
+    """A free of r races its add and a mark; a second add of r on the other slot races both. Ownership stays
     exclusive, a free that loses the race frees nothing, and nobody's request is left unbooked."""
     threads = [("t0", [add("r", A), mark("r")]), ("t1", [free("r"), add("r", B)]), ("t2", [mark("r"), free("r"), LOADS])]
     return [], threads, FINAL

@@ -173,6 +173,15 @@ def find_during_split() -> Layout:
     return setup, threads, [find(1, 2, 3, 4, 3, 4), find(1, 2, 5), SNAPSHOT]
 
 
+def store_vs_dead_release() -> Layout:
+    """Worker 1 stores [1] below the root, where it finds worker 2's node [1 2], while worker 2 removes all of it and
+    stores [1 3], which releases the node nobody holds and builds a fresh one: worker 1's coverage must land on a
+    node that stays in the tree (the race the explorer found in kvproof's own tree)."""
+    setup = [("lane1", store(2, None, 1, 2))]
+    threads = [("lane0", [store(1, None, 1)]), ("lane1", [remove(2, 2, 1), store(2, None, 1, 3)]), ("reader", [find(1, 3)])]
+    return setup, threads, [find(1, 2), find(1, 3), SNAPSHOT]
+
+
 def cold_remove_vs_store() -> Layout:
     """A thread-pool indexer: a remove_worker of a worker no lane has seen (cold) on one caller races another
     caller's stores; a third submits two dependent events and flushes. Each worker's events apply in order on
@@ -192,6 +201,7 @@ LAYOUTS: dict[str, tuple[Callable[[], Layout], str]] = {
     "repair-vs-removal": (repair_vs_removal, "lanes"),
     "drop-vs-split": (drop_vs_split, "lanes"),
     "find-during-split": (find_during_split, "lanes"),
+    "store-vs-dead-release": (store_vs_dead_release, "lanes"),
     "cold-remove-vs-store": (cold_remove_vs_store, "pool"),
 }
 
@@ -203,28 +213,107 @@ def tree_program(name: str, make: Callable[[], Any]) -> TreeProgram:
     return cls(make, setup, threads, final)
 
 
-def random_layout(seed: int, calls_per_thread: int = 6) -> Layout:
-    """A random workload on three lanes and a reader: each lane's worker stores along chains over a few local
-    hashes (so lanes split each other's nodes) and removes some of what it stored; the reader queries."""
+# ----------------------------------------------------------------------------- workloads (random, or drawn by Hypothesis)
+# A workload is plain data, so a schedule file can carry it: a tuple of threads, each a name and a tuple of
+# ops: ("store", worker, base path, tail) stores the tail's blocks below the block of the base path (the root
+# when it is empty); ("remove", worker, path) removes the block of a path and what the worker holds below it;
+# ("clear", worker); ("find", path).
+# Block hashes are derived from the whole local prefix (harness.paths), as an engine's are, so equal prefixes
+# name equal blocks and no two prefixes collide. Lanes lane0-lane2 (worker k on lane k-1), then the reader.
+
+Workload = tuple[tuple[str, tuple[tuple, ...]], ...]
+
+
+def _steps(ops: tuple[tuple, ...]) -> list[Step]:
+    """One lane's ops as steps. A removal takes the block of its path *and every block below it the worker holds*,
+    so a workload never leaves a hole (a held block whose chain was cut): the history's writes are then exact per
+    worker (spec/contract.py law 3), which is what lets the checker partition by worker."""
+    from ..harness.paths import ext
+
+    held: dict[int, set[tuple[int, ...]]] = {}
+    out = []
+    for op in ops:
+        kind, worker = op[0], op[1]
+        mine = held.setdefault(worker, set())
+        if kind == "store":
+            base, tail = tuple(op[2]), tuple(op[3])
+            blocks = tuple(Block(x, ext(base + tail[: i + 1])) for i, x in enumerate(tail))
+            out.append(Step("event", (worker, KvCacheEvent(0, Stored(ext(base) if base else None, blocks)))))
+            if not base or base in mine:  # accepted: below a held parent, or from the root
+                mine.update(base + tail[: i + 1] for i in range(len(tail)))
+        elif kind == "remove":
+            path = tuple(op[2])
+            gone = sorted((p for p in mine if p[: len(path)] == path), key=len, reverse=True) or [path]
+            out.append(Step("event", (worker, KvCacheEvent(0, Removed(tuple(ext(p) for p in gone))))))
+            mine.difference_update(gone)
+        elif kind == "clear":
+            out.append(Step("clear_all_blocks", (worker,)))
+            mine.clear()
+        elif kind == "find":
+            out.append(find(*op[1]))
+        else:
+            raise ValueError(f"unknown workload op {op!r}")
+    return out
+
+
+QUERIES = ((1, 2, 3, 4), (1, 3, 2, 5), (1, 4, 5), (1, 2, 5, 3))
+
+
+def workload_layout(workload: Workload) -> Layout:
+    """The program of a workload: its threads' ops as steps, and every query again at the end (quiescent)."""
+    threads: Threads = [(name, _steps(tuple(tuple(op) for op in ops))) for name, ops in workload]
+    return [], threads, [*(find(*q) for q in QUERIES), SNAPSHOT]
+
+
+def random_workload(seed: int, calls_per_thread: int = 6) -> Workload:
+    """A random workload: each lane's worker stores along chains over a few local hashes below ``1`` (so lanes
+    split each other's nodes) and removes some of what it stored; the reader queries."""
     import random
 
     rng = random.Random(seed)
-    threads: Threads = []
+    threads = []
     for lane in range(3):
         worker = lane + 1
         held: list[tuple[int, ...]] = []
-        steps: list[Step] = []
+        ops: list[tuple] = []
         for _ in range(calls_per_thread):
             if held and rng.random() < 0.25:
-                steps.append(remove(worker, rng.choice(held)[-1]))
+                path = rng.choice(held)
+                ops.append(("remove", worker, path))
+                held = [p for p in held if p[: len(path)] != path]
                 continue
-            base = rng.choice(held) if held and rng.random() < 0.5 else ()
-            tail = tuple(rng.randrange(1, 6) for _ in range(rng.randrange(1, 3)))
-            if len(set(base + tail)) < len(base + tail):
-                tail = (max(base + tail) + 1,)
-            steps.append(store(worker, base[-1] if base else None, *(tail if base else (1, *tail))))
-            held.append((base or (1,)) + tail if base else (1, *tail))
-        threads.append((f"lane{lane}", steps))
-    queries = [find(1, 2, 3, 4), find(1, 3, 2, 5), find(1, 4, 5)]
-    threads.append(("reader", queries[: max(1, calls_per_thread // 3)]))
-    return [], threads, [*queries, SNAPSHOT]
+            base = rng.choice(held) if held and rng.random() < 0.6 else ()
+            tail = tuple(rng.randrange(2, 6) for _ in range(rng.randrange(1, 3)))
+            tail = tail if base else (1, *tail)
+            ops.append(("store", worker, base, tail))
+            held.extend((base + tail)[: len(base) + i + 1] for i in range(len(tail)))
+        threads.append((f"lane{lane}", tuple(ops)))
+    threads.append(("reader", tuple(("find", q) for q in QUERIES[: max(1, calls_per_thread // 3)])))
+    return tuple(threads)
+
+
+def random_layout(seed: int, calls_per_thread: int = 6) -> Layout:
+    return workload_layout(random_workload(seed, calls_per_thread))
+
+
+def workloads() -> Any:
+    """A Hypothesis strategy of small workloads (two lanes and a reader), shrinking toward fewer, shorter ops."""
+    from hypothesis import strategies as st
+
+    path = st.lists(st.integers(2, 5), min_size=0, max_size=2).map(lambda xs: (1, *xs))
+    tail = st.lists(st.integers(2, 5), min_size=1, max_size=2).map(tuple)
+
+    def lane_ops(worker: int) -> Any:
+        from_root = st.tuples(st.just("store"), st.just(worker), st.just(()), path)
+        below = st.tuples(st.just("store"), st.just(worker), path, tail)
+        remove_op = st.tuples(st.just("remove"), st.just(worker), path)
+        return st.lists(st.one_of(from_root, below, remove_op, st.just(("clear", worker))), min_size=1, max_size=3).map(tuple)
+
+    reads = st.lists(st.sampled_from(QUERIES).map(lambda q: ("find", q)), min_size=1, max_size=2).map(tuple)
+    return st.tuples(st.tuples(st.just("lane0"), lane_ops(1)), st.tuples(st.just("lane1"), lane_ops(2)),
+                     st.tuples(st.just("reader"), reads))
+
+
+def workload_program(make: Callable[[], Any], workload: Workload) -> TreeProgram:
+    setup, threads, final = workload_layout(workload)
+    return TreeProgram(make, setup, threads, final)

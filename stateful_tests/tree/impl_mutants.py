@@ -17,6 +17,8 @@ Each is the concurrent tree with one protection removed:
 - ``TornEdgeRead``: ``find_matches`` reads a node's edge and its coverage from two moments.
 - ``DropReadsLinksFirst``: a worker's removal reads a node's split links before dropping the worker
   from it, missing a suffix split off in between.
+- ``DescendsIntoReleasedChild``: a store covers the child it looked up after another lane released it
+  as dead (the race the explorer found in the embedded tree, now fixed).
 
 The interleaving explorer (``stateful_tests.explore``) finds each of them deterministically.
 
@@ -101,6 +103,14 @@ class FanoutWithoutGate(ConcurrentRadixTree):
             parent.children[key] = fresh
         lane.stats["fanout_inserts"] += 1
         return "inserted"
+
+
+class DescendsIntoReleasedChild(ConcurrentRadixTree):
+    """The race the explorer found in kvproof's own tree: a store descends into the child it looked up without
+    checking that the parent kept its shape, so a child another lane released as dead gets the coverage, lost."""
+
+    def _still_below(self, parent, version) -> bool:
+        return True
 
 
 class _UncheckedStep(ReadStep):
@@ -191,7 +201,8 @@ class DropReadsLinksFirst(ConcurrentRadixTree):
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]
 """The mutants the lockstep twin and real-thread stress are measured against (docs/concurrency.md)."""
 
-EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst]
+EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst,
+                    DescendsIntoReleasedChild]
 """Every broken concurrent tree: the explorer must find each (``kvproof explore --mutants``)."""
 
 

@@ -2,6 +2,8 @@
 by its saved regression (replayed on its own target it still fails the same way) and by a fresh sweep of the
 gate's explorer rows (ci budget, seed 1), each with a token that replays it."""
 
+import dataclasses
+
 import pytest
 
 from kvproof.stateful_tests.explore import campaign
@@ -30,7 +32,7 @@ def test_each_regression_passes_on_the_implementation_and_still_catches_its_stru
     saved = load_schedule(path)
     result, _ = campaign.replay_schedule(saved)
     assert result.failed and campaign._kind(result) == saved.kind, result.problems
-    clean, _ = campaign.replay_schedule(saved.__class__(saved.scenario, "impl", saved.strategy, saved.decisions))
+    clean, _ = campaign.replay_schedule(dataclasses.replace(saved, target="impl"))
     assert not clean.failed, clean.problems
 
 
@@ -50,11 +52,32 @@ def test_a_fresh_sweep_finds_each_broken_structure_and_its_token_replays_it(name
     assert result.failed and campaign._kind(result) == found.schedule.kind
 
 
-def test_the_hypothesis_strategy_finds_a_stale_plan_and_shrinks_the_schedule():
+def test_the_hypothesis_strategy_finds_a_torn_read_and_its_schedule_replays():
     report = campaign.explore_with_hypothesis("fanout-vs-split", campaign.subject_for("TornEdgeRead"), 200, 1)
     assert report.found is not None
     result, _ = campaign.replay_schedule(report.found.schedule)
     assert result.failed
+
+
+def test_hypothesis_draws_and_shrinks_a_workload_with_its_schedule():
+    # From nothing: Hypothesis draws a workload and a schedule, and shrinks both: a sticky internal node extended
+    # in place comes back as three operations and a schedule without a preemption, replayable from its file.
+    report = campaign.explore_with_hypothesis("random-ops", campaign.subject_for("ExtendsInternalNode"), 500, 1)
+    found = report.found
+    assert found is not None and found.schedule.workload is not None
+    assert sum(len(ops) for _, ops in found.schedule.workload) <= 4 and found.preemptions == 0
+    result, _ = campaign.replay_schedule(found.schedule)
+    assert result.failed and campaign._kind(result) == found.schedule.kind
+    clean, _ = campaign.replay_schedule(dataclasses.replace(found.schedule, target="impl"))
+    assert not clean.failed
+
+
+def test_seeded_random_workloads_are_scenarios_with_tokens():
+    report = campaign.explore("random-ops.s3", IMPL, campaign.strategy_named("random", 3), 20)
+    assert report.schedules == 20 and report.found is None
+    assert campaign.scenario_named("random-ops.s3").family == "lanes"
+    with pytest.raises(KeyError, match=r"random-ops\.sSEED"):
+        campaign.scenario_named("random-ops.x")
 
 
 def test_a_structure_without_lanes_or_event_threads_is_refused_with_the_reason():

@@ -73,6 +73,7 @@ class Controller(Hooks, Protocol):
 
 _hooks: Hooks | None = None
 _controller: Controller | None = None
+_control_thread: int | None = None  # the OS thread the scheduler runs in: its logical threads are the controlled ones
 
 
 def install(hooks: Hooks | None) -> None:
@@ -82,9 +83,22 @@ def install(hooks: Hooks | None) -> None:
 
 
 def control(controller: Controller | None) -> None:
-    """Hand the seam to a scheduler (None gives it back): yield points and new primitives are its own."""
-    global _hooks, _controller
+    """Hand the seam to a scheduler (None gives it back): yield points and new primitives are its own.
+
+    Only the calling OS thread is controlled: a primitive made, or a thread id asked for, on any
+    other OS thread meanwhile is the standard library's.
+    """
+    global _hooks, _controller, _control_thread
     _hooks = _controller = controller
+    _control_thread = None if controller is None else threading.get_ident()
+
+
+def _active() -> Controller | None:
+    """The scheduler, if the calling OS thread is the one it controls."""
+    controller = _controller
+    if controller is None or threading.get_ident() != _control_thread:
+        return None
+    return controller
 
 
 def yield_point(name: str) -> None:
@@ -152,7 +166,7 @@ class Lock:
     __slots__ = ("_lock", "name")
 
     def __init__(self, name: str = "lock") -> None:
-        controller = _controller
+        controller = _active()
         self._lock: Any = threading.Lock() if controller is None else _ModelLock(controller, name)
         self.name = name
 
@@ -189,7 +203,7 @@ class RWGate:
     )
 
     def __init__(self, name: str = "gate") -> None:
-        self._controller = controller = _controller
+        self._controller = controller = _active()
         if controller is None:
             self._lock: Any = threading.Lock()
             self._cond: Any = threading.Condition(self._lock)
@@ -314,7 +328,7 @@ class Event:
     __slots__ = ("_event", "_controller", "_set")
 
     def __init__(self) -> None:
-        self._controller = _controller
+        self._controller = _active()
         self._event = threading.Event() if self._controller is None else None
         self._set = False
 
@@ -343,7 +357,7 @@ class Channel:
     __slots__ = ("_queue", "_items", "_controller")
 
     def __init__(self) -> None:
-        self._controller = _controller
+        self._controller = _active()
         self._queue: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if self._controller is None else None
         self._items: collections.deque[Any] = collections.deque()
 
@@ -371,7 +385,7 @@ class Thread:
     __slots__ = ("_thread", "_controller")
 
     def __init__(self, target: Callable[[], None], name: str, daemon: bool = True) -> None:
-        self._controller = _controller
+        self._controller = _active()
         if self._controller is None:
             self._thread: Any = threading.Thread(target=target, name=name, daemon=daemon)
             self._thread.start()
@@ -389,11 +403,13 @@ class Thread:
 
 def local() -> Any:
     """Return a fresh thread-local namespace (one per logical thread under a scheduler)."""
-    controller = _controller
+    controller = _active()
     return threading.local() if controller is None else controller.local()
 
 
 def current_thread_id() -> int:
     """Return an identifier of the running thread (the logical thread's under a scheduler)."""
-    controller = _controller
+    if _controller is None:
+        return threading.get_ident()
+    controller = _active()
     return threading.get_ident() if controller is None else controller.current()

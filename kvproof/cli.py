@@ -668,6 +668,7 @@ def _replay_schedule(text: str, target: Any) -> None:
     except TokenError as exc:
         click.echo(f"replay: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    recorded_on = schedule.target
     if target is not None:
         schedule = dataclasses.replace(schedule, target=target.name)
     try:
@@ -676,9 +677,11 @@ def _replay_schedule(text: str, target: Any) -> None:
         click.echo(f"replay: {exc.args[0]}", err=True)
         sys.exit(EXIT_USAGE)
     except Divergence as exc:
-        click.echo(f"replay: the schedule does not fit this code ({exc}); it was recorded on another version", err=True)
+        why = (f"it was recorded on {recorded_on}, whose threads take other turns" if schedule.target != recorded_on
+               else "the code under it has changed since it was recorded")
+        click.echo(f"replay: the schedule does not fit {schedule.target} ({exc}): {why}", err=True)
         sys.exit(EXIT_FAIL)
-    click.echo(f"replay: {schedule.scenario} on {schedule.target}, {len(schedule.decisions)} decisions "
+    click.echo(f"replay: {schedule.scenario} on {schedule.target}: {len(schedule.decisions)} recorded decisions "
                f"(threads: {', '.join(f'{chr(97 + i)}={n}' for i, n in sorted(result.names.items()))})")
     for line in program.recorder.describe():
         click.echo(f"  {line}")
@@ -687,7 +690,10 @@ def _replay_schedule(text: str, target: Any) -> None:
     if schedule.kind and result.failed:
         click.echo(f"replay: shows {schedule.kind!r} as recorded" if problem_kind(result) == schedule.kind
                    else f"replay: shows {problem_kind(result)!r}, recorded as {schedule.kind!r}")
-    click.echo(f"replay: outcome={result.outcome.value} decisions={len(result.decisions)} steps={result.steps}")
+    elif schedule.kind:
+        click.echo(f"replay: recorded as {schedule.kind!r} on {recorded_on}; passes on {schedule.target}")
+    click.echo(f"replay: outcome={result.outcome.value} decisions={len(result.decisions)} steps={result.steps} "
+               f"(decisions past the recorded ones never preempt)")
     sys.exit(EXIT_FAIL if result.failed else EXIT_PASS)
 
 
@@ -771,6 +777,8 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
             report = campaign.explore(name, subject, strat, schedules if strategy != "dfs" or budget else 10**9)
         verdict = "FAIL" if report.found else ("exhausted" if report.exhausted else "pass")
         rows.append((name, report.strategy, report.schedules, report.max_decisions, f"{report.seconds:.2f}", verdict))
+        if strategy == "hypothesis" and report.schedules:
+            click.echo(f"  {report.schedules} schedules, Hypothesis's shrinking runs included")
         if strategy == "pct" and report.schedules:
             click.echo(campaign.pct_budget_line(report.threads, report.max_decisions, d))
         for note in report.notes:

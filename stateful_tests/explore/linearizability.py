@@ -191,24 +191,28 @@ def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, mi
     writes = [c for c in calls if not c.read]
     total = 0
     last_order: list[Call] = []
+    undecided: list[Call] | None = None
     for part in spec.partition(calls):
         verdict, visited, order = _check_part(spec, part, writes, budget)
         total += visited
-        if verdict is not Verdict.LINEARIZABLE:
-            if minimize and verdict is Verdict.NOT_LINEARIZABLE:
-                part = _minimize(spec, part, writes, budget)
-            return Report(verdict, list(part), total)
-        last_order = order
+        if verdict is Verdict.NOT_LINEARIZABLE:  # a definite failure wins over any undecided part
+            return Report(verdict, _minimize(spec, part, writes, budget) if minimize else list(part), total)
+        if verdict is Verdict.UNKNOWN:
+            undecided = undecided or list(part)
+        else:
+            last_order = order
+    if undecided is not None:
+        return Report(Verdict.UNKNOWN, undecided, total)
     return Report(Verdict.LINEARIZABLE, [], total, last_order)
 
 
 def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], budget: int) -> list[Call]:
     """A smaller part that is still not linearizable, and still a witness of the real history.
 
-    Reads are dropped one at a time (a read changes no state). Writes are only cut from the end,
-    latest invocation first: the history up to some moment is a fair witness, while dropping an
-    earlier write could leave a later outcome that nothing explains, a failure of the cut
-    history rather than of the real one.
+    Reads are dropped one at a time (a read changes no state). A write is dropped only when it was
+    invoked after every other remaining call returned: what is left is then the history up to a
+    moment, a fair witness, while dropping any other write could leave an outcome that depended
+    on it unexplained, a failure of the cut history rather than of the real one.
     """
     current = list(part)
 
@@ -223,6 +227,6 @@ def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], bu
     while True:
         latest = max(current, key=lambda x: x.call)
         trial = [x for x in current if x is not latest]
-        if not trial or not still_fails(trial):
+        if latest.read or not trial or latest.call < max(x.ret for x in trial) or not still_fails(trial):
             return current
         current = trial

@@ -1,11 +1,13 @@
 """PCT, probabilistic concurrency testing with bug depth ``d`` (Burckhardt, Kothari, Musuvathi, Nagarakatte,
 ASPLOS 2010).
 
-Each schedule gives every thread a random priority when it first appears (all above ``d``) and
-draws ``d - 1`` change points among the first ``k`` decisions; the highest-priority runnable
-thread always runs, and at the ``i``-th change point the running thread drops to priority
-``i / d`` (below every initial one). ``k`` is learned: the most decisions any schedule of this
-strategy has made so far (the first schedule guesses 50), as Shuttle's PCT does.
+Each schedule gives every thread a random priority when it first appears (all at least ``d``) and
+draws ``d - 1`` change points among decisions 2 to ``k``; the highest-priority runnable thread
+always runs, and at a change point the thread that ran last (runnable or not) drops below every
+initial priority *and below every earlier drop*: the ``i``-th change point (counting from 0)
+gives it ``d - 1 - i``, so a later demotion ranks lower (as Shuttle's ``next_priority`` does).
+``k`` is learned: the most decisions any schedule of this strategy has made so far (the first
+schedule guesses 50), as Shuttle's PCT does.
 
 **The guarantee.** For a program with ``n`` threads and ``k`` decisions, one schedule finds a
 given bug of depth ``d`` (one that needs ``d`` ordering constraints to show) with probability at
@@ -44,18 +46,20 @@ class PCT:
         self.seed, self.depth, self.k = seed, depth, k
         self.index = -1
         self.name = f"pct.d{depth}.s{seed}"
-        self.max_threads = 1
         self._rng = random.Random()
         self._priority: dict[int, float] = {}
         self._changes: list[int] = []
         self._step = 0
+        self._last: int | None = None
 
     def begin(self) -> None:
         self.index += 1
         self._rng = random.Random(f"{self.seed}/{self.index}")
         self._priority = {}
-        self._changes = sorted(self._rng.sample(range(1, self.k + 1), min(self.depth - 1, self.k)))
+        candidates = range(2, max(2, self.k) + 1)  # the first decision has no thread that ran before it
+        self._changes = sorted(self._rng.sample(candidates, min(self.depth - 1, len(candidates))))
         self._step = 0
+        self._last = None
 
     def _of(self, thread: int) -> float:
         p = self._priority.get(thread)
@@ -65,13 +69,16 @@ class PCT:
 
     def choose(self, runnable: Sequence[int], current: int | None) -> int:
         self._step += 1
-        if current is not None and self._step in self._changes:
-            self._priority[current] = (self._changes.index(self._step) + 1) / (self.depth + 1)
-        return max(runnable, key=self._of)
+        demoted = current if current is not None else self._last
+        if demoted is not None and self._step in self._changes:
+            self._of(demoted)
+            self._priority[demoted] = self.depth - 1 - self._changes.index(self._step)  # later drops rank lower
+        pick = max(runnable, key=self._of)
+        self._last = pick
+        return pick
 
     def end(self, result: RunResult) -> None:
         self.k = max(self.k if self.index else 1, len(result.decisions))
-        self.max_threads = max(self.max_threads, len(result.names))
 
     def exhausted(self) -> bool:
         return False

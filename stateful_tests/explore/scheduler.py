@@ -88,6 +88,7 @@ class LogicalThread:
     trace: str = ""
     waiting: tuple[Callable[[], bool], str] | None = None
     position: str = "start"
+    exits: int = 0  # GreenletExit raised into it while the run stops
 
 
 @dataclass
@@ -98,12 +99,21 @@ class RunResult:
     decisions: list[int]
     steps: int
     problems: list[str] = field(default_factory=list)
-    names: dict[int, str] = field(default_factory=dict)
+    names: dict[int, str] = field(default_factory=dict)  # every logical thread, setup and finish included
     positions: dict[str, str] = field(default_factory=dict)  # thread name -> where it stopped (deadlock, livelock)
 
     @property
     def failed(self) -> bool:
         return self.outcome is not Outcome.OK
+
+    @property
+    def contenders(self) -> int:
+        """The threads that compete in the program phase: the program's and setup's services, not setup or finish."""
+        return sum(1 for name in self.names.values() if name not in ("setup", "finish"))
+
+
+_EXIT_ATTEMPTS = 10
+_UNSTOPPABLE: list[Any] = []  # threads that would not unwind (see Scheduler._exit)
 
 
 class _Local:
@@ -139,6 +149,7 @@ class Scheduler:
         self.steps = 0
         self.decisions: list[int] = []
         self._spawn_as_program = False
+        self._stopping = False
 
     # ------------------------------------------------------------------ the _sync.Controller protocol
 
@@ -146,6 +157,8 @@ class Scheduler:
         thread = self.running
         if thread is None or greenlet.getcurrent() is not thread.glet:
             return  # outside any logical thread (the hub, after the run): nothing to decide
+        if self._stopping:
+            self._exit(thread)
         thread.position = name
         self.hub.switch()
 
@@ -155,7 +168,17 @@ class Scheduler:
             if not ready():
                 raise RuntimeError(f"{what}: would block outside the scheduler's threads")
             return
+        if self._stopping:
+            self._exit(thread)
         thread.waiting, thread.position = (ready, what), what
+        self.hub.switch()
+
+    def _exit(self, thread: LogicalThread) -> None:
+        """While stopping: unwind the thread (``GreenletExit``); one that swallows it ten times is parked for good."""
+        thread.exits += 1
+        if thread.exits <= _EXIT_ATTEMPTS:
+            raise greenlet.GreenletExit
+        _UNSTOPPABLE.append(thread.glet)  # kept alive: collecting it would throw into it again
         self.hub.switch()
 
     def spawn(self, target: Callable[[], None], name: str) -> LogicalThread:
@@ -228,16 +251,27 @@ class Scheduler:
         return {t.name: (f"waiting at {t.waiting[1]}" if t.waiting else f"at {t.position}")
                 for t in self.threads if not t.done}
 
-    def _stop_leftovers(self) -> None:
-        """Unwind every thread that has not finished (a service still waiting on its channel)."""
+    def _stop_leftovers(self) -> list[str]:
+        """Unwind every thread that has not finished (a service still waiting on its channel).
+
+        While stopping, every yield point and wait raises ``GreenletExit`` again, so code that catches
+        ``BaseException`` (the pool's event loop does, around each task) cannot park the thread again.
+        """
+        self._stopping = True
+        unstoppable = []
         for t in self.threads:
-            if not t.done and t.glet and not t.glet.dead:
-                self.running = t
-                try:
-                    t.glet.throw(greenlet.GreenletExit)
-                except greenlet.GreenletExit:
-                    pass
+            if t.done or t.glet is None or t.glet.dead:
+                continue
+            self.running = t
+            try:
+                t.glet.throw(greenlet.GreenletExit)
+            except greenlet.GreenletExit:
+                pass
+            finally:
                 self.running = None
+            if not (t.done or t.glet.dead):
+                unstoppable.append(t.name)
+        return unstoppable
 
     def run(self, program: Program) -> RunResult:
         """Run ``program`` once under the strategy (see the module docstring)."""
@@ -261,21 +295,27 @@ class Scheduler:
                     outcome, positions = Outcome.LIVELOCK, self._positions()
                     problems.append(f"livelock in {phase}: more than {self.max_steps} turns; " + _where(positions))
                     break
-                stuck = self._unfinished()
-                if stuck:
-                    outcome, positions = Outcome.DEADLOCK, self._positions()
-                    problems.append(f"deadlock in {phase}: " + _where(positions))
-                    break
                 errors = [t for t in self.threads if t.error is not None]
-                if errors:
+                if errors:  # first: a thread that raised may be why the others wait
                     outcome = Outcome.FAILED
                     problems.extend(f"thread {t.name} raised {type(t.error).__name__}: {t.error}\n{t.trace}" for t in errors)
+                stuck = self._unfinished()
+                if stuck:
+                    positions = self._positions()
+                    problems.append(f"deadlock in {phase}: " + _where(positions))
+                    if not errors:
+                        outcome = Outcome.DEADLOCK
+                if errors or stuck:
                     break
             if outcome is Outcome.OK and problems:
                 outcome = Outcome.FAILED
         finally:
-            self._stop_leftovers()
+            unstoppable = self._stop_leftovers()
             _sync.control(None)
+        if unstoppable:
+            problems.append(f"could not stop {', '.join(unstoppable)}: each swallowed GreenletExit {_EXIT_ATTEMPTS} times "
+                            f"(it catches BaseException around its waits); parked for good")
+            outcome = Outcome.FAILED if outcome is Outcome.OK else outcome
         result = RunResult(outcome, self.decisions, self.steps, problems, {t.id: t.name for t in self.threads}, positions)
         self.strategy.end(result)
         return result

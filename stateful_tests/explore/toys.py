@@ -89,3 +89,42 @@ class LockOrder:
 
     def finish(self) -> list[str]:
         return []
+
+
+class PingPong:
+    """A depth-3 bug of two threads: it shows only when ``a1 < b1 < a2 < b2`` (each a step between yield points),
+    after ``pad`` yield points of padding in each thread (more decisions, the same bug)."""
+
+    def __init__(self, pad: int = 0) -> None:
+        self.pad = pad
+        self.x = self.y = self.z = 0
+
+    def setup(self) -> None:
+        self.x = self.y = self.z = 0
+
+    def threads(self) -> list[tuple[str, Callable[[], None]]]:
+        def first() -> None:
+            for _ in range(self.pad):
+                _sync.yield_point("toy.pad")
+            self.x = 1  # a1
+            _sync.yield_point("toy.a")
+            if self.y:  # a2
+                self.z = 1
+            for _ in range(self.pad):
+                _sync.yield_point("toy.pad")
+
+        def second() -> None:
+            for _ in range(self.pad):
+                _sync.yield_point("toy.pad")
+            if self.x:  # b1
+                self.y = 1
+            _sync.yield_point("toy.b")
+            if self.z:  # b2
+                raise AssertionError("the depth-3 order a1 < b1 < a2 < b2")
+            for _ in range(self.pad):
+                _sync.yield_point("toy.pad")
+
+        return [("first", first), ("second", second)]
+
+    def finish(self) -> list[str]:
+        return []

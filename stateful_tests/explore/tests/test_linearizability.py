@@ -81,3 +81,55 @@ def test_the_search_budget_gives_unknown_never_a_pass():
     calls.append(find("r", 50, 51, [1, 2], {R1: 99}))  # impossible: every order must be tried
     report = linearizability.check(TreeSpec(), calls, budget=5)
     assert report.verdict is linearizability.Verdict.UNKNOWN
+
+
+def test_a_credit_to_a_worker_that_never_wrote_is_caught():
+    calls = [write("a", 0, 1, 1, stored(None, 1)), find("r", 2, 3, [1], {R1: 1, WorkerWithDpRank(9, 0): 1})]
+    assert not verdict(calls).ok  # the residual part: nothing may credit worker 9
+
+
+def test_the_final_snapshot_must_be_exact():
+    snap = Call("final", 4, 5, "snapshot", (), ("ok", ()), True)  # claims worker 1 holds nothing
+    assert not verdict([write("a", 0, 1, 1, stored(None, 1)), snap]).ok
+
+
+def test_minimisation_never_drops_the_write_that_was_wrong():
+    # the root store reported an error although the store below it, overlapping it, was accepted: the root store
+    # is the wrong one, and it must stay in the witness
+    below = Call("b", 3, 8, "event", (1, stored(1, 2)), OK)
+    root = Call("a", 5, 6, "event", (1, stored(None, 1)), ("error", "KvCacheEventError"))
+    report = verdict([below, root])
+    assert not report.ok and root in report.part
+
+
+def test_a_definite_failure_in_one_part_wins_over_an_undecided_other():
+    crowded = [write(f"t{i}", i, 100 + i, 1, stored(None, 1, i + 2)) for i in range(6)]
+    crowded.append(find("r", 50, 51, [1, 2], {R1: 99}))
+    wrong = write("z", 200, 201, 2, stored(9, 2))  # worker 2 stores under a parent it never held, accepted
+    report = linearizability.check(TreeSpec(), [*crowded, wrong], budget=5)
+    assert report.verdict is linearizability.Verdict.NOT_LINEARIZABLE and report.part == [wrong]
+
+
+def test_a_torn_potential_load_may_pair_two_moments_but_not_invent_one():
+    from kvproof.spec.sequence_inputs import millis
+    from kvproof.stateful_tests.explore.tracker_scenarios import POTENTIAL
+
+    spec = TrackerSpec()
+    slot = R1.__class__(1, 0)
+    setup = [tracker_call("s", 0, 1, REGISTER), tracker_call("s", 2, 3, add("q", slot, (1, 2, 3), 300))]
+    tracker = spec.fresh()
+    for c in setup:
+        spec.write(tracker, c)
+    before = tracker.potential_loads(*POTENTIAL.args)
+    spec.write(tracker, tracker_call("a", 0, 0, add("r", slot, (1, 4), 100)))
+    after = tracker.potential_loads(*POTENTIAL.args)
+
+    def read(rows):
+        return Call("r", 5, 8, "potential_loads", POTENTIAL.args, ("ok", tuple(sorted(rows.items()))), True)
+    racing = tracker_call("a", 4, 9, add("r", slot, (1, 4), 100))
+    assert linearizability.check(spec, [*setup, racing, read(before)]).ok
+    assert linearizability.check(spec, [*setup, racing, read(after)]).ok
+    invented = dict(after.items())
+    invented[slot] = invented[slot].__class__(1, 1, 1)
+    assert not linearizability.check(spec, [*setup, racing, read(invented)]).ok
+    assert millis(10) == POTENTIAL.args[2]

@@ -24,7 +24,7 @@ def test_every_scenario_has_a_story_and_real_choices():
     for name, sc in campaign.SCENARIOS.items():
         assert len(sc.story) > 60, name
         report = campaign.explore(name, IMPL, campaign.strategy_named("random", 1), 5)
-        assert report.max_decisions >= 5 and report.threads >= 3, name  # the threads really interleave
+        assert report.max_decisions >= 5 and report.threads >= 2, name  # at least two threads really interleave
 
 
 @pytest.mark.parametrize("path", regression_files(), ids=lambda p: p.stem)
@@ -83,3 +83,51 @@ def test_seeded_random_workloads_are_scenarios_with_tokens():
 def test_a_structure_without_lanes_or_event_threads_is_refused_with_the_reason():
     subject = campaign.subject_for("reference")
     assert subject.why and "neither three lanes" in subject.why
+
+
+class _CoarseLane:
+    def __init__(self, tree):
+        self.tree = tree
+
+    def apply_event(self, worker, event):
+        with self.tree.lock:
+            return self.tree.reference.apply_event(worker, event)
+
+    def remove_worker(self, worker):
+        with self.tree.lock:
+            return self.tree.reference.remove_worker(worker)
+
+    def clear_all_blocks(self, worker):
+        with self.tree.lock:
+            return self.tree.reference.clear_all_blocks(worker)
+
+
+class CoarseTree:
+    """A correct third-party tree: the reference behind one lock, with three lanes and no yield points of its own."""
+
+    def __init__(self):
+        from kvproof.impl import _sync
+        from kvproof.reference import RadixTree
+
+        self.reference, self.lock, self.lanes = RadixTree(), _sync.Lock("coarse"), [0, 1, 2]
+
+    def lane(self, i):
+        return _CoarseLane(self)
+
+    def find_matches(self, sequence, early_exit=False):
+        with self.lock:
+            return self.reference.find_matches(sequence, early_exit)
+
+    def snapshot(self):
+        with self.lock:
+            return self.reference.snapshot()
+
+    def check(self):
+        self.reference.check()
+
+
+def test_a_correct_third_party_tree_passes_the_sweep_and_skips_the_regressions_its_turns_do_not_fit():
+    subject = campaign.Subject("tests:CoarseTree", lanes=CoarseTree)
+    report = campaign.sweep(subject, ("lanes",), 40, 1, 3)
+    assert report.found is None and not report.regression_failure
+    assert report.inapplicable > 0 and report.schedules == 40 * 2 * len(campaign.families_of(subject, ("lanes",)))

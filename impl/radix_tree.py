@@ -65,7 +65,7 @@ from ..spec.events import (
     dispatch,
     parse_event,
 )
-from ..spec.invariants import edge_position, node_violations, root_violations
+from ..spec.invariants import node_violations, root_violations
 from ..spec.match import OverlapScores, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
 from ..spec.shape import (
@@ -549,12 +549,12 @@ class ConcurrentRadixTree(TreeReads):
 
     def _entry_is_sound(self, node: Node, rank: Rank, ext: int) -> bool:
         """Check one lane entry: the node, or the suffix a split moved the block to, holds it for the rank."""
-        pos = edge_position(node.view.state.edge, ext)
+        pos = node.view.index.get(ext)  # the edge index (checked per node above): one lookup, not a scan
         if pos is None:
             moved = find_moved(node, ext)
             if moved is None:
                 return False
-            node, pos = moved, edge_position(moved.view.state.edge, ext)
+            node, pos = moved, moved.view.index.get(ext)
             assert pos is not None, "find_moved returned a node whose edge lacks the hash"
         return covers(node.view.state, rank, pos)
 

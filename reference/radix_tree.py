@@ -239,7 +239,7 @@ class RadixTree(TreeReads):
         if lookups:
             for rank, lookup in self._lookups.items():
                 for ext, node in lookup.items():
-                    if not is_lookup_entry_on_holder(node.state, rank, ext):
+                    if not is_lookup_entry_on_holder(node.state, rank, ext, node.edge_index):
                         problems.append(f"lookup {rank}[{ext}] names {node!r}: {is_lookup_entry_on_holder.__name__}")
         if problems:
             raise AssertionError("RadixTree.check failed:\n  " + "\n  ".join(problems) + f"\n{self.debug_dump()}")

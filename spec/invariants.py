@@ -76,13 +76,15 @@ def is_edge_index_consistent(edge: tuple, edge_index: Mapping[int, int]) -> bool
     return dict(edge_index) == edge_index_of(edge)
 
 
-def is_lookup_entry_on_holder(state: EdgeState, rank, ext: int) -> bool:
+def is_lookup_entry_on_holder(state: EdgeState, rank, ext: int, edge_index: Mapping[int, int] | None = None) -> bool:
     """Check if a rank's lookup entry for ``ext`` names a node whose edge holds ``ext`` and that the rank covers there.
 
     Holds for in-contract streams; streams with colliding hashes can strand entries
-    (crtc.md §13 E8, E33), exactly as in Dynamo.
+    (crtc.md §13 E8, E33), exactly as in Dynamo. Given the node's edge index (which
+    ``is_edge_index_consistent`` checks on its own), the position is one dictionary lookup, so a
+    ``check()`` stays linear in the tree's size however long an edge gets; without it, a scan.
     """
-    pos = edge_position(state.edge, ext)
+    pos = edge_index.get(ext) if edge_index is not None else edge_position(state.edge, ext)
     return pos is not None and covers(state, rank, pos)
 
 

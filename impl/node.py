@@ -142,17 +142,17 @@ class ReadStep:
         _sync.yield_point("read.after_child")
         if child is None or self.version % 2 or self.node.version != self.version:
             return None
-        return ReadStep(child)
+        return type(self)(child)
 
 
 class RootStep:
-    """The walk's entry: the root has no edge, only children (its map is never replaced)."""
+    """The walk's entry: the root has no edge, only children (its map is never replaced); ``step`` walks below it."""
 
-    __slots__ = ("root",)
+    __slots__ = ("root", "step")
 
-    def __init__(self, root: Node) -> None:
-        self.root = root
+    def __init__(self, root: Node, step: type[ReadStep] = ReadStep) -> None:
+        self.root, self.step = root, step
 
     def child(self, local: int) -> ReadStep | None:
         child = self.root.children.get(local)
-        return None if child is None else ReadStep(child)
+        return None if child is None else self.step(child)

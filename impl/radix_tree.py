@@ -85,7 +85,7 @@ from ..spec.shape import (
 )
 from . import _sync
 from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
-from .node import Node, RootStep
+from .node import Node, ReadStep, RootStep
 
 
 class ConcurrentRadixTree(TreeReads):
@@ -93,6 +93,8 @@ class ConcurrentRadixTree(TreeReads):
 
     #: Checks the version of a plan before committing it (the negative controls switch it off).
     validate_plans = True
+    #: How ``find_matches`` steps through a node (the negative controls swap in broken reads).
+    read_step: type[ReadStep] = ReadStep
 
     def __init__(self, lanes: int = 1) -> None:
         self.root = Node(EdgeState(()))
@@ -134,7 +136,7 @@ class ConcurrentRadixTree(TreeReads):
 
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Return every rank's overlap score along ``sequence``; takes no gate, never overcounts."""
-        return OverlapScores(find_matches_walk(RootStep(self.root), check_query(sequence), bool(early_exit)))
+        return OverlapScores(find_matches_walk(RootStep(self.root, self.read_step), check_query(sequence), bool(early_exit)))
 
     # ------------------------------------------------------------------ events on a lane
 
@@ -474,20 +476,24 @@ class ConcurrentRadixTree(TreeReads):
             if node.id in seen:
                 continue
             seen.add(node.id)
-            _sync.yield_point("drop.before_gate")
-            with node.gate.exclusive():
-                if targets & node.holders():
-                    state = node.view.state
-                    for rank in targets:
-                        state = drop_worker(state, rank)
-                    node.publish(state)
-                    self._clear_children_if_unheld(lane, node)
-                queue.extend(node.splits)
+            queue.extend(self._drop_from(lane, node, targets))
         for rank in ranks:
             if forget:
                 lane.lookups.pop(rank, None)
             elif rank in lane.lookups:
                 lane.lookups[rank] = {}
+
+    def _drop_from(self, lane: Lane, node: Node, targets: set[Rank]) -> list[Node]:
+        """Drop ``targets`` from one node; return its split links, read under its exclusive gate after the drop."""
+        _sync.yield_point("drop.before_gate")
+        with node.gate.exclusive():
+            if targets & node.holders():
+                state = node.view.state
+                for rank in targets:
+                    state = drop_worker(state, rank)
+                node.publish(state)
+                self._clear_children_if_unheld(lane, node)
+            return list(node.splits)
 
     def _forest(self) -> list[Node]:
         """Return every node reachable from the root (children snapshots under shared gates)."""

@@ -36,17 +36,14 @@ deterministically (the lockstep twin machine and a forced interleaving).
 
 from __future__ import annotations
 
-from collections import deque
-
 from ...impl import _sync
 from ...impl.indexer import ThreadPoolIndexer
 from ...impl.lane import Direction, Lane
-from ...impl.node import ReadStep, RootStep
+from ...impl.node import ReadStep
 from ...impl.radix_tree import ConcurrentRadixTree
-from ...spec.coverage import EdgeState, covers, drop_worker
+from ...spec.coverage import EdgeState, covers
 from ...spec.errors import ParentBlockNotFound
 from ...spec.events import parse_event
-from ...spec.match import OverlapScores, check_query, find_matches_walk
 
 
 class NoVersionCheck(ConcurrentRadixTree):
@@ -119,22 +116,13 @@ class _UncheckedStep(ReadStep):
     def child(self, local: int):
         child = self.node.children.get(local)
         _sync.yield_point("read.after_child")
-        return None if child is None else _UncheckedStep(child)
-
-
-class _UncheckedRoot(RootStep):
-    __slots__ = ()
-
-    def child(self, local: int):
-        child = self.root.children.get(local)
-        return None if child is None else _UncheckedStep(child)
+        return None if child is None else type(self)(child)
 
 
 class ReadSkipsVersionCheck(ConcurrentRadixTree):
     """A missing version check on the read path: the walk descends into whatever child the node has now."""
 
-    def find_matches(self, sequence, early_exit: bool = False) -> OverlapScores:
-        return OverlapScores(find_matches_walk(_UncheckedRoot(self.root), check_query(sequence), bool(early_exit)))
+    read_step = _UncheckedStep
 
 
 class _TornStep(ReadStep):
@@ -147,55 +135,21 @@ class _TornStep(ReadStep):
         now = self.node.view.state
         return EdgeState(edge, now.full_edge_workers, now.worker_cutoffs)
 
-    def child(self, local: int):
-        step = super().child(local)
-        return None if step is None else _TornStep(step.node)
-
-
-class _TornRoot(RootStep):
-    __slots__ = ()
-
-    def child(self, local: int):
-        child = self.root.children.get(local)
-        return None if child is None else _TornStep(child)
-
 
 class TornEdgeRead(ConcurrentRadixTree):
     """A torn read: the walk takes a node's edge from one published view and its full set and cutoffs from a later one."""
 
-    def find_matches(self, sequence, early_exit: bool = False) -> OverlapScores:
-        return OverlapScores(find_matches_walk(_TornRoot(self.root), check_query(sequence), bool(early_exit)))
+    read_step = _TornStep
 
 
 class DropReadsLinksFirst(ConcurrentRadixTree):
     """A worker's removal reads each node's split links before it drops the worker there, so a suffix split off
     in between keeps the worker's coverage (the bug ``drop_ranks``'s docstring records)."""
 
-    def drop_ranks(self, lane, ranks, forget: bool) -> None:
-        if not ranks:
-            return
-        targets = set(ranks)
-        queue = deque(node for rank in ranks for node in lane.lookups.get(rank, {}).values())
-        seen: set[int] = set()
-        while queue:
-            node = queue.popleft()
-            if node.id in seen:
-                continue
-            seen.add(node.id)
-            queue.extend(node.splits)  # read before the gate: the broken order
-            _sync.yield_point("drop.before_gate")
-            with node.gate.exclusive():
-                if targets & node.holders():
-                    state = node.view.state
-                    for rank in targets:
-                        state = drop_worker(state, rank)
-                    node.publish(state)
-                    self._clear_children_if_unheld(lane, node)
-        for rank in ranks:
-            if forget:
-                lane.lookups.pop(rank, None)
-            elif rank in lane.lookups:
-                lane.lookups[rank] = {}
+    def _drop_from(self, lane, node, targets):
+        links = list(node.splits)  # read before the gate: the broken order
+        super()._drop_from(lane, node, targets)
+        return links
 
 
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]

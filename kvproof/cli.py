@@ -716,6 +716,8 @@ def problem_kind(result: Any) -> str:
 @click.option("--target", "target_name", default="impl", show_default=True,
               help="impl, a broken structure's name (see --list), or module.path:Factory")
 @profile_option()
+@click.option("--faults", "faults", is_flag=True,
+              help="instead: raise an injected fault at each decision point of each thread, once each, and judge what is left")
 @click.option("--real", "real_runs", type=int, default=0,
               help="instead: run each scenario this many times on real threads (switch interval 1e-6), same checks")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and the broken structures, and exit")
@@ -725,8 +727,8 @@ def problem_kind(result: Any) -> str:
               help="where a failing schedule is saved as a file")
 @json_option
 def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, depth: int | None, preemptions: int,
-            target_name: str, profile: str | None, real_runs: int, list_only: bool, mutants: bool, fresh: bool,
-            save_dir: str, json_path: str | None) -> None:
+            target_name: str, profile: str | None, faults: bool, real_runs: int, list_only: bool, mutants: bool,
+            fresh: bool, save_dir: str, json_path: str | None) -> None:
     """Explore the interleavings of a race scenario under the controlled scheduler (every scenario when none is named).
 
     SCENARIO is one of `--list`, a seeded random workload `random-ops.sSEED`, or (with
@@ -765,6 +767,9 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
     names = [scenario] if scenario else [n for n, sc in campaign.SCENARIOS.items() if subject.maker(sc.family) is not None]
     if real_runs:
         _explore_real(campaign, subject, names, real_runs)
+        return
+    if faults:
+        _explore_faults(subject, names, json_path)
         return
     schedules = budget if budget is not None else chosen.explore.schedules
     d = depth if depth is not None else chosen.explore.pct_depth
@@ -806,6 +811,28 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
             "found": [{"token": f.token, "file": f.file, "kind": f.schedule.kind, "problem": f.problems[0]} for f in found]})
     click.echo(f"explore: scenarios={len(rows)} schedules={sum(r[2] for r in rows)} failing={len(found)}")
     sys.exit(EXIT_FAIL if found else EXIT_PASS)
+
+
+def _explore_faults(subject: Any, names: list[str], json_path: str | None) -> None:
+    """``kvproof explore --faults``: every (thread, decision point) pair faulted once; clean or broken."""
+    from .stateful_tests.explore.faults import explore_faults
+
+    rows, broken = [], []
+    for name in names:
+        report = explore_faults(name, subject.name)
+        if not report.pairs:
+            continue
+        rows.append((name, report.pairs, report.clean, len(report.broken)))
+        broken += [(name, *b) for b in report.broken]
+    out.print_table(("scenario", "pairs tried", "clean", "broken"), rows, numeric=(1, 2, 3))
+    for name, thread, at, point, problem in broken:
+        click.echo(f"BROKEN {name}: a fault in {thread} at decision {at} ({point}): {problem}")
+    if json_path:
+        out.write_json(json_path, "explore-faults", {"target": subject.name, "rows": [
+            dict(zip(("scenario", "pairs", "clean", "broken"), r)) for r in rows],
+            "broken": [dict(zip(("scenario", "thread", "decision", "point", "problem"), b)) for b in broken]})
+    click.echo(f"faults: pairs={sum(r[1] for r in rows)} clean={sum(r[2] for r in rows)} poisoned=0 broken={len(broken)}")
+    sys.exit(EXIT_FAIL if broken else EXIT_PASS)
 
 
 def _explore_real(campaign: Any, subject: Any, names: list[str], runs: int) -> None:

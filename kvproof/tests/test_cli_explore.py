@@ -54,3 +54,10 @@ def test_explore_on_real_threads_runs_the_same_checks(kvproof_cli):
     assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=11 runs=55 failing=0"
     broken = kvproof_cli("explore", "fanout-vs-split", "--real", "20", "--target", "ExtendsInternalNode")
     assert broken.code == EXIT_FAIL and "real-thread run 0: not linearizable" in broken.out
+
+
+def test_explore_faults_reports_every_pair_and_exits_non_zero_on_a_broken_one(kvproof_cli, tmp_path):
+    ran = kvproof_cli("explore", "fanout-vs-split", "--faults", "--json", str(tmp_path / "f.json"))
+    body = json.loads((tmp_path / "f.json").read_text())
+    assert ran.last.startswith("faults: pairs=25 ") and ran.last.endswith(f"broken={len(body['broken'])}")
+    assert ran.code == (EXIT_FAIL if body["broken"] else EXIT_PASS) and "BROKEN fanout-vs-split: a fault in" in ran.out

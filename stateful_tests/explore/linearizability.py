@@ -56,6 +56,11 @@ class SequentialSpec(Protocol):
         """Split a history into independently checkable parts (``[list(calls)]`` when it does not compose)."""
 
 
+FAULTED = ("error", "InjectedFault")
+"""The result of a write interrupted by an injected fault (``faults``): linearized either whole, whatever it
+would have returned, or not at all."""
+
+
 class Verdict(enum.StrEnum):
     LINEARIZABLE = "linearizable"
     NOT_LINEARIZABLE = "not linearizable"
@@ -153,7 +158,8 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
             call = part[e.index]
             if e.kind == "write":
                 new_state, result = spec.apply(state, call)
-                if result != call.result:
+                faulted = call.result == FAULTED
+                if result != call.result and not faulted:
                     continue
                 path.append((new_state, call))
                 order.append(call)
@@ -161,12 +167,14 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
                     return True
                 order.pop()
                 path.pop()
+                if faulted and search(done | {k}, open_reads):  # a faulted write may also have done nothing at all
+                    return True
             elif e.kind == "open":
                 if search(done | {k}, (*open_reads, (e.index, len(path) - 1))):
                     return True
             else:
                 opened = dict(open_reads)[e.index]
-                if spec.admits(call, seen_by(call, opened), e.index in quiet):
+                if call.result == FAULTED or spec.admits(call, seen_by(call, opened), e.index in quiet):
                     rest = tuple(item for item in open_reads if item[0] != e.index)
                     order.append(call)
                     if search(done | {k}, rest):

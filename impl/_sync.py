@@ -392,6 +392,9 @@ class Thread:
         else:
             self._thread = self._controller.spawn(target, name)
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive() if self._controller is None else not self._thread.done
+
     def join(self, timeout: float | None = None) -> None:
         if self._controller is None:
             self._thread.join(timeout)

@@ -862,8 +862,7 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
     rows, missed = [], []
     for name in campaign.broken_subjects():
         subject = campaign.subject_for(name)
-        families = ("tracker",) if subject.tracker else ("lanes", "pool")
-        report = campaign.sweep(subject, families, profile.explore.schedules, seed, profile.explore.pct_depth,
+        report = campaign.sweep(subject, subject.families, profile.explore.schedules, seed, profile.explore.pct_depth,
                                 regressions=not fresh)
         f = report.found
         if report.regression_failure:

@@ -86,6 +86,11 @@ class Subject:
     def maker(self, family: str) -> Callable[[], Any] | None:
         return {"lanes": self.lanes, "pool": self.pool, "tracker": self.tracker}[family]
 
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The gate row whose sweep this subject belongs to: the tracker's, or the tree's (lanes and pool)."""
+        return ("tracker",) if self.tracker else ("lanes", "pool")
+
 
 def broken_subjects() -> dict[str, type]:
     """Every deliberately broken concurrent structure, by name (a valid token target)."""
@@ -106,10 +111,11 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     if name in ("impl", "impl-lanes", "impl-pool"):
         return Subject("impl", functools.partial(ConcurrentRadixTree, lanes=3), functools.partial(ThreadPoolIndexer, threads=2),
                        functools.partial(SlotTracker, None))
-    broken = broken_subjects().get(name)
+    broken_by_name = broken_subjects()
+    broken = broken_by_name.get(name)
     if broken is not None:
         factory = broken
-    elif isinstance(factory, type) and factory in broken_subjects().values():
+    elif isinstance(factory, type) and factory in broken_by_name.values():
         name = factory.__name__  # a broken structure named by module:Class gets its short name in tokens
     if factory is None:
         from ..harness.targets import load_target
@@ -207,6 +213,12 @@ class Exploration:
     def ok(self) -> bool:
         return self.found is None
 
+    def record(self, result: RunResult) -> None:
+        """Count one schedule that ran."""
+        self.schedules += 1
+        self.max_decisions = max(self.max_decisions, len(result.decisions))
+        self.threads = max(self.threads, result.contenders)
+
 
 def _kind(result: RunResult) -> str:
     return kind_of(result.problems[0]) if result.problems else result.outcome.value
@@ -214,13 +226,6 @@ def _kind(result: RunResult) -> str:
 
 def run_schedule(program: HistoryProgram, strategy: Strategy, max_steps: int = 20_000) -> RunResult:
     return Scheduler(strategy, max_steps).run(program)
-
-
-def preemptions(result_decisions: list[int], program: HistoryProgram) -> int:
-    """How many decisions of a replayed schedule switched away from a thread that could go on."""
-    counter = _PreemptionCounter(result_decisions)
-    Scheduler(counter).run(program)
-    return counter.count
 
 
 class _PreemptionCounter(Replay):
@@ -235,10 +240,16 @@ class _PreemptionCounter(Replay):
         return pick
 
 
+def replay_counted(program: HistoryProgram, decisions: list[int]) -> tuple[RunResult, int]:
+    """Replay ``decisions`` (``Divergence`` if they do not fit); return the result and how many of them preempted."""
+    counter = _PreemptionCounter(decisions)
+    return run_schedule(program, counter), counter.count
+
+
 def fails_alike(program: HistoryProgram, decisions: list[int], kind: str) -> RunResult | None:
     """Replay ``decisions``; return the result if it fails with the same kind, else None (a divergence is not a failure)."""
     try:
-        result = run_schedule(program, Replay(decisions))
+        result, _ = replay_counted(program, decisions)
     except Divergence:
         return None
     return result if result.failed and _kind(result) == kind else None
@@ -292,18 +303,17 @@ def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, se
             report.notes.append(f"stopped after {seconds:g} s")
             break
         result = run_schedule(program, strategy)
-        report.schedules += 1
-        report.max_decisions = max(report.max_decisions, len(result.decisions))
-        report.threads = max(report.threads, result.contenders)
+        report.record(result)
         if result.failed:
             found_at = time.perf_counter() - start
             kind = _kind(result)
             decisions = shrink_schedule(program, result.decisions, kind) if shrink else list(result.decisions)
-            final = fails_alike(program, decisions, kind) or result
+            replayed, preempted = replay_counted(program, decisions)  # leaves the shrunk schedule's history behind
+            final = replayed if replayed.failed and _kind(replayed) == kind else result
             schedule = Schedule(scenario, subject.name, f"{strategy.name}#{index}", tuple(decisions), kind=kind,
                                 detail=final.problems[0].split("\n", 1)[0])
             report.found = Found(schedule, final.problems, program.recorder.describe(), index, found_at,
-                                 len(result.decisions), preemptions(decisions, program))
+                                 len(result.decisions), preempted)
             break
     else:
         report.exhausted = strategy.exhausted()
@@ -313,7 +323,7 @@ def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, se
 
 def replay_schedule(schedule: Schedule) -> tuple[RunResult, HistoryProgram]:
     """Run a token or schedule file's schedule again (``Divergence`` if the code under it has changed)."""
-    family = "lanes" if schedule.workload is not None else scenario_named(schedule.scenario).family
+    family = family_of(schedule)
     subject = subject_for(schedule.target)
     make = subject.maker(family)
     if make is None:
@@ -362,9 +372,7 @@ def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed
     def schedules(workload: Any, data: Any) -> None:
         program = tree_scenarios.workload_program(make, workload) if drawn_workload else sc.build(make)  # type: ignore[union-attr]
         result = run_schedule(program, HypothesisChoice(data))
-        report.schedules += 1
-        report.max_decisions = max(report.max_decisions, len(result.decisions))
-        report.threads = max(report.threads, result.contenders)
+        report.record(result)
         last[:] = [(result, program, workload)]
         assert not result.failed, result.problems[0]
 
@@ -380,10 +388,17 @@ def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed
         kind = _kind(result)
         schedule = Schedule(scenario, subject.name, f"hypothesis.s{seed}", tuple(result.decisions), workload=workload,
                             kind=kind, detail=result.problems[0].split("\n", 1)[0])
-        report.found = Found(schedule, result.problems, program.recorder.describe(), report.schedules,
-                             time.perf_counter() - start, len(result.decisions), preemptions(list(result.decisions), program))
+        history = program.recorder.describe()
+        _, preempted = replay_counted(program, list(result.decisions))
+        report.found = Found(schedule, result.problems, history, report.schedules,
+                             time.perf_counter() - start, len(result.decisions), preempted)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def family_of(schedule: Schedule) -> str:
+    """Which structure a schedule runs on: its scenario's family, or the lanes for a drawn workload (KeyError if unknown)."""
+    return "lanes" if schedule.workload is not None else scenario_named(schedule.scenario).family
 
 
 def program_for(schedule: Schedule, make: Callable[[], Any]) -> HistoryProgram:
@@ -430,29 +445,28 @@ def replay_regressions(subject: Subject, families: tuple[str, ...], report: Swee
     for path in regression_files():
         saved = load_schedule(path)
         try:
-            family = "lanes" if saved.workload is not None else scenario_named(saved.scenario).family
+            family = family_of(saved)
         except KeyError:
             report.regression_failure = f"regression {path.name} names an unknown scenario {saved.scenario!r}"
             return
         make = subject.maker(family) if family in families else None
         if make is None:
             continue
-        report.regressions += 1
         program = program_for(saved, make)
         try:
-            result = run_schedule(program, Replay(list(saved.decisions)))
+            result, preempted = replay_counted(program, list(saved.decisions))
         except Divergence as exc:
             if subject.name == saved.target:  # on its own target it must still fit
                 report.regression_failure = f"regression {path.name} no longer fits its own target {saved.target}: {exc}"
                 return
-            report.regressions -= 1  # another structure takes other turns: this schedule does not apply to it
-            report.inapplicable += 1
+            report.inapplicable += 1  # another structure takes other turns: this schedule does not apply to it
             continue
+        report.regressions += 1
         if result.failed:
             again = Schedule(saved.scenario, subject.name, saved.strategy, saved.decisions, saved.workload, kind=_kind(result),
                              detail=result.problems[0].split("\n", 1)[0])
             report.regression_found = Found(again, result.problems, program.recorder.describe(), 0, 0.0,
-                                            len(saved.decisions), preemptions(list(saved.decisions), program), str(path))
+                                            len(saved.decisions), preempted, str(path))
             return
 
 

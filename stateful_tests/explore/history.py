@@ -33,6 +33,16 @@ class Call:
         return f"[{self.call:>3}-{self.ret:<3}] {self.thread:>10}: {self.op}({args}) -> {self.result!r}"
 
 
+def outcome(fn: Callable[[], Any], typed: tuple[type[BaseException], ...],
+            normalize: Callable[[Any], Hashable] = lambda v: v) -> Hashable:
+    """Return what a history records for a call: ``("ok", normalize(value))`` or ``("error", name)`` for a typed error."""
+    try:
+        value = fn()
+    except typed as exc:
+        return ("error", type(exc).__name__)
+    return ("ok", normalize(value))
+
+
 def overlaps(a: Call, b: Call) -> bool:
     return a.call < b.ret and b.call < a.ret
 
@@ -46,17 +56,10 @@ class Recorder:
         self.calls: list[Call] = []
 
     def call(self, thread: str, op: str, args: tuple[Any, ...], fn: Callable[[], Any],
-             normalize: Callable[[Any], Hashable] = lambda v: v, read: bool = False) -> Any:
+             normalize: Callable[[Any], Hashable] = lambda v: v, read: bool = False) -> None:
         start = next(self._clock)
-        try:
-            value = fn()
-        except self._typed as exc:
-            result: Hashable = ("error", type(exc).__name__)
-            value = None
-        else:
-            result = ("ok", normalize(value))
+        result = outcome(fn, self._typed, normalize)
         self.calls.append(Call(thread, start, next(self._clock), op, args, result, read))
-        return value
 
     def describe(self) -> list[str]:
         return [c.describe() for c in sorted(self.calls, key=lambda c: c.call)]

@@ -72,7 +72,6 @@ class Report:
     verdict: Verdict
     part: list[Call] = field(default_factory=list)  # the failing (or undecided) part, minimized when asked
     states: int = 0  # spec states visited
-    order: list[Call] = field(default_factory=list)  # a linearization of the last part checked, when one was found
 
     @property
     def ok(self) -> bool:
@@ -124,13 +123,12 @@ class Seen:
         return self.states[self.opened:]
 
 
-def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int) -> tuple[Verdict, int, list[Call]]:
+def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int) -> tuple[Verdict, int]:
     quiet = _quiescent(part, writes)
     entries = _entries(part)
     n = len(entries)
     memo: set[Hashable] = set()
     visited = 0
-    order: list[Call] = []
     path: list[tuple[Any, Call | None]] = []  # the states of the current linearization, with the write that made each
 
     def seen_by(read: Call, opened: int) -> Seen:
@@ -162,10 +160,8 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
                 if result != call.result and not faulted:
                     continue
                 path.append((new_state, call))
-                order.append(call)
                 if search(done | {k}, open_reads):
                     return True
-                order.pop()
                 path.pop()
                 if faulted and search(done | {k}, open_reads):  # a faulted write may also have done nothing at all
                     return True
@@ -176,18 +172,16 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
                 opened = dict(open_reads)[e.index]
                 if call.result == FAULTED or spec.admits(call, seen_by(call, opened), e.index in quiet):
                     rest = tuple(item for item in open_reads if item[0] != e.index)
-                    order.append(call)
                     if search(done | {k}, rest):
                         return True
-                    order.pop()
         return False
 
     path.append((spec.initial(), None))
     try:
         ok = search(frozenset(), ())
     except _Budget:
-        return Verdict.UNKNOWN, visited, []
-    return (Verdict.LINEARIZABLE if ok else Verdict.NOT_LINEARIZABLE), visited, list(order)
+        return Verdict.UNKNOWN, visited
+    return (Verdict.LINEARIZABLE if ok else Verdict.NOT_LINEARIZABLE), visited
 
 
 def _quiescent(part: Sequence[Call], writes: Sequence[Call]) -> frozenset[int]:
@@ -198,20 +192,17 @@ def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, mi
     """Check a history; on failure report the failing part, minimized (a smaller part that still fails) if asked."""
     writes = [c for c in calls if not c.read]
     total = 0
-    last_order: list[Call] = []
     undecided: list[Call] | None = None
     for part in spec.partition(calls):
-        verdict, visited, order = _check_part(spec, part, writes, budget)
+        verdict, visited = _check_part(spec, part, writes, budget)
         total += visited
         if verdict is Verdict.NOT_LINEARIZABLE:  # a definite failure wins over any undecided part
             return Report(verdict, _minimize(spec, part, writes, budget) if minimize else list(part), total)
         if verdict is Verdict.UNKNOWN:
             undecided = undecided or list(part)
-        else:
-            last_order = order
     if undecided is not None:
         return Report(Verdict.UNKNOWN, undecided, total)
-    return Report(Verdict.LINEARIZABLE, [], total, last_order)
+    return Report(Verdict.LINEARIZABLE, [], total)
 
 
 def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], budget: int) -> list[Call]:
@@ -225,7 +216,7 @@ def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], bu
     current = list(part)
 
     def still_fails(trial: list[Call]) -> bool:
-        verdict, _, _ = _check_part(spec, trial, writes, budget)
+        verdict, _ = _check_part(spec, trial, writes, budget)
         return verdict is Verdict.NOT_LINEARIZABLE
 
     for c in [c for c in part if c.read]:

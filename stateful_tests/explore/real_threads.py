@@ -50,7 +50,7 @@ def run_real(program: HistoryProgram, timeout: float = 10.0) -> list[str]:
     deadline = time.monotonic() + timeout
     for _, thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
-    stuck = [name for name, thread in threads if thread._thread.is_alive()]
+    stuck = [name for name, thread in threads if thread.is_alive()]
     if stuck:
         return [f"deadlock (real threads): {', '.join(stuck)} still running after {timeout:g} s"]
     return errors or program.finish()

@@ -330,7 +330,3 @@ class Scheduler:
 def _where(positions: dict[str, str]) -> str:
     return "; ".join(f"{name} {where}" for name, where in positions.items()) or "no thread left"
 
-
-def run_once(program: Program, strategy: Strategy, max_steps: int = 20_000) -> RunResult:
-    """Run ``program`` under ``strategy`` once, with a fresh scheduler."""
-    return Scheduler(strategy, max_steps).run(program)

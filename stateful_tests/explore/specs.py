@@ -25,6 +25,7 @@ key: sound, because equal sequences give equal states).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Hashable, Sequence
 from typing import Any, cast
 
@@ -34,17 +35,8 @@ from ...spec import slot_tracker as law
 from ...spec.errors import KvCacheEventError
 from ...spec.sequence_errors import SequenceError
 from ...spec.token_load import active_prefill_tokens
-from .history import Call
+from .history import Call, outcome
 from .linearizability import Seen
-
-
-def outcome(fn: Any, typed: tuple[type[BaseException], ...], normalize: Any = lambda v: v) -> Hashable:
-    """Return what a history records for a call: ``("ok", value)`` or ``("error", name)``."""
-    try:
-        value = fn()
-    except typed as exc:
-        return ("error", type(exc).__name__)
-    return ("ok", normalize(value))
 
 
 def scores_of(result: Any) -> tuple[tuple[Any, int], ...]:
@@ -76,14 +68,11 @@ class _Spec:
 
     def apply(self, state: Any, call: Call) -> tuple[Any, Hashable]:
         subject = copy.deepcopy(state[0])
-        result = outcome(lambda: self.write(subject, call), self.typed, self.normalize_write(call))
+        result = outcome(lambda: self.write(subject, call), self.typed)
         return (subject, (*state[1], (call.call, call.op))), result
 
     def write(self, subject: Any, call: Call) -> Any:
         raise NotImplementedError
-
-    def normalize_write(self, call: Call) -> Any:
-        return lambda v: v
 
 
 class TreeSpec(_Spec):
@@ -101,7 +90,7 @@ class TreeSpec(_Spec):
             return tree.apply_event(*args)
         if op == "batch":
             worker, events = args
-            return tuple(outcome(lambda e=e: tree.apply_event(worker, e), self.typed) for e in events)
+            return tuple(outcome(functools.partial(tree.apply_event, worker, e), self.typed) for e in events)
         if op in ("remove_worker", "clear_all_blocks", "remove_worker_dp_rank"):
             return getattr(tree, op)(*args)
         raise ValueError(f"TreeSpec: unknown write {op!r}")

@@ -44,8 +44,7 @@ def test_every_broken_structure_has_a_regression():
 @pytest.mark.parametrize("name", list(campaign.broken_subjects()))
 def test_a_fresh_sweep_finds_each_broken_structure_and_its_token_replays_it(name):
     subject = campaign.subject_for(name)
-    families = ("tracker",) if subject.tracker else ("lanes", "pool")
-    report = campaign.sweep(subject, families, 300, 1, 3, regressions=False)
+    report = campaign.sweep(subject, subject.families, 300, 1, 3, regressions=False)
     found = report.found
     assert found is not None, f"{name} not found in {report.schedules} schedules"
     result, _ = campaign.replay_schedule(found.schedule)

@@ -66,7 +66,7 @@ from ..spec.events import (
     parse_event,
 )
 from ..spec.invariants import node_violations, root_violations
-from ..spec.match import OverlapScores, check_query, find_matches_walk
+from ..spec.match import OverlapScores, check_early_exit, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
 from ..spec.shape import (
     CoverPrefix,
@@ -86,10 +86,15 @@ from ..spec.shape import (
 from . import _sync
 from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
 from .node import Node, ReadStep, RootStep
+from .poison import Poisonable
 
 
-class ConcurrentRadixTree(TreeReads):
-    """The concurrent compressed radix tree (see the module docstring)."""
+class ConcurrentRadixTree(Poisonable, TreeReads):
+    """The concurrent compressed radix tree (see the module docstring).
+
+    A write interrupted by an untyped exception poisons the tree when it no longer checks
+    (``poison``): every later call, reads included, then raises ``Poisoned``.
+    """
 
     #: Checks the version of a plan before committing it (the negative controls switch it off).
     validate_plans = True
@@ -136,23 +141,36 @@ class ConcurrentRadixTree(TreeReads):
 
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Return every rank's overlap score along ``sequence``; takes no gate, never overcounts."""
-        return OverlapScores(find_matches_walk(RootStep(self.root, self.read_step), check_query(sequence), bool(early_exit)))
+        with self.guard("find_matches"):
+            walk = find_matches_walk(RootStep(self.root, self.read_step), check_query(sequence), check_early_exit(early_exit))
+        return OverlapScores(walk)
+
+    def dump_tree_as_events(self) -> list[str]:
+        """Return the dump (``spec.dump``; quiescent); ``Poisoned`` if a fault left the tree inconsistent."""
+        self.refuse_if_poisoned()
+        return super().dump_tree_as_events()
+
+    def snapshot(self) -> dict[Rank, frozenset[int]]:
+        """Return the credited index (``spec.dump``; quiescent); ``Poisoned`` if a fault left the tree inconsistent."""
+        self.refuse_if_poisoned()
+        return super().snapshot()
 
     # ------------------------------------------------------------------ events on a lane
 
     def apply_on(self, lane: Lane, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one event through ``lane``'s lookups; raise the reference's typed errors."""
-        rank, event = parse_event(worker_id, event)
-        try:
-            dispatch(
-                event.data,
-                lambda stored: self._store(lane, rank, stored),
-                lambda removed: self._remove(lane, rank, removed),
-                lambda _: self.drop_ranks(lane, [rank], forget=True),
-            )
-        except KvCacheEventError:
-            lane.stats["rejected"] += 1
-            raise
+        with self.guard("apply_event"):
+            rank, event = parse_event(worker_id, event)
+            try:
+                dispatch(
+                    event.data,
+                    lambda stored: self._store(lane, rank, stored),
+                    lambda removed: self._remove(lane, rank, removed),
+                    lambda _: self._drop_ranks(lane, [rank], forget=True),
+                )
+            except KvCacheEventError:
+                lane.stats["rejected"] += 1
+                raise
 
     # ------------------------------------------------------------------ store
 
@@ -426,14 +444,14 @@ class ConcurrentRadixTree(TreeReads):
             j, low = removal_run(
                 hashes, i, view.index.get, lambda p: covers(view.state, rank, p), lambda other: lookup.get(other) in owners
             )
+            state, uncovered = remove_at(view.state, rank, low)
+            if uncovered:
+                node.publish(state)  # coverage first, then the entries: a fault in between leaves an entry, never a hole
+                if state.worker_cutoffs.get(rank):
+                    lane.stats["cutoffs_set"] += 1
             for h in hashes[i:j]:
                 if lookup.get(h) in owners:
                     del lookup[h]
-            state, uncovered = remove_at(view.state, rank, low)
-            if uncovered:
-                node.publish(state)
-                if state.worker_cutoffs.get(rank):
-                    lane.stats["cutoffs_set"] += 1
             self._scrub(lookup, stale_hashes(view.state.edge, uncovered, hashes[i]), scrubbed)
             self._clear_children_if_unheld(lane, node)
         return j - i
@@ -455,6 +473,11 @@ class ConcurrentRadixTree(TreeReads):
     # ------------------------------------------------------------------ clear / remove rank
 
     def drop_ranks(self, lane: Lane, ranks: list[Rank], forget: bool) -> None:
+        """Remove ``ranks`` from every node that holds them (``_drop_ranks``), guarded: a fault may poison the tree."""
+        with self.guard("clear_all_blocks" if not forget else "remove_worker"):
+            self._drop_ranks(lane, ranks, forget)
+
+    def _drop_ranks(self, lane: Lane, ranks: list[Rank], forget: bool) -> None:
         """Remove ``ranks`` from every node that holds them.
 
         A rank holds a node only if it stored into it (its lookup names the node) or the node
@@ -550,8 +573,23 @@ class ConcurrentRadixTree(TreeReads):
                     for ext, node in lookup.items():
                         if not self._entry_is_sound(node, rank, ext):
                             problems.append(f"lane {lane.index} entry {rank}[{ext}] -> {node!r} names no holder")
+            problems += self._unlooked_blocks()
         if problems:
             raise AssertionError("ConcurrentRadixTree.check failed:\n  " + "\n  ".join(problems[:20]))
+
+    def _unlooked_blocks(self) -> list[str]:
+        """Every block a rank is credited with but no lane can find: the tree would score it, yet reject a store
+        below it and a removal of it (the converse of a sound entry; a fault between the two writes made one)."""
+        entries: dict[Rank, set[int]] = {}
+        for lane in self.lanes:
+            for rank, lookup in lane.lookups.items():
+                entries.setdefault(rank, set()).update(lookup)
+        return [f"{rank}[{ext}] is credited but has no lane entry"
+                for rank, held in self.snapshot_unguarded().items() for ext in sorted(held - entries.get(rank, set()))]
+
+    def snapshot_unguarded(self) -> dict[Rank, frozenset[int]]:
+        """The credited index (``spec.dump``), even when poisoned: what ``check()`` inspects."""
+        return super().snapshot()
 
     def _entry_is_sound(self, node: Node, rank: Rank, ext: int) -> bool:
         """Check one lane entry: the node, or the suffix a split moved the block to, holds it for the rank."""
@@ -577,7 +615,9 @@ class LaneHandle:
         self.tree.apply_on(self.lane, worker_id, event)
 
     def remove_worker(self, worker_id: int) -> None:
+        worker_id = check_worker_id(worker_id)
         self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=True)
 
     def clear_all_blocks(self, worker_id: int) -> None:
+        worker_id = check_worker_id(worker_id)
         self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=False)

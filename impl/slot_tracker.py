@@ -62,6 +62,7 @@ from ..spec.sequences import DEFAULT_EXPIRY, Path, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 from ..spec.token_load import active_prefill_tokens
 from ._sync import Lock, RWGate, yield_point
+from .poison import Poisonable, guarded
 
 
 @dataclass(frozen=True)
@@ -146,8 +147,12 @@ class _View:
         self.load = WorkerLoadSnapshot()
 
 
-class SlotTracker:
-    """The concurrent tracker; same API and errors as ``reference.sequences.SlotTracker``."""
+class SlotTracker(Poisonable):
+    """The concurrent tracker; same API and errors as ``reference.sequences.SlotTracker``.
+
+    A write interrupted by an untyped exception poisons the tracker when it no longer checks
+    (``poison``): every later call then raises ``Poisoned``.
+    """
 
     def __init__(self, expiry: int | None = DEFAULT_EXPIRY) -> None:
         self.expiry = law.new_slot_tracker(expiry).expiry  # validates
@@ -160,6 +165,7 @@ class SlotTracker:
 
     # ------------------------------------------------------------------ topology
 
+    @guarded
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
         wid, dp, now = law.check_register_args(worker_id, dp_start, dp_size, now)
         with self._topology.exclusive():
@@ -172,6 +178,7 @@ class SlotTracker:
                 for rank in ranks:
                     self._registry[rank] = _View()
 
+    @guarded
     def unregister_worker(self, worker_id: object) -> None:
         wid = check_arg_uint(worker_id, "worker_id")
         with self._topology.exclusive():
@@ -202,6 +209,7 @@ class SlotTracker:
                 yield_point("sequences.publish.stored")
             view.load = slot.seq.load_snapshot()
 
+    @guarded
     def add_request(self, request: object, now: object) -> None:
         request, now = law.check_add_args(request, now)
         rid, worker = request.request_id, request.worker
@@ -229,6 +237,7 @@ class SlotTracker:
     def _lookup(self, rid: str, named: Rank | None) -> Rank | None:
         return law.check_fence(rid, named, self._index.get(rid))
 
+    @guarded
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
         rid, now, named = law.check_request_args(request_id, now, worker)
         with self._topology.shared():
@@ -244,6 +253,7 @@ class SlotTracker:
                 if slot.seq.mark_prefill_completed(rid, now):
                     self._publish(owner, slot, [], [])
 
+    @guarded
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
         rid, now, named = law.check_request_args(request_id, now, worker)
         with self._topology.shared():
@@ -262,6 +272,7 @@ class SlotTracker:
                 self._publish(owner, slot, [], removed or [])
                 return True
 
+    @guarded
     def force_expiry(self, now: object) -> None:
         now = check_instant(now)
         with self._topology.shared():
@@ -280,6 +291,7 @@ class SlotTracker:
         with self._registry_gate.shared():
             return list(self._registry.items())
 
+    @guarded
     def loads(self, now: object) -> FrozenMap[Rank, WorkerLoad]:
         now = check_instant(now)
         out = {}
@@ -288,6 +300,7 @@ class SlotTracker:
             out[rank] = law.load_row(active_prefill_tokens(load.prefill, now), load)
         return FrozenMap(out)
 
+    @guarded
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
         q, isl, now = law.check_potential_loads_args(query, new_isl_tokens, now)
         out = {}
@@ -299,6 +312,7 @@ class SlotTracker:
             out[rank] = law.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, depth, isl)
         return FrozenMap(out)
 
+    @guarded
     def modeled_remaining_prefill_times(self, now: object) -> FrozenMap[Rank, Any]:
         now = check_instant(now)
         out: dict[Rank, Any] = {}
@@ -316,8 +330,17 @@ class SlotTracker:
             totals = {f.name: sum(getattr(s.counts, f.name) for s in self._slots.values()) for f in fields(SlotCounts)}
         return TrackerStatistics(**totals)
 
+    @guarded
     def snapshot(self) -> law.SlotTrackerState:
         """Return the authoritative state (taken under the exclusive topology gate: no writer runs)."""
+        return self._state()
+
+    @guarded
+    def registry_snapshot(self) -> law.PromptRegistryState:
+        """Return the registry as it is now (possibly lagging while writers run)."""
+        return self._registry_state()
+
+    def _state(self) -> law.SlotTrackerState:
         with self._topology.exclusive():
             return law.SlotTrackerState(
                 law.WorkerTable(FrozenMap(self._ranges)),
@@ -326,8 +349,7 @@ class SlotTracker:
                 self.expiry,
             )
 
-    def registry_snapshot(self) -> law.PromptRegistryState:
-        """Return the registry as it is now (possibly lagging while writers run)."""
+    def _registry_state(self) -> law.PromptRegistryState:
         with self._registry_gate.exclusive():
             views = {}
             for rank, view in self._registry.items():
@@ -340,8 +362,8 @@ class SlotTracker:
         with self._topology.exclusive():
             for slot in self._slots.values():
                 slot.seq.check()
-        state = self.snapshot()
+        state = self._state()
         bad = write_model_violations(state)
         assert not bad, f"write model violates {bad}"
-        lag = read_model_lag(self.registry_snapshot(), state)
+        lag = read_model_lag(self._registry_state(), state)
         assert not lag, f"registry has not converged to the projection: {lag}"

@@ -564,6 +564,81 @@ def vectors(target: Any) -> None:
     sys.exit(EXIT_FAIL if failed else EXIT_PASS)
 
 
+# ----------------------------------------------------------------------------- fuzz
+
+
+@main.command()
+@click.option("--inputs", type=int, default=None,
+              help="hostile cases to run, each over every target (default: the profile's: quick 300, ci 2,000, deep 100,000)")
+@seed_option(None, "Hypothesis's seed (default: 1, or a fresh one in the deep profile, printed)")
+@profile_option()
+@click.option("--target", "names", multiple=True, type=click.Choice(["reference", "impl", "impl-lanes", "impl-pool", "dynamo"]),
+              help="run only these trees (repeatable; the reference always runs, as the judge); default: all five")
+@click.option("--replay", "replay_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="instead: run one saved case (kvproof-failures/fuzz/*.json) again and show what each tree did")
+@click.option("--save", "save_dir", type=click.Path(file_okay=False), default="kvproof-failures/fuzz", show_default=True,
+              help="where a failing case is saved, shrunk")
+@json_option
+def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple[str, ...], replay_file: str | None,
+         save_dir: str, json_path: str | None) -> None:
+    """Hostile input: grammar-aware and byte-level cases over every tree at once (docs/hostile-input.md).
+
+    After each case: a typed error or an acceptance, the state byte-identical after a rejection, check()
+    holding, every kvproof tree deciding as the reference does, Dynamo too except the recorded
+    differences. The last line is `fuzz: inputs=N targets=T untyped=0 problems=0 known=...`.
+    """
+    from .stateful_tests.fuzz.campaign import OUT_OF_CONTRACT, TARGETS, FuzzFileError, replay, summary_line
+    from .stateful_tests.fuzz.campaign import fuzz as run_fuzz
+    from .stateful_tests.harness.profiles import profile_named
+
+    fleet = tuple(dict.fromkeys(("reference", *names))) if names else TARGETS
+    if replay_file:
+        try:
+            case, seen, problems = replay(replay_file, fleet)
+        except FuzzFileError as exc:
+            raise click.BadParameter(str(exc), param_hint="--replay") from None
+        click.echo(f"case: {case.describe()}")
+        out.print_table(("target", "outcome", "message", "check()"),
+                        [(name, o.outcome, o.message[:90], o.check or "holds") for name, o in seen.items()])
+        for problem in problems:
+            click.echo(f"PROBLEM {problem.line()}")
+        click.echo(f"replay: problems={len(problems)}")
+        sys.exit(EXIT_FAIL if problems else EXIT_PASS)
+    chosen = profile_named(profile)
+    if seed is None:
+        seed = 1 if chosen.fixed_seed else int.from_bytes(os.urandom(4), "big")
+        click.echo(f"kvproof fuzz: seed={seed} (replay with --seed {seed})")
+    count = inputs if inputs is not None else chosen.tree.fuzz_inputs
+    started = time.monotonic()
+    report = run_fuzz(count, seed, fleet, save_dir)
+    seconds = time.monotonic() - started
+    outcomes = sorted({o for c in report.outcomes.values() for o in c})
+    out.print_table(("target", "cases", *outcomes), [(name, sum(c.values()), *(c.get(o, 0) for o in outcomes))
+                                                     for name, c in report.outcomes.items()],
+                    numeric=tuple(range(1, len(outcomes) + 2)))
+    for name, why in report.unavailable.items():
+        click.echo(f"not run: {name}: {why}")
+    for finding, n in sorted(report.known.items()):
+        if finding == OUT_OF_CONTRACT:
+            click.echo(f"out of contract: {n} cases named a hash at a second position; compared, but check() is not held to them")
+        else:
+            click.echo(f"known difference {finding}: Dynamo accepted, kvproof refused, {n} cases (docs/hostile-input.md)")
+    if report.problems:
+        click.echo(f"PROBLEM {report.problems[0].line()}")
+        if report.case is not None:
+            click.echo(f"  shrunk case: {report.case.describe()}")
+        if report.file:
+            click.echo(f"  saved: {report.file}")
+            click.echo(f"  replay: kvproof fuzz --replay {report.file}")
+    if json_path:
+        out.write_json(json_path, "fuzz", {"seed": seed, "inputs": report.inputs, "seconds": round(seconds, 2),
+                                           "outcomes": {n: dict(c) for n, c in report.outcomes.items()},
+                                           "known": dict(report.known), "problems": [p.line() for p in report.problems],
+                                           "file": report.file, "unavailable": report.unavailable})
+    click.echo(f"{summary_line(report)} seconds={seconds:.1f} seed={seed}")
+    sys.exit(EXIT_FAIL if report.problems else EXIT_PASS)
+
+
 # ----------------------------------------------------------------------------- stress
 
 
@@ -814,24 +889,22 @@ def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, 
 
 
 def _explore_faults(subject: Any, names: list[str], json_path: str | None) -> None:
-    """``kvproof explore --faults``: every (thread, decision point) pair faulted once; clean or broken."""
-    from .stateful_tests.explore.faults import explore_faults
+    """``kvproof explore --faults``: every (thread, decision point) pair faulted once; clean, torn, poisoned or broken."""
+    from .stateful_tests.explore.faults import OUTCOMES, explore_faults, summary
 
-    rows, broken = [], []
-    for name in names:
-        report = explore_faults(name, subject.name)
-        if not report.pairs:
-            continue
-        rows.append((name, report.pairs, report.clean, len(report.broken)))
-        broken += [(name, *b) for b in report.broken]
-    out.print_table(("scenario", "pairs tried", "clean", "broken"), rows, numeric=(1, 2, 3))
+    reports = [r for r in (explore_faults(name, subject.name) for name in names) if r.pairs]
+    rows = [(r.scenario, r.pairs, *(r.count(o) for o in OUTCOMES)) for r in reports]
+    out.print_table(("scenario", "pairs tried", "clean", "torn-but-consistent", "poisoned", "broken"), rows,
+                    numeric=(1, 2, 3, 4, 5))
+    broken = [(r.scenario, *b) for r in reports for b in r.broken]
     for name, thread, at, point, problem in broken:
         click.echo(f"BROKEN {name}: a fault in {thread} at decision {at} ({point}): {problem}")
+        click.echo(f"  replay: kvproof explore {name} --faults --target {subject.name}")
     if json_path:
         out.write_json(json_path, "explore-faults", {"target": subject.name, "rows": [
-            dict(zip(("scenario", "pairs", "clean", "broken"), r)) for r in rows],
+            dict(zip(("scenario", "pairs", *OUTCOMES), r)) for r in rows],
             "broken": [dict(zip(("scenario", "thread", "decision", "point", "problem"), b)) for b in broken]})
-    click.echo(f"faults: pairs={sum(r[1] for r in rows)} clean={sum(r[2] for r in rows)} poisoned=0 broken={len(broken)}")
+    click.echo(summary(reports))
     sys.exit(EXIT_FAIL if broken else EXIT_PASS)
 
 

@@ -74,7 +74,7 @@ from ..spec.events import (
     parse_event,
 )
 from ..spec.invariants import edge_index_of, is_lookup_entry_on_holder, node_violations, root_violations
-from ..spec.match import OverlapScores, check_query, find_matches_walk
+from ..spec.match import OverlapScores, check_early_exit, check_query, find_matches_walk
 from ..spec.primitives import Block, Rank
 from ..spec.rules import DEFAULT_RULES, RuleSet
 from ..spec.shape import (
@@ -215,7 +215,7 @@ class RadixTree(TreeReads):
 
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Return the overlap score of every rank along ``sequence`` (local hashes)."""
-        return OverlapScores(find_matches_walk(self.root, check_query(sequence), bool(early_exit)))
+        return OverlapScores(find_matches_walk(self.root, check_query(sequence), check_early_exit(early_exit)))
 
     def statistics(self) -> TreeStatistics:
         """Return the shape-rule counters (see ``TreeStatistics``)."""

@@ -56,3 +56,14 @@ class InvalidArgument(KvProofError, OverflowError, ValueError):
 
 class InvalidArgumentType(KvProofError, TypeError):
     """A method argument of the wrong type (a string where a hash belongs, say)."""
+
+
+class Poisoned(KvProofError, RuntimeError):
+    """A structure refuses every call because an earlier write was interrupted and left it inconsistent.
+
+    An exception that is not one of the typed rejections (an injected fault, a ``MemoryError``, a
+    ``KeyboardInterrupt``) can stop a write of the concurrent structures between two of its steps. The
+    structure then checks itself; if its invariants no longer hold, it is *poisoned*: every later call
+    raises this error, naming the interrupted call and the first broken invariant, until the owner
+    rebuilds it (the router's answer to a lost index: re-sync from the workers). Issue 12.
+    """

@@ -30,12 +30,13 @@ Source: crtc.md §1 "Events"; Dynamo ``protocols.rs``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import InvalidArgument, InvalidArgumentType, InvalidBlockSequence, MalformedEvent
-from .primitives import U32_MAX, U64_MAX, Block, Rank, is_int, is_uint
+from .primitives import U32_MAX, U64_MAX, Block, Rank, integer_of, is_int, is_uint, show, show_int
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +79,93 @@ class KvCacheEvent:
 
 # ---------------------------------------------------------------------------------------
 # Decoding
+#
+# The JSON is read strictly, as Dynamo's serde_json reads it (docs/hostile-input.md):
+# NaN and Infinity are not JSON; a known field given twice is an error (an unknown one is
+# ignored); a key holding a lone UTF-16 surrogate is an error; ``-0`` is not an unsigned
+# integer; an integer literal too long for any field is kept as text, so it is refused where
+# a field is read and ignored elsewhere (Python cannot even convert one past 4300 digits).
+# kvproof is stricter in two places: nesting deeper than ``MAX_JSON_DEPTH`` and invalid UTF-8
+# anywhere are refused (Dynamo skips both inside ignored values).
+
+MAX_JSON_DEPTH = 128
+"""The deepest nesting of arrays and objects accepted (a real event nests six deep; Dynamo skips any depth
+in an ignored value, kvproof refuses past this one: H1)."""
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def _fail(path: str, message: str) -> MalformedEvent:
     return MalformedEvent(f"Failed to deserialize KvCacheEvent: {path}: {message}")
 
 
+class WireLiteral:
+    """A number literal kept as text: ``-0``, or an integer too long for any field (more than 20 digits)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        digits = len(self.text.lstrip("-"))
+        return self.text if digits <= 20 else f"<an integer literal of {digits} digits>"
+
+
+class _Object(dict[str, Any]):
+    """A decoded JSON object that remembers which keys it saw more than once (the last one wins)."""
+
+    __slots__ = ("duplicates",)
+    duplicates: frozenset[str]
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    obj.duplicates = frozenset()
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        obj.duplicates = frozenset(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    for key in obj:
+        if not key.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in key):
+            raise _fail("<key>", f"key {show(key)} holds a lone UTF-16 surrogate")
+    return obj
+
+
+def _parse_int(text: str) -> int | WireLiteral:
+    if text == "-0" or len(text.lstrip("-")) > 20:
+        return WireLiteral(text)
+    return int(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise _fail("<number>", f"{name} is not JSON")
+
+
+def _too_deep(text: str) -> bool:
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for token in _TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
+
+
 def check_wire_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
     """Return ``value`` if it is a wire unsigned integer in ``[0, bound]`` (``is_uint``); raise ``MalformedEvent`` otherwise."""
     if not is_uint(value, bound):
+        if isinstance(value, WireLiteral) and value.text != "-0":
+            raise _fail(path, f"integer {value!r} out of range [0, {bound}]")
+        if isinstance(value, WireLiteral):
+            raise _fail(path, "expected an unsigned integer, got -0 (a signed zero)")
         if not is_int(value):  # a JSON true is not an integer
-            raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {value!r}")
-        raise _fail(path, f"integer {value} out of range [0, {bound}]")
+            raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {show(value)}")
+        raise _fail(path, f"integer {show_int(value)} out of range [0, {bound}]")
     return value
 
 
@@ -99,59 +175,98 @@ def _field(obj: Mapping[str, Any], key: str, path: str) -> Any:
     return obj[key]
 
 
-def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+def _mapping(value: Any, path: str, known: frozenset[str] = frozenset()) -> Mapping[str, Any]:
+    """Return ``value`` as an object; a known field given twice is an error (serde's ``duplicate field``)."""
     if not isinstance(value, Mapping):
         raise _fail(path, f"expected an object, got {type(value).__name__}")
+    twice: frozenset[str] = getattr(value, "duplicates", frozenset()) & known
+    if twice:
+        raise _fail(path, f"duplicate field `{min(twice)}`")
     return value
 
 
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(path, f"expected a list, got {type(value).__name__}")
+    return value
+
+
+ROOT_FIELDS = frozenset({"event_id", "data", "dp_rank"})
+STORED_FIELDS = frozenset({"parent_hash", "start_position", "blocks"})
+BLOCK_FIELDS = frozenset({"block_hash", "tokens_hash", "mm_extra_info"})
+REMOVED_FIELDS = frozenset({"block_hashes"})
+MM_FIELDS = frozenset({"mm_objects"})
+MM_OBJECT_FIELDS = frozenset({"mm_hash", "offsets"})
+
+
+def _check_mm_extra_info(value: Any, path: str) -> None:
+    """``mm_extra_info`` is null or ``{"mm_objects": [{"mm_hash": u64, "offsets": [[u64, u64], ...]}, ...]}``.
+
+    The router ignores it, but Dynamo's decoder checks its shape, so the drop-in does too.
+    Source: Dynamo ``BlockExtraInfo`` / ``BlockMmObjectInfo`` (protocols.rs).
+    """
+    if value is None:
+        return
+    body = _mapping(value, path, MM_FIELDS)
+    for i, obj in enumerate(_list(_field(body, "mm_objects", path), f"{path}.mm_objects")):
+        where = f"{path}.mm_objects[{i}]"
+        obj = _mapping(obj, where, MM_OBJECT_FIELDS)
+        check_wire_uint(_field(obj, "mm_hash", where), f"{where}.mm_hash")
+        for j, pair in enumerate(_list(_field(obj, "offsets", where), f"{where}.offsets")):
+            pair = _list(pair, f"{where}.offsets[{j}]")
+            if len(pair) != 2:
+                raise _fail(f"{where}.offsets[{j}]", f"expected a pair, got {len(pair)} items")
+            for k, bound in enumerate(pair):
+                check_wire_uint(bound, f"{where}.offsets[{j}][{k}]")
+
+
 def _decode_stored(body: Any) -> Stored:
-    body = _mapping(body, "data.stored")
+    body = _mapping(body, "data.stored", STORED_FIELDS)
     parent = body.get("parent_hash")
     if parent is not None:
         parent = check_wire_uint(parent, "data.stored.parent_hash")
     start = body.get("start_position")
     if start is not None:
         check_wire_uint(start, "data.stored.start_position", U32_MAX)
-    raw_blocks = _field(body, "blocks", "data.stored")
-    if not isinstance(raw_blocks, list):
-        raise _fail("data.stored.blocks", "expected a list")
     blocks = []
-    for i, raw in enumerate(raw_blocks):
-        raw = _mapping(raw, f"data.stored.blocks[{i}]")
-        ext = check_wire_uint(_field(raw, "block_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].block_hash")
-        local = check_wire_uint(_field(raw, "tokens_hash", f"data.stored.blocks[{i}]"), f"data.stored.blocks[{i}].tokens_hash")
+    for i, raw in enumerate(_list(_field(body, "blocks", "data.stored"), "data.stored.blocks")):
+        where = f"data.stored.blocks[{i}]"
+        raw = _mapping(raw, where, BLOCK_FIELDS)
+        ext = check_wire_uint(_field(raw, "block_hash", where), f"{where}.block_hash")
+        local = check_wire_uint(_field(raw, "tokens_hash", where), f"{where}.tokens_hash")
+        _check_mm_extra_info(raw.get("mm_extra_info"), f"{where}.mm_extra_info")
         blocks.append(Block(local, ext))
     return Stored(parent, tuple(blocks))
 
 
 def _decode_removed(body: Any) -> Removed:
-    body = _mapping(body, "data.removed")
-    hashes = _field(body, "block_hashes", "data.removed")
-    if not isinstance(hashes, list):
-        raise _fail("data.removed.block_hashes", "expected a list")
+    body = _mapping(body, "data.removed", REMOVED_FIELDS)
+    hashes = _list(_field(body, "block_hashes", "data.removed"), "data.removed.block_hashes")
     return Removed(tuple(check_wire_uint(h, f"data.removed.block_hashes[{i}]") for i, h in enumerate(hashes)))
 
 
 def decode_event_data(data: Any) -> EventData:
     """Decode the ``data`` member of a ``KvCacheEvent``."""
-    if data == "cleared":
+    if isinstance(data, str) and data == "cleared":
         return Cleared()
-    data = _mapping(data, "data")
-    if len(data) != 1:
-        raise _fail("data", f"expected exactly one of stored/removed/cleared, got {sorted(data)}")
+    if not isinstance(data, Mapping):
+        raise _fail("data", f"expected the string \"cleared\" or an object, got {type(data).__name__} {show(data)}")
+    if len(data) != 1 or getattr(data, "duplicates", None):
+        raise _fail("data", f"expected exactly one of stored/removed/cleared, got {show(sorted(map(str, data)))}")
     (tag, body), = data.items()
     if tag == "stored":
         return _decode_stored(body)
     if tag == "removed":
         return _decode_removed(body)
     if tag == "cleared":
+        if body is not None:
+            raise _fail("data.cleared", f"a unit variant takes null, got {type(body).__name__} {show(body)}")
         return Cleared()
-    raise _fail("data", f"unknown variant `{tag}`, expected stored, removed or cleared")
+    raise _fail("data", f"unknown variant `{show(tag)}`, expected stored, removed or cleared")
 
 
 def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = "KvCacheEvent") -> Mapping[str, Any]:
-    """Parse ``payload`` (bytes, str or an already-decoded mapping) into a mapping."""
+    """Parse ``payload`` (bytes, str or an already-decoded mapping) into a mapping, strictly (see above)."""
     if isinstance(payload, Mapping):
         return payload
     if isinstance(payload, (bytes, bytearray)):
@@ -163,29 +278,76 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
         raise MalformedEvent(
             f"Failed to deserialize {what}: expected bytes, str or a mapping, got {type(payload).__name__}"
         )
+    if _too_deep(payload):
+        raise MalformedEvent(f"Failed to deserialize {what}: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        obj = json.loads(payload)
+        obj = json.loads(payload, object_pairs_hook=_object, parse_int=_parse_int, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise MalformedEvent(f"Failed to deserialize {what}: {exc}") from None
+    except RecursionError:  # the depth check bounds nesting; this is the last line of defence
+        raise MalformedEvent(f"Failed to deserialize {what}: nested too deeply") from None
     return _mapping(obj, "<root>")
 
 
 def decode_event(payload: bytes | bytearray | str | Mapping[str, Any]) -> KvCacheEvent:
     """Decode Dynamo's KvCacheEvent JSON into a ``KvCacheEvent``; ``MalformedEvent`` if it does not decode."""
-    obj = load_json(payload)
+    obj = _mapping(load_json(payload), "<root>", ROOT_FIELDS)
     event_id = check_wire_uint(_field(obj, "event_id", "<root>"), "event_id")
-    dp_rank = obj.get("dp_rank")
-    dp_rank = 0 if dp_rank is None else check_wire_uint(dp_rank, "dp_rank", U32_MAX)
+    dp_rank = check_wire_uint(obj["dp_rank"], "dp_rank", U32_MAX) if "dp_rank" in obj else 0
     return KvCacheEvent(event_id, decode_event_data(_field(obj, "data", "<root>")), dp_rank)
 
 
+def _api_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
+    """An unsigned integer field of a ``KvCacheEvent`` object passed as is (``integer_of``); ``MalformedEvent`` otherwise."""
+    number = integer_of(value)
+    if number is None:
+        raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {show(value)}")
+    if not 0 <= number <= bound:
+        raise _fail(path, f"integer {show_int(number)} out of range [0, {bound}]")
+    return number
+
+
+def _api_items(value: Any, path: str) -> tuple[Any, ...]:
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, (tuple, list)):
+        raise _fail(path, f"expected a tuple, got {type(value).__name__}")
+    return tuple(value)
+
+
+def check_event(event: KvCacheEvent) -> KvCacheEvent:
+    """Return a ``KvCacheEvent`` object with every field checked as the wire would check it (``MalformedEvent``).
+
+    A caller that builds events in Python skips the decoder, so the same domain is enforced
+    here: u64 ids and hashes, a u32 dp rank, blocks that are ``Block`` pairs, a closed set of
+    variants. The event returned holds plain ints.
+    """
+    event_id = _api_uint(event.event_id, "event_id")
+    dp_rank = _api_uint(event.dp_rank, "dp_rank", U32_MAX)
+    data = event.data
+    if isinstance(data, Stored):
+        parent = None if data.parent_hash is None else _api_uint(data.parent_hash, "data.stored.parent_hash")
+        blocks = []
+        for i, block in enumerate(_api_items(data.blocks, "data.stored.blocks")):
+            if not isinstance(block, Block):
+                raise _fail(f"data.stored.blocks[{i}]", f"expected a Block, got {type(block).__name__}")
+            blocks.append(Block(_api_uint(block.local, f"data.stored.blocks[{i}].tokens_hash"),
+                                _api_uint(block.ext, f"data.stored.blocks[{i}].block_hash")))
+        data = Stored(parent, tuple(blocks))
+    elif isinstance(data, Removed):
+        hashes = _api_items(data.block_hashes, "data.removed.block_hashes")
+        data = Removed(tuple(_api_uint(h, f"data.removed.block_hashes[{i}]") for i, h in enumerate(hashes)))
+    elif not isinstance(data, Cleared):
+        raise _fail("data", f"expected Stored, Removed or Cleared, got {type(data).__name__}")
+    return KvCacheEvent(event_id, data, dp_rank)
+
+
 def check_worker_id(worker_id: Any) -> int:
-    """Return ``worker_id`` if it is a u64; raise ``InvalidArgumentType`` / ``InvalidArgument`` otherwise."""
-    if not is_uint(worker_id, U64_MAX):
-        if not is_int(worker_id):
-            raise InvalidArgumentType(f"worker_id must be an int, got {type(worker_id).__name__}")
-        raise InvalidArgument(f"worker_id {worker_id} is not a u64")
-    return worker_id
+    """Return ``worker_id`` as a u64 (``integer_of``: numpy integers too, never a bool); ``InvalidArgumentType`` / ``InvalidArgument``."""
+    number = integer_of(worker_id)
+    if number is None:
+        raise InvalidArgumentType(f"worker_id must be an int, got {type(worker_id).__name__}")
+    if not 0 <= number <= U64_MAX:
+        raise InvalidArgument(f"worker_id {show_int(number)} is not a u64")
+    return number
 
 
 def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
@@ -195,7 +357,7 @@ def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
     (``MalformedEvent``, as the binding reports it).
     """
     worker_id = check_worker_id(worker_id)
-    return Rank(worker_id, check_wire_uint(dp_rank, "dp_rank", U32_MAX))
+    return Rank(worker_id, _api_uint(dp_rank, "dp_rank", U32_MAX))
 
 
 Payload = bytes | bytearray | str | Mapping[str, Any]
@@ -205,14 +367,14 @@ def parse_event(worker_id: Any, payload: Payload | KvCacheEvent) -> tuple[Rank, 
     """Return the rank an event applies to and the decoded event: every tree's front door.
 
     The worker id is checked before the payload is decoded (so a bad id wins over a bad
-    payload); a payload that is already a ``KvCacheEvent`` is taken as is; the event
-    applies to ``(worker_id, event.dp_rank)``. Nothing here touches a tree, so a rejected
-    call changes nothing.
+    payload); a payload that is already a ``KvCacheEvent`` is checked field by field
+    (``check_event``); the event applies to ``(worker_id, event.dp_rank)``. Nothing here
+    touches a tree, so a rejected call changes nothing.
 
     Source: crtc.md §1 "Events" (``apply_event(worker_id, bytes)``, ``dp_rank`` default 0).
     """
     worker_id = check_worker_id(worker_id)
-    event = payload if isinstance(payload, KvCacheEvent) else decode_event(payload)
+    event = check_event(payload) if isinstance(payload, KvCacheEvent) else decode_event(payload)
     return Rank(worker_id, event.dp_rank), event
 
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .arith import PY, Arith
 from .coverage import EdgeState
 from .errors import InvalidArgument, InvalidArgumentType
-from .primitives import U64_MAX, Rank, is_int, is_uint
+from .primitives import U64_MAX, Rank, integer_of, is_numpy_bool, show_int
 
 
 class RootView(Protocol):
@@ -144,15 +144,44 @@ class OverlapScores:
     frequencies: list[int] = field(default_factory=list)
 
 
-def check_query(sequence: Iterable[object]) -> list[int]:
-    """Return ``sequence`` as a list of u64 local hashes; raise a typed error for anything else."""
-    if isinstance(sequence, (str, bytes)) or not isinstance(sequence, Iterable):
+BYTES_LIKE = (str, bytes, bytearray, memoryview)
+
+
+def is_query_container(sequence: object) -> bool:
+    """Check if ``sequence`` can be a query: a ``Sequence`` or a one-dimensional array, never text or bytes.
+
+    What ``dynamo._core.RadixTree.find_matches`` takes as its ``Vec<u64>``: lists, tuples,
+    ranges, numpy arrays. A ``set`` or ``dict`` (no order) and a generator (no length) are
+    refused by the binding and here. The binding also reads ``bytes`` as one hash per byte;
+    kvproof refuses any bytes-like query (docs/hostile-input.md H10).
+    """
+    if isinstance(sequence, BYTES_LIKE):
+        return False
+    if isinstance(sequence, Sequence):
+        return True
+    return hasattr(sequence, "__array__") and getattr(sequence, "ndim", None) == 1
+
+
+def check_query(sequence: object) -> list[int]:
+    """Return ``sequence`` as a list of u64 local hashes (``is_query_container``, ``integer_of``); a typed error otherwise."""
+    if not is_query_container(sequence):
         raise InvalidArgumentType(f"sequence must be a sequence of ints, got {type(sequence).__name__}")
     query = []
-    for i, x in enumerate(sequence):
-        if not is_uint(x, U64_MAX):
-            if not is_int(x):
-                raise InvalidArgumentType(f"sequence[{i}] must be an int, got {type(x).__name__}")
-            raise InvalidArgument(f"sequence[{i}] = {x} is not a u64")
-        query.append(x)
+    items = cast(Iterable[object], sequence)  # a Sequence or a one-dimensional array: both iterate
+    for i, x in enumerate(items):
+        value = integer_of(x)
+        if value is None:
+            raise InvalidArgumentType(f"sequence[{i}] must be an int, got {type(x).__name__}")
+        if not 0 <= value <= U64_MAX:
+            raise InvalidArgument(f"sequence[{i}] = {show_int(value)} is not a u64")
+        query.append(value)
     return query
+
+
+def check_early_exit(value: object) -> bool:
+    """Return ``early_exit`` as a bool; a ``bool`` or ``numpy.bool_`` only, as the binding takes (``InvalidArgumentType``)."""
+    if isinstance(value, bool):
+        return value
+    if is_numpy_bool(value):
+        return bool(value)
+    raise InvalidArgumentType(f"early_exit must be a bool, got {type(value).__name__}")

@@ -32,6 +32,8 @@ local-hash chain from the root, so it is unique per position. Streams that break
 
 from __future__ import annotations
 
+import operator
+import reprlib
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, NewType, TypeGuard, TypeVar, overload
 
@@ -70,8 +72,10 @@ def is_int(value: object, kinds: type[T] | tuple[type[T], ...]) -> TypeGuard[T]:
 def is_int(value: object, kinds: Any = int) -> bool:
     """Check if ``value`` is an instance of ``kinds`` (``int`` unless told) and not a ``bool``.
 
-    ``bool`` is an ``int`` subclass in Python, but neither JSON nor Dynamo's typed APIs take
-    ``true`` for ``1``: every argument and wire check rejects it by type.
+    ``bool`` is an ``int`` subclass in Python, but JSON does not take ``true`` for ``1``, and
+    kvproof's arguments do not either: every argument and wire check rejects it by type. (The
+    tree binding does take ``True`` as ``1``; kvproof refuses it deliberately,
+    docs/hostile-input.md H9.)
     """
     return isinstance(value, kinds) and not isinstance(value, bool)
 
@@ -88,6 +92,74 @@ def is_uint(value: object, bound: int = U64_MAX) -> TypeGuard[int]:
         (True, False, False, False)
     """
     return is_int(value) and 0 <= value <= bound
+
+
+def integer_of(value: object) -> int | None:
+    """Return ``value`` as an ``int`` if it is an integer the tree's API takes, else ``None``.
+
+    That is an ``int`` or an object that declares itself an integer through ``__index__``
+    (numpy's ``int64`` and ``uint64``: ``dynamo._core.RadixTree`` takes them, so the drop-in
+    does too), never a ``bool`` (``numpy.bool_`` included) and never a float. The binding takes
+    ``True`` as ``1``; kvproof refuses it (docs/hostile-input.md H9)::
+
+        >>> import numpy
+        >>> integer_of(7), integer_of(numpy.uint64(7)), integer_of(True), integer_of(7.0)
+        (7, 7, None, None)
+    """
+    if isinstance(value, bool) or is_numpy_bool(value):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) or not hasattr(type(value), "__index__"):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except Exception:  # an __index__ that raises is not an integer
+        return None
+
+
+def is_numpy_bool(value: object) -> bool:
+    """Check if ``value`` is a numpy boolean scalar (``numpy.bool``, formerly ``numpy.bool_``), without importing numpy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+
+
+_HUGE_BITS = 256
+
+
+class _SafeRepr(reprlib.Repr):
+    """``reprlib.Repr`` that never converts a huge int to a string (Python refuses past 4300 digits)."""
+
+    def repr_int(self, x: int, level: int) -> str:
+        return show_int(x) if x.bit_length() > _HUGE_BITS else super().repr_int(x, level)
+
+
+_repr = _SafeRepr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother, _repr.maxlong = 3, 60, 60, 80
+
+
+def show_int(value: int) -> str:
+    """Return an int as text for a message; one past 256 bits as its sign and digit count (never ``str`` of it)."""
+    if value.bit_length() <= _HUGE_BITS:
+        return str(value)
+    digits = int(value.bit_length() * 0.30103) + 1
+    return f"{'-' if value < 0 else ''}<an integer of about {digits} digits>"
+
+
+def show(value: object) -> str:
+    """Return a short, always computable ``repr`` of any value for an error message.
+
+    Error messages quote what they refuse, and what they refuse may be hostile: an int of
+    thousands of digits (``str`` raises), a list nested 100,000 deep (``repr`` recurses), an
+    object whose ``__repr__`` raises. ``show`` cuts each of them short::
+
+        >>> show(10**5000), show([[[[[1]]]]]), show("x" * 100)[:12]
+        ('<an integer of about 5001 digits>', '[[[[...]]]]', "'xxxxxxxxxxx")
+    """
+    try:
+        return _repr.repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
 
 
 class Block(NamedTuple):

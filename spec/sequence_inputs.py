@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank, is_int, is_uint
+from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank, is_int, is_uint, show, show_int
 from .sequence_errors import (
     InvalidDuration,
     InvalidInstant,
@@ -82,9 +82,9 @@ def _nanos(value: object, what: str, error: type[InvalidSequenceArgument], upper
             raise error(f"{what} must not be negative, got {value!r}")
         value = int(value)
     if value < 0:
-        raise error(f"{what} must not be negative, got {value}")
+        raise error(f"{what} must not be negative, got {show_int(value)}")
     if value > upper:
-        raise error(f"{what} {value} is past the largest representable value")
+        raise error(f"{what} {show_int(value)} is past the largest representable value")
     return value
 
 
@@ -93,7 +93,7 @@ def check_instant(value: object) -> int:
     return _nanos(value, "time", InvalidInstant, INSTANT_MAX)
 
 
-def check_duration(value: object) -> int | None:
+def check_duration(value: object, what: str = "expected_prefill_duration") -> int | None:
     """Return ``value`` as a duration in nanoseconds (``None`` means unmodeled), or raise ``InvalidDuration``.
 
     Source: sequences.md §1 ``expected_prefill_duration: Option<Duration>``; §8.4 ("a negative
@@ -101,7 +101,7 @@ def check_duration(value: object) -> int | None:
     """
     if value is None:
         return None
-    return _nanos(value, "expected_prefill_duration", InvalidDuration, DURATION_MAX)
+    return _nanos(value, what, InvalidDuration, DURATION_MAX)
 
 
 def check_arg_uint(value: object, what: str, upper: int = U64_MAX) -> int:
@@ -109,7 +109,7 @@ def check_arg_uint(value: object, what: str, upper: int = U64_MAX) -> int:
     if not is_uint(value, upper):
         if not is_int(value):
             raise SequenceArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")
-        raise InvalidSequenceArgument(f"{what} {value} is outside [0, {upper}]")
+        raise InvalidSequenceArgument(f"{what} {show_int(value)} is outside [0, {upper}]")
     return value
 
 
@@ -123,7 +123,7 @@ def check_request_id(value: object) -> str:
 def check_worker(value: object) -> WorkerWithDpRank:
     """Return ``value`` as a ``WorkerWithDpRank`` (u64 worker id, u32 dp rank)."""
     if not isinstance(value, tuple) or len(value) != 2:
-        raise SequenceArgumentTypeError(f"worker must be a (worker_id, dp_rank) pair, got {value!r}")
+        raise SequenceArgumentTypeError(f"worker must be a (worker_id, dp_rank) pair, got {show(value)}")
     return WorkerWithDpRank(check_arg_uint(value[0], "worker_id"), check_arg_uint(value[1], "dp_rank", U32_MAX))
 
 
@@ -131,7 +131,8 @@ def check_token_sequence(value: object) -> tuple[int, ...] | None:
     """Return the block hashes as a tuple of u64 (``None``: no block tracking)."""
     if value is None:
         return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+    if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, Sequence):
+        # a byte string is not a list of block hashes: read byte by byte it would book garbage (H11)
         raise SequenceArgumentTypeError(f"token_sequence must be a sequence of ints, got {type(value).__name__}")
     return tuple(check_arg_uint(h, "sequence hash") for h in value)
 

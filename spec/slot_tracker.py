@@ -128,7 +128,7 @@ def new_slot_tracker(expiry: int | None = DEFAULT_EXPIRY) -> SlotTrackerState:
     Source: sequences.md §2 "Expiry" (default 300 s; ``DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS``).
     """
     if expiry is not None:
-        expiry = check_duration(expiry)
+        expiry = check_duration(expiry, "expiry")
         if expiry == 0:
             raise InvalidDuration("expiry must be greater than zero (Dynamo panics on a zero expiry)")
     return SlotTrackerState(WorkerTable(), EMPTY_MAP, EMPTY_MAP, expiry)
@@ -147,8 +147,14 @@ def registered_ranks(table: WorkerTable) -> frozenset[Rank]:
     return frozenset(rank for w, dp in table.ranges.items() for rank in dp_ranks(w, dp))
 
 
+MAX_DP_SIZE = 65_536
+"""The most data-parallel ranks one worker may register. Dynamo takes any u32 size and builds one slot per rank,
+so a single ``register_worker(w, 0, 2**31)`` stalls the tracker for minutes; kvproof refuses a size past this
+bound (docs/hostile-input.md H12). No deployment runs more than a few hundred ranks per worker."""
+
+
 def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
-    """Return the range, or raise ``InvalidDpRange`` for ``dp_size == 0`` or an end past u32.
+    """Return the range, or raise ``InvalidDpRange`` for ``dp_size == 0``, past ``MAX_DP_SIZE``, or an end past u32.
 
     Source: sequences.md §1 "WorkerTable" (``InvalidDpSize``, ``InvalidDpRange``); §8.3
     (start 4294967295 size 1 is 400; start 4294967294 size 1 is accepted).
@@ -156,6 +162,8 @@ def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
     start, size = check_arg_uint(dp_start, "dp_start", U32_MAX), check_arg_uint(dp_size, "dp_size", U32_MAX)
     if size == 0:
         raise InvalidDpRange("dp_size must be greater than 0")
+    if size > MAX_DP_SIZE:
+        raise InvalidDpRange(f"dp_size {size} is more than {MAX_DP_SIZE} ranks for one worker (kvproof's bound; H12)")
     if start + size > U32_MAX:
         raise InvalidDpRange(f"dp range overflows u32: start={start} size={size}")
     return DpRange(start, size)

@@ -9,6 +9,8 @@ the reference and the concurrent implementation of the slot tracker.
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import Check, Context, Failed, Row, Skip
 
 
@@ -74,16 +76,28 @@ def _stress(ctx: Context, row: Row) -> None:
             raise Failed(f"{report.summary_line()}; first: {report.problems[0]}")
 
 
-def _explore(ctx: Context, row: Row) -> None:
+def _tracker_subject() -> Any:
     import functools
 
     from ..stateful_tests.explore.campaign import Subject
     from ..stateful_tests.sequences import model
-    from .tree import explore_row
 
     tracker = model.TARGETS["impl"]
     name = "impl" if tracker.__module__.startswith("kvproof.impl") else tracker.__name__
-    explore_row(ctx, row, Subject(name, tracker=functools.partial(tracker, None)), ("tracker",))
+    return Subject(name, tracker=functools.partial(tracker, None))
+
+
+def _explore(ctx: Context, row: Row) -> None:
+    from .tree import explore_row
+
+    explore_row(ctx, row, _tracker_subject(), ("tracker",))
+
+
+def _faults(ctx: Context, row: Row) -> None:
+    from .tree import fault_row
+
+    subject = _tracker_subject()
+    fault_row(row, subject, ("tracker",), subject.name)
 
 
 def _controls(ctx: Context, row: Row) -> None:
@@ -147,6 +161,10 @@ CHECKS: list[Check] = [
     Check("sequences", "explore", "interleavings (explorer)", _explore,
           what='the concurrent tracker\'s races under PCT and random schedules of the controlled scheduler: every history '
                'linearizable against the reference tracker (reads per the eventually consistent registry), check() at the end'),
+    Check("sequences", "explore", "faults mid-operation: clean or poisoned", _faults,
+          what='an injected exception at every decision point of every thread of the tracker\'s race scenarios, once each: '
+               'afterwards check() holds and the history is linearizable with the call whole or absent, or the tracker is '
+               'poisoned and refuses every later call'),
     Check("sequences", "controls", "negative controls", _controls,
           what='each broken tracker is caught by the values or the law its table names'),
     Check("sequences", "conformance", "vs dynamo.slot_tracker", _conformance, _conformance_applies,

@@ -302,6 +302,50 @@ def _explore(ctx: Context, row: Row) -> None:
     explore_row(ctx, row, _explore_subject(ctx), ("lanes", "pool"))
 
 
+def fault_row(row: Row, subject: Any, families: tuple[str, ...], target: str) -> None:
+    """Shared by the tree's and the tracker's fault rows: every (scenario, decision point) pair faulted once, 0 broken."""
+    from ..stateful_tests.explore.faults import fault_sweep, summary
+
+    reports = fault_sweep(subject, families)
+    row.examples = len(reports)
+    row.checks = sum(r.pairs for r in reports)
+    broken = [(r.scenario, *b) for r in reports for b in r.broken]
+    if broken:
+        scenario, thread, at, point, problem = broken[0]
+        row.replay = f"kvproof explore {scenario} --faults --target {target}"
+        raise Failed(f"{summary(reports)}; first: {scenario}, a fault in {thread} at decision {at} ({point}): {problem}")
+
+
+def _faults(ctx: Context, row: Row) -> None:
+    fault_row(row, _explore_subject(ctx), ("lanes", "pool"), ctx.target_name)
+
+
+def fuzz_fleet(ctx: Context) -> tuple[str, ...]:
+    """The trees the fuzz row runs together: every embedded tree and Dynamo, or the reference and Dynamo for Dynamo."""
+    from ..stateful_tests.fuzz.campaign import TARGETS
+
+    return TARGETS if embedded_only(ctx) else ("reference", "dynamo")
+
+
+def _fuzz_relevant(ctx: Context) -> bool:
+    return embedded_only(ctx) or ctx.target_name == "dynamo"
+
+
+def _fuzz(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.fuzz.campaign import fuzz, summary_line
+
+    report = fuzz(ctx.profile.tree.fuzz_inputs, ctx.seed, fuzz_fleet(ctx))
+    row.examples = report.inputs
+    row.checks = report.inputs * len(report.outcomes)
+    row.known += sorted(report.known)  # the H-differences with Dynamo, and out-of-contract cases
+    row.notes += [f"{name} not run: {why}" for name, why in report.unavailable.items()]
+    if report.problems:
+        row.replay = f"kvproof fuzz --replay {report.file}" if report.file else f"kvproof fuzz --seed {ctx.seed}"
+        raise Failed(f"{summary_line(report)}; first: {report.problems[0].line()}")
+    if "dynamo" in report.unavailable and ctx.target_name == "dynamo":
+        raise Skip(report.unavailable["dynamo"])
+
+
 def _conformance_applies(ctx: Context) -> str | None:
     _, oracle, why = conformance_oracle(ctx)
     return None if oracle is not None else why
@@ -318,6 +362,10 @@ CHECKS: list[Check] = [
           what="the target's dump replayed into a fresh target answers every query alike"),
     Check("tree", "api", "bad input is rejected, harmless", _bad_input, _needs_dump,
           what='malformed events, ids and queries get a typed error from the target and leave its state unchanged'),
+    Check("tree", "api", "hostile input (fuzz)", _fuzz, relevant=_fuzz_relevant,
+          what='grammar-aware and byte-level hostile cases over every tree at once (and Dynamo): a typed error or an '
+               'acceptance, the state byte-identical after a rejection, check() holding, every tree deciding alike, '
+               'Dynamo alike except the recorded differences (docs/hostile-input.md)'),
     Check("tree", "conformance", "differential vs Dynamo", _conformance, _conformance_applies,
           what='the target against an oracle tree (Dynamo; the reference under the release\'s rule set when the target is Dynamo) on random streams: every difference classified (contract, outcome, score, dump, early-exit)'),
     Check("tree", "impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=embedded_only,
@@ -327,6 +375,10 @@ CHECKS: list[Check] = [
     Check("tree", "explore", "interleavings: explorer + linearizability", _explore, relevant=_explore_relevant,
           what='every tree race scenario (lanes and the pool) under PCT and random schedules of the controlled scheduler, '
                'regressions first: every history linearizable against the reference, check() at the end'),
+    Check("tree", "explore", "faults mid-operation: clean, torn or poisoned", _faults, relevant=_explore_relevant,
+          what='an injected exception at every decision point of every thread of every tree race scenario, once each: '
+               'afterwards check() holds and the history is linearizable with the call whole, absent or a legal part, '
+               'or the tree is poisoned and refuses every later call'),
     Check("tree", "impl", "real-thread stress, strict + chaos", _impl_stress, relevant=embedded_only,
           what='the concurrent tree under 8 writers and 4 readers: every read within what each rank held, parity or contract at quiescence'),
 ]

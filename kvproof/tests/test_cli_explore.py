@@ -59,5 +59,9 @@ def test_explore_on_real_threads_runs_the_same_checks(kvproof_cli):
 def test_explore_faults_reports_every_pair_and_exits_non_zero_on_a_broken_one(kvproof_cli, tmp_path):
     ran = kvproof_cli("explore", "fanout-vs-split", "--faults", "--json", str(tmp_path / "f.json"))
     body = json.loads((tmp_path / "f.json").read_text())
-    assert ran.last.startswith("faults: pairs=25 ") and ran.last.endswith(f"broken={len(body['broken'])}")
-    assert ran.code == (EXIT_FAIL if body["broken"] else EXIT_PASS) and "BROKEN fanout-vs-split: a fault in" in ran.out
+    assert ran.code == EXIT_PASS and ran.last.startswith("faults: pairs=25 clean=") and ran.last.endswith(" broken=0")
+    assert body["rows"][0]["poisoned"] > 0 and not body["broken"]
+    target = "kvproof.stateful_tests.tree.impl_mutants:NeverPoisoned"
+    broken = kvproof_cli("explore", "fanout-vs-split", "--faults", "--target", target)
+    assert broken.code == EXIT_FAIL and "BROKEN fanout-vs-split: a fault in" in broken.out
+    assert f"replay: kvproof explore fanout-vs-split --faults --target {target}" in broken.out

@@ -55,6 +55,9 @@ class SequentialSpec(Protocol):
     def partition(self, calls: Sequence[Call]) -> list[list[Call]]:
         """Split a history into independently checkable parts (``[list(calls)]`` when it does not compose)."""
 
+    def partials(self, state: Any, call: Call) -> list[Any]:
+        """The states a faulted write may leave besides none or all of its effect (``faults``' torn-but-consistent)."""
+
 
 FAULTED = ("error", "InjectedFault")
 """The result of a write interrupted by an injected fault (``faults``): linearized either whole, whatever it
@@ -165,6 +168,11 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
                 path.pop()
                 if faulted and search(done | {k}, open_reads):  # a faulted write may also have done nothing at all
                     return True
+                for partial in spec.partials(state, call) if faulted else ():  # or, where the spec allows, a part
+                    path.append((partial, call))
+                    if search(done | {k}, open_reads):
+                        return True
+                    path.pop()
             elif e.kind == "open":
                 if search(done | {k}, (*open_reads, (e.index, len(path) - 1))):
                     return True

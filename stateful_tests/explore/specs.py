@@ -32,7 +32,8 @@ from typing import Any, cast
 from ...reference import RadixTree
 from ...reference.sequences import SlotTracker
 from ...spec import slot_tracker as law
-from ...spec.errors import KvCacheEventError
+from ...spec.errors import KvCacheEventError, Poisoned
+from ...spec.events import KvCacheEvent, Removed, Stored
 from ...spec.sequence_errors import SequenceError
 from ...spec.token_load import active_prefill_tokens
 from .history import Call, outcome
@@ -48,8 +49,8 @@ def index_of(snapshot: dict) -> tuple:
     return tuple(sorted((rank, tuple(sorted(blocks))) for rank, blocks in snapshot.items()))
 
 
-TREE_ERRORS: tuple[type[BaseException], ...] = (KvCacheEventError,)
-TRACKER_ERRORS: tuple[type[BaseException], ...] = (SequenceError,)
+TREE_ERRORS: tuple[type[BaseException], ...] = (KvCacheEventError, Poisoned)
+TRACKER_ERRORS: tuple[type[BaseException], ...] = (SequenceError, Poisoned)
 
 
 class _Spec:
@@ -74,12 +75,43 @@ class _Spec:
     def write(self, subject: Any, call: Call) -> Any:
         raise NotImplementedError
 
+    def partials(self, state: Any, call: Call) -> list[Any]:
+        """The states a write interrupted by a fault may leave besides none or all of its effect (none by default)."""
+        return []
+
 
 class TreeSpec(_Spec):
     typed = TREE_ERRORS
 
-    def __init__(self, rules: Any = None) -> None:
+    def __init__(self, rules: Any = None, torn: bool = False) -> None:
         self.rules = rules
+        self.torn = torn
+
+    def partials(self, state: Any, call: Call) -> list[Any]:
+        """With ``torn``, an interrupted event may have applied part of itself, as a shorter event would have.
+
+        A store: any proper prefix of its chain (the chain is stored from its parent down). A removal:
+        any proper, non-empty subset of its hashes (a batch is applied hash by hash, in runs). Each part is
+        itself a legal event, so the state it leaves is one the reference can reach: *torn but consistent*.
+        """
+        if not self.torn or call.op != "event" or not isinstance(call.args[1], KvCacheEvent):
+            return []
+        worker, event = call.args[0], call.args[1]
+        data = event.data
+        parts: list[KvCacheEvent] = []
+        if isinstance(data, Stored):
+            parts = [KvCacheEvent(event.event_id, Stored(data.parent_hash, data.blocks[:k]), event.dp_rank)
+                     for k in range(1, len(data.blocks))]
+        elif isinstance(data, Removed) and len(data.block_hashes) <= 6:
+            hashes = data.block_hashes
+            parts = [KvCacheEvent(event.event_id, Removed(tuple(h for i, h in enumerate(hashes) if mask >> i & 1)), event.dp_rank)
+                     for mask in range(1, (1 << len(hashes)) - 1)]
+        out = []
+        for k, part in enumerate(parts):
+            tree = copy.deepcopy(state[0])
+            outcome(functools.partial(tree.apply_event, worker, part), self.typed)
+            out.append((tree, (*state[1], (call.call, call.op, "part", k))))
+        return out
 
     def fresh(self) -> RadixTree:
         return RadixTree() if self.rules is None else RadixTree(self.rules)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvCacheEventError, MalformedEvent, ParentBlockNotFound
 from ...spec.events import KvCacheEvent, Stored, decode_router_event, encode_event
-from ...spec.primitives import Block
+from ...spec.primitives import Block, integer_of
 from ...spec.rules import DEFAULT_RULES, RULE_SETS, RuleSet, rule_set_for, rule_set_named
 
 OK = "ok"
@@ -276,7 +276,8 @@ class RoutedImpl:
         self.tree, self.lanes = tree, lanes
 
     def apply_event(self, worker_id: int, event: Any) -> None:
-        self.tree.lane(worker_id % self.lanes if isinstance(worker_id, int) and worker_id >= 0 else 0).apply_event(worker_id, event)
+        number = integer_of(worker_id)  # a numpy id routes like the int it stands for; a bad one is refused on lane 0
+        self.tree.lane(number % self.lanes if number is not None and number >= 0 else 0).apply_event(worker_id, event)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.tree, name)

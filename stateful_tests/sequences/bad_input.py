@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
+
 from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_errors import (
     DuplicateRequest,
@@ -98,6 +100,19 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("potential loads with negative new tokens", lambda t: t.potential_loads((1,), -1, NOW), InvalidSequenceArgument, "422"),
     BadInput("potential loads with a float hash", lambda t: t.potential_loads((1.0,), 0, NOW), SequenceArgumentTypeError, "422"),
     BadInput("register a negative worker id", lambda t: t.register_worker(-3, 0, 1, NOW), InvalidSequenceArgument, "422"),
+    # --- hostile values (docs/hostile-input.md; issue 12): typed, never a Python error, never slow
+    BadInput("token sequence as bytes-like (H11)", lambda t: t.add_request(_req(blocks=bytearray(b"\x01\x02")), NOW), SequenceArgumentTypeError, "422"),
+    BadInput("token sequence as a memoryview (H11)", lambda t: t.add_request(_req(blocks=memoryview(b"\x01")), NOW), SequenceArgumentTypeError, "422"),
+    BadInput("potential loads with a bytes-like query (H11)", lambda t: t.potential_loads(bytearray(b"\x01"), 0, NOW), SequenceArgumentTypeError, "422"),
+    BadInput("a hash of 5,000 digits", lambda t: t.add_request(_req(blocks=(10**5000,)), NOW), InvalidSequenceArgument, "422"),
+    BadInput("a time of 5,000 digits", lambda t: t.loads(10**5000), InvalidInstant, "n/a"),
+    BadInput("a negative time of 5,000 digits", lambda t: t.force_expiry(-(10**5000)), InvalidInstant, "n/a"),
+    BadInput("tokens of 5,000 digits", lambda t: t.add_request(_req(hint=_hint(10**5000)), NOW), InvalidSequenceArgument, "422"),
+    BadInput("a duration of 5,000 digits", lambda t: t.add_request(_req(hint=_hint(10, 10**5000)), NOW), InvalidDuration, "(replica: malformed)"),
+    BadInput("register dp_size past 65,536 (H12)", lambda t: t.register_worker(3, 0, 2**20, NOW), InvalidDpRange, "(accepted: minutes of slots)"),
+    BadInput("register a worker id of 5,000 digits", lambda t: t.register_worker(10**5000, 0, 1, NOW), InvalidSequenceArgument, "422"),
+    BadInput("a numpy worker id", lambda t: t.unregister_worker(numpy.int64(1)), SequenceArgumentTypeError, "n/a (JSON)"),
+    BadInput("a worker of 5,000 digits on free", lambda t: t.free("r1", NOW, (10**5000, 0)), InvalidSequenceArgument, "422"),
 ]
 
 
@@ -128,9 +143,13 @@ def check_tracker_bad_input(factory: Callable[..., Any]) -> tuple[int, list[str]
             problems.append(f"{case.what}: the state changed")
             tracker = factory()
             _populate(tracker)
-    try:
-        factory(0)
-        problems.append("a zero expiry was accepted")
-    except InvalidDuration:
-        pass
-    return len(BAD_INPUTS) + 1, problems
+    for expiry, why in ((0, "a zero expiry"), (float("nan"), "a NaN expiry"), (10**5000, "an expiry of 5,000 digits")):
+        try:
+            factory(expiry)
+            problems.append(f"{why} was accepted")
+        except InvalidDuration as exc:
+            if "expiry" not in str(exc):
+                problems.append(f"{why}: the error does not name the expiry: {exc}")
+        except Exception as exc:
+            problems.append(f"{why}: raised {type(exc).__name__}: {exc}, expected InvalidDuration")
+    return len(BAD_INPUTS) + 3, problems

@@ -16,6 +16,8 @@ and ``SpilloverWhenUnmodeled`` (aggregate spillover although a prefill is unmode
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from ...impl._sync import yield_point
 from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
@@ -417,6 +419,18 @@ MACHINE_FAILURE = {
     MarkUnknownIsSilent: Expected(AssertionError, r"^mark .*mutant gave \('ok'.*spec gave \('RequestNotFound'"),
     MarkSkipsPublish: Expected(AssertionError, r"registry has not converged to the projection"),
 }
+
+
+class NeverPoisonedTracker(ImplSlotTracker):
+    """A tracker that never poisons itself: a fault between booking and publish leaves bookings, slot and
+    registry disagreeing, and it goes on answering (caught only by the fault row, ``explore.faults``)."""
+
+    @contextmanager
+    def guard(self, call: str) -> Iterator[None]:
+        yield
+
+
+FAULT_MUTANTS = [NeverPoisonedTracker]
 
 
 def law_failure(mutant: type[object]) -> Expected:

@@ -28,10 +28,12 @@ MAY_IMPORT = {
     # the explorer runs the tree's and the tracker's structures (and their broken twins); they never import it
     "stateful_tests.explore": {"spec", "reference", "impl", "stateful_tests.harness", "stateful_tests.tree",
                                "stateful_tests.sequences"},
+    # the fuzzer throws hostile input at every tree through the harness's targets
+    "stateful_tests.fuzz": {"spec", "reference", "impl", "stateful_tests.harness"},
     "stateful_tests": {"spec", "reference", "impl", "stateful_tests.harness", "stateful_tests.tree",
-                       "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore"},
+                       "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz"},
     "kvproof": {"spec", "reference", "impl", "proofs", "stateful_tests", "stateful_tests.harness", "stateful_tests.tree",
-                "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore"},
+                "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz"},
 }
 REFERENCE_CORES_IN_IMPL = {"kvproof.reference.sequences"}  # impl's slot tracker wraps the reference's ActiveSequences
 
@@ -69,7 +71,7 @@ def room_of(module: str) -> str | None:
     parts = module.split(".")[1:]
     if not parts or parts[0] not in LAYERS:
         return "kvproof"
-    if parts[0] == "stateful_tests" and len(parts) > 1 and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore"):
+    if parts[0] == "stateful_tests" and len(parts) > 1 and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore", "fuzz"):
         return f"stateful_tests.{parts[1]}"
     return parts[0]
 

@@ -112,15 +112,25 @@ BAD_EVENTS: list[tuple[str, Any]] = [
     ("stored body not an object", json.dumps({"event_id": 1, "data": {"stored": [5]}}).encode()),
     ("stored body a string", json.dumps({"event_id": 1, "data": {"stored": "blocks"}}).encode()),
     ("removed body not an object", json.dumps({"event_id": 1, "data": {"removed": [5]}}).encode()),
+    # hostile (docs/hostile-input.md): every tree, Dynamo included, refuses these
+    ("event_id given twice", b'{"event_id":1,"event_id":2,"data":"cleared"}'),
+    ("NaN in an ignored field", b'{"event_id":1,"data":"cleared","x":NaN}'),
+    ("-0 as event_id", b'{"event_id":-0,"data":"cleared"}'),
+    ("a 5,000-digit block hash", b'{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":'
+     + b"9" * 5000 + b',"tokens_hash":1}]}}}'),
+    ("nesting 100,000 deep in data", b'{"event_id":1,"data":' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    ("a unit variant with a value", b'{"event_id":1,"data":{"cleared":5}}'),
 ]
 
-BAD_WORKERS: list[tuple[str, Any]] = [("negative worker", -1), ("worker beyond u64", 2**64)]
+BAD_WORKERS: list[tuple[str, Any]] = [("negative worker", -1), ("worker beyond u64", 2**64), ("worker of 5,000 digits", 10**5000)]
 
 BAD_QUERIES: list[tuple[str, Any]] = [
     ("negative local hash", [-1]),
     ("string local hash", ["a"]),
     ("local hash beyond u64", [2**64]),
     ("not a sequence", 7),
+    ("a local hash of 5,000 digits", [10**5000]),
+    ("a set (no order)", {1, 2}),
 ]
 
 PROBES = [[100], [1, 2, 3], [1, 2, 3, 4], [1, 2, 5], [1, 2]]

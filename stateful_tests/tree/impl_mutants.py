@@ -36,6 +36,9 @@ deterministically (the lockstep twin machine and a forced interleaving).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from ...impl import _sync
 from ...impl.indexer import ThreadPoolIndexer
 from ...impl.lane import Direction, Lane
@@ -158,6 +161,19 @@ IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, Reje
 EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst,
                     DescendsIntoReleasedChild]
 """Every broken concurrent tree: the explorer must find each (``kvproof explore --mutants``)."""
+
+
+class NeverPoisoned(ConcurrentRadixTree):
+    """A tree that never poisons itself: a fault mid-operation leaves it torn and it goes on answering from the
+    torn state (caught by the fault row: ``explore.faults`` judges such pairs broken)."""
+
+    @contextmanager
+    def guard(self, call: str) -> Iterator[None]:
+        yield
+
+
+FAULT_MUTANTS = [NeverPoisoned]
+"""The broken trees the fault-injection row must catch (``kvproof explore --faults``)."""
 
 
 # ----------------------------------------------------------------------------- broken pools

@@ -1,0 +1,476 @@
+"""The fuzz campaign: each hostile case over every tree at once, the same checks after each.
+
+For a case (``grammar.cases``) every target starts from the same populated state (``BASE``) and
+runs the call. Then, per target:
+
+- **typed**: the call returned, or raised a ``KvProofError`` (kvproof's trees); any other
+  exception from a kvproof tree is an *untyped* error, a defect;
+- **no drift**: after a rejection the state is exactly what it was (the dump, and the scores of
+  ``PROBES`` in both ``early_exit`` modes). A ``removed`` batch that fails part way is the one
+  rejection the spec lets change state (spec/errors.py), and then every tree must agree on it;
+- **sound**: ``check()`` holds, where a tree has one;
+- **agreement**: every kvproof tree decides as the reference does (the outcome's name, the
+  result of a read, the state after); Dynamo accepts exactly what the reference accepts, and
+  ends in the same state, except where docs/hostile-input.md records a deliberate difference
+  (``KNOWN``; counted per finding, never silently). A case Dynamo cannot take (a ``str`` or
+  ``dict`` payload, an event object) is compared among kvproof's trees only.
+
+A problem is shrunk by Hypothesis to a minimal case of the same kind, saved as a replayable file
+(``save_case``; format ``kvproof-fuzz/1``, values in ``codec``'s tagged JSON) under
+``kvproof-failures/fuzz/``, and printed with ``kvproof fuzz --replay FILE``. Every target is
+reset to ``BASE`` before each case, so a case replays alone, in any order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+from hypothesis.errors import HypothesisException
+
+from ...spec import events
+from ...spec.errors import BlockNotFound, KvProofError
+from ...spec.events import KvCacheEvent, Stored, encode_event
+from ...spec.primitives import Block, show
+from ..harness import targets
+from ..harness.targets import canonical
+from . import codec, grammar
+from .mutate import apply_mutations, mutations
+
+FORMAT = "kvproof-fuzz/1"
+TARGETS = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo")
+"""The fleet: the reference (the judge), kvproof's other trees (held to it exactly, typed errors only), Dynamo."""
+
+BASE = [(1, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 300, 400))))),
+        (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 500))))),
+        (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 600))), dp_rank=1))]
+"""The state every case starts from: two workers, three ranks, a shared prefix, a split."""
+
+PROBES = ([1, 2, 3, 4], [1, 2, 5, 6])
+
+KNOWN = {
+    "H1": ("nested deeper than",),
+    "H2": ("not UTF-8",),
+    "H3": ("expected an object, got list",),
+    "H9": ("got bool",),
+    "H10": tuple(f"sequence must be a sequence of ints, got {kind}" for kind in ("bytes", "bytearray", "memoryview")),
+}
+"""The deliberate differences with Dynamo 1.6.1 (docs/hostile-input.md): Dynamo accepts, kvproof refuses
+with a message containing one of these. Any other disagreement is a problem."""
+
+
+# ----------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call: ``op`` on every target with ``args``."""
+
+    op: str
+    args: tuple[Any, ...]
+
+    def describe(self) -> str:
+        return f"{self.op}({', '.join(show(a) for a in self.args)})"
+
+    @property
+    def dynamo_takes(self) -> bool:
+        """Whether the case is one the binding's API can take at all (its ``apply_event`` takes ``bytes`` only)."""
+        return self.op != "apply_event" or type(self.args[1]) is bytes
+
+
+@st.composite
+def _payload(draw: st.DrawFn) -> Any:
+    kind = draw(st.sampled_from(["bytes"] * 6 + ["mutated"] * 3 + ["str", "dict", "object", "junk"]))
+    text = draw(grammar.event_text())
+    if kind == "bytes":
+        return text.encode("utf-8", "surrogatepass")
+    if kind == "mutated":
+        return apply_mutations(text.encode("utf-8", "surrogatepass"), draw(mutations))
+    if kind == "str":
+        return text
+    if kind == "dict":
+        return grammar.as_python(text) if grammar.as_python(text) is not None else {"event_id": 1}
+    if kind == "object":
+        return draw(grammar.event_object())
+    return draw(st.sampled_from(grammar.HOSTILE_VALUES + (bytearray(b'{"event_id":1,"data":"cleared"}'),)))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    """A hostile call: mostly ``apply_event``, sometimes a worker removal or a query."""
+    op = draw(st.sampled_from(["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank",
+                                                     "find_matches", "find_matches"]))
+    if op == "apply_event":
+        return Case(op, (draw(grammar.worker), draw(_payload())))
+    if op in ("remove_worker", "clear_all_blocks"):
+        return Case(op, (draw(grammar.worker),))
+    if op == "remove_worker_dp_rank":
+        return Case(op, (draw(grammar.worker), draw(st.one_of(st.integers(0, 2), st.sampled_from(grammar.HOSTILE_VALUES)))))
+    return Case(op, (draw(grammar.query), draw(grammar.early_exit)))
+
+
+# ----------------------------------------------------------------------------- the fleet of targets
+
+
+def _fingerprint(tree: Any) -> tuple:
+    """``(dump lines as written, the dump canonical, the probes' scores)``: the first is what "byte-identical after a
+    rejection" compares, the other two what trees compare with each other (their dumps may order lines apart)."""
+    lines = tuple(tree.dump_tree_as_events())
+    scores = tuple(tuple(sorted(targets.scores(tree, q, e).items())) for q in PROBES for e in (False, True))
+    return lines, tuple(canonical([targets.dump_entry(line) for line in lines])), scores
+
+
+class Fleet:
+    """One tree per target, each reset to ``BASE`` between cases (a full rebuild if the reset does not restore it)."""
+
+    def __init__(self, names: tuple[str, ...] = TARGETS, extra: dict[str, Callable[[], Any]] | None = None) -> None:
+        """``names`` from ``TARGETS``; ``extra`` adds trees by factory (held to the reference as kvproof's trees are)."""
+        self.factories: dict[str, Callable[[], Any]] = {}
+        self.unavailable: dict[str, str] = {}
+        for name in names:
+            target = targets.load_target(name)
+            if target.factory is None:
+                self.unavailable[name] = target.reason
+            else:
+                self.factories[name] = target.factory
+        self.factories.update(extra or {})
+        self.trees: dict[str, Any] = {}
+        self.base: dict[str, tuple] = {}
+        self.dirty: set[str] = set()  # the trees whose last case left them away from BASE
+        for name in self.factories:
+            self._rebuild(name)
+
+    def _rebuild(self, name: str) -> None:
+        if name in self.trees:
+            targets.dispose(self.trees[name])
+        tree = self.factories[name]()
+        for worker, event in BASE:
+            tree.apply_event(worker, encode_event(event))
+        self.trees[name] = tree
+        self.base[name] = _fingerprint(tree)
+
+    def reset(self) -> None:
+        """Bring every tree the last case touched back to ``BASE`` by building it afresh (a reset through the API
+        could leave what no fingerprint shows, a registered rank say, and make cases depend on their order)."""
+        for name in sorted(self.dirty):
+            self._rebuild(name)
+        self.dirty = set()
+
+    def close(self) -> None:
+        for tree in self.trees.values():
+            targets.dispose(tree)
+
+
+def _call(tree: Any, case: Case) -> tuple[str, Any]:
+    method = getattr(tree, case.op, None)
+    if method is None:  # a tree without the optional remove_worker_dp_rank
+        return "n/a", None
+    result = method(*case.args)
+    if case.op == "find_matches":
+        return "ok", tuple(sorted(((k, 0) if isinstance(k, int) else tuple(k), v) for k, v in result.scores.items()))
+    return "ok", None
+
+
+@dataclass
+class Observed:
+    """What one target did with one case."""
+
+    outcome: str  # "ok", a typed error's name, "untyped <Type>: message", or "n/a"
+    result: Any = None
+    message: str = ""
+    before: tuple = ()
+    after: tuple = ()
+    check: str = ""  # the first line of a failed check()
+
+
+def observe(name: str, tree: Any, case: Case, before: tuple) -> Observed:
+    try:
+        status, result = _call(tree, case)
+        observed = Observed("ok" if status == "ok" else "n/a", result)
+    except KvProofError as exc:
+        observed = Observed(type(exc).__name__, message=str(exc)[:300])
+    except Exception as exc:  # untyped, for a kvproof tree; the binding's errors are mapped onto kvproof's names
+        kind = targets.outcome_of(exc).split(":")[0] if name == "dynamo" else f"untyped {type(exc).__name__}"
+        observed = Observed(kind, message=_message(exc))
+    except BaseException as exc:
+        if not targets.is_panic(exc):
+            raise
+        observed = Observed(f"panic {type(exc).__name__}", message=_message(exc))
+    observed.before = before
+    try:
+        observed.after = _fingerprint(tree)
+    except Exception as exc:
+        observed.after = ("unreadable", f"{type(exc).__name__}: {_message(exc)}")
+    check = getattr(tree, "check", None)
+    if check is not None:
+        try:
+            check()
+        except Exception as exc:
+            observed.check = _message(exc).splitlines()[0] if _message(exc) else type(exc).__name__
+    return observed
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:300]
+    except Exception:
+        return f"<{type(exc).__name__} whose message cannot be printed>"
+
+
+# ----------------------------------------------------------------------------- the contract
+
+OUT_OF_CONTRACT = "out-of-contract"
+"""The ``known`` key of cases whose check() failure the contract excuses (``contract_breach``)."""
+
+BASE_CHAINS = {100: (1,), 200: (1, 2), 300: (1, 2, 3), 400: (1, 2, 3, 4), 500: (1, 2, 5), 600: (1, 2, 6)}
+"""The local-hash chain from the root of every block ``BASE`` holds (by external hash)."""
+
+
+def contract_breach(case: Case) -> str | None:
+    """Why a store breaks the contract's hash assumption, relative to ``BASE``, or ``None``.
+
+    The contract (spec/primitives.py) assumes an external hash is a function of the local chain
+    from the root: one hash, one position. A fuzzed store can break it (block 100 named again at
+    another position, or chain [1, 2, 3] named 700), and on such a stream no tree promises its own
+    invariants (Dynamo's lookups then name nodes that do not hold the block, and so do kvproof's).
+    Those cases are still compared across the trees; only ``check()`` is not held to them.
+    """
+    if case.op != "apply_event":
+        return None
+    try:
+        _, event = events.parse_event(case.args[0], case.args[1])
+    except Exception:
+        return None
+    if not isinstance(event.data, Stored):
+        return None
+    chains: dict[int, tuple[object, ...]] = dict(BASE_CHAINS)
+    chain: tuple[object, ...] = () if event.data.parent_hash is None else chains.get(event.data.parent_hash, ("?",))
+    for block in event.data.blocks:
+        chain = (*chain, block.local)
+        named = next((ext for ext, c in chains.items() if c == chain), None)
+        if chains.get(block.ext, chain) != chain or named not in (None, block.ext):
+            return f"block {block.ext} at chain {list(chain)}"
+        chains[block.ext] = chain
+    return None
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str  # untyped, drift, check, disagree, dynamo
+    target: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.kind} on {self.target}: {self.detail}"
+
+
+def judge(case: Case, seen: dict[str, Observed], known: Counter[str]) -> list[Problem]:
+    """The checks of the module docstring, for one case; known differences with Dynamo are counted in ``known``."""
+    problems = []
+    ref = seen.get("reference")
+    for name, o in seen.items():
+        if name != "dynamo" and o.outcome.startswith(("untyped", "panic")):
+            problems.append(Problem("untyped", name, f"{case.describe()} raised {o.outcome[8:]}: {o.message}"))
+        if o.outcome not in ("ok", "n/a", BlockNotFound.__name__) and o.after != o.before and name != "dynamo":
+            problems.append(Problem("drift", name, f"{case.describe()} was rejected ({o.outcome}) but changed the state"))
+        if o.check:
+            breach = contract_breach(case)
+            if breach is None:
+                problems.append(Problem("check", name, f"after {case.describe()}: {o.check}"))
+            else:
+                known[OUT_OF_CONTRACT] += 1
+    if ref is None:
+        return problems
+    for name, o in seen.items():
+        if name in ("reference", "dynamo"):
+            continue
+        if (o.outcome, o.result, o.after[1:]) != (ref.outcome, ref.result, ref.after[1:]) and o.outcome != "n/a":
+            problems.append(Problem("disagree", name, f"{case.describe()}: {name} gave {o.outcome} {show(o.result)}, the "
+                                                       f"reference {ref.outcome} {show(ref.result)}"
+                                                       + (" (and the states differ)" if o.after[1:] != ref.after[1:] else "")))
+    dyn = seen.get("dynamo")
+    if dyn is None or not case.dynamo_takes or dyn.outcome == "n/a":
+        return problems
+    where = case.describe()
+    if _past_the_door(dyn) and not _past_the_door(ref):
+        finding = next((h for h, needles in KNOWN.items() if any(n in ref.message for n in needles)), None)
+        if finding is not None:
+            known[finding] += 1
+        else:
+            problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo took it ({dyn.outcome}), the reference refused it: "
+                                                        f"{ref.outcome} ({ref.message[:160]})"))
+    elif _past_the_door(ref) and not _past_the_door(dyn):
+        problems.append(Problem("dynamo", "dynamo", f"{where}: the reference took it ({ref.outcome}), Dynamo refused it: "
+                                                    f"{dyn.outcome} ({dyn.message[:160]})"))
+    elif _past_the_door(ref):
+        if dyn.outcome != ref.outcome:
+            problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo {dyn.outcome}, the reference {ref.outcome}"))
+        elif _credited(dyn.after) != _credited(ref.after) or dyn.result != ref.result:
+            problems.append(Problem("dynamo", "dynamo", f"{where}: both {ref.outcome}, but Dynamo ends in another state"
+                                    + (f" or read ({show(dyn.result)} vs {show(ref.result)})" if dyn.result != ref.result else "")))
+    elif _credited(dyn.after) != _credited(dyn.before):
+        problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo refused it ({dyn.outcome}) but its state changed"))
+    return problems
+
+
+EVENT_ERRORS = frozenset({"ParentBlockNotFound", "BlockNotFound", "InvalidBlockSequence"})
+
+
+def _past_the_door(o: Observed) -> bool:
+    """Whether a tree took the call past its front door: it returned, or refused the event for what it means."""
+    return o.outcome == "ok" or o.outcome in EVENT_ERRORS
+
+
+def _credited(fingerprint: tuple) -> tuple:
+    """The part of a fingerprint two trees of different shapes must share: the dump entries a rebuild can replay
+    (Dynamo's dump also lists blocks under a parent the rank no longer holds: docs/dynamo-findings.md F2) and the
+    probes' scores."""
+    if len(fingerprint) < 3:
+        return fingerprint
+    kept, _ = targets.replayable(list(fingerprint[1]))
+    return tuple(canonical(kept)), fingerprint[2]
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+@dataclass
+class FuzzReport:
+    seed: int
+    inputs: int = 0
+    outcomes: dict[str, Counter[str]] = field(default_factory=dict)  # target -> outcome -> count
+    known: Counter[str] = field(default_factory=Counter)
+    problems: list[Problem] = field(default_factory=list)
+    case: Case | None = None  # the shrunk case of the first problem
+    file: str | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def rejected(self, target: str) -> int:
+        return sum(n for o, n in self.outcomes.get(target, Counter()).items() if o != "ok")
+
+    def untyped(self) -> int:
+        return sum(n for c in self.outcomes.values() for o, n in c.items() if o.startswith("untyped"))
+
+
+def run_case(fleet: Fleet, case: Case, known: Counter[str] | None = None) -> tuple[dict[str, Observed], list[Problem]]:
+    """Reset the fleet, run ``case`` on every target, judge it."""
+    fleet.reset()
+    seen = {name: observe(name, tree, case, fleet.base[name]) for name, tree in fleet.trees.items()}
+    fleet.dirty = {name for name, o in seen.items() if o.after != o.before or (_past_the_door(o) and case.op != "find_matches")}
+    return seen, judge(case, seen, Counter() if known is None else known)
+
+
+def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str | Path | None = "kvproof-failures/fuzz",
+         extra: dict[str, Callable[[], Any]] | None = None) -> FuzzReport:
+    """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it."""
+    report = FuzzReport(seed)
+    fleet = Fleet(names, extra)
+    report.unavailable = dict(fleet.unavailable)
+    first: list[Problem] = []
+
+    @settings(max_examples=inputs, database=None, deadline=None, derandomize=False, print_blob=False,
+              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @hypothesis_seed(seed)
+    @given(case=cases())
+    def one(case: Case) -> None:
+        seen, problems = run_case(fleet, case, report.known if not first else Counter())
+        if not first:
+            report.inputs += 1
+            for name, o in seen.items():
+                report.outcomes.setdefault(name, Counter())[o.outcome.split(":")[0]] += 1
+        if problems and (not first or problems[0].kind == first[0].kind):  # shrink keeps the kind of the first problem
+            if not first:
+                first.append(problems[0])
+            report.problems, report.case = problems, case
+            raise AssertionError(problems[0].line())
+
+    try:
+        with _quiet_hypothesis():
+            one()
+    except (AssertionError, HypothesisException, BaseExceptionGroup) as exc:
+        if not report.problems:  # not a failure of ours: Hypothesis's own
+            raise
+        if not isinstance(exc, AssertionError):
+            report.notes.append(f"Hypothesis could not shrink reliably: {type(exc).__name__}")
+    finally:
+        fleet.close()
+    if report.case is not None and save_dir is not None:
+        report.file = str(save_case(report.case, report.problems[0], seed, save_dir))
+    return report
+
+
+@contextmanager
+def _quiet_hypothesis() -> Iterator[None]:
+    """Hypothesis prints the falsifying example itself; the report prints it instead."""
+    import hypothesis.reporting
+
+    with hypothesis.reporting.with_reporter(lambda _: None):
+        yield
+
+
+def save_case(case: Case, problem: Problem, seed: int, directory: str | Path) -> Path:
+    """Write ``case`` as a ``kvproof-fuzz/1`` file (atomically); return its path."""
+    body = {"format": FORMAT, "op": case.op, "args": [codec.encode(a) for a in case.args], "seed": seed,
+            "problem": problem.line(), "case": case.describe()}
+    text = json.dumps(body, indent=1)
+    digest = hashlib.sha256(json.dumps(body["args"]).encode()).hexdigest()[:10]
+    path = Path(directory) / f"{problem.kind}-{problem.target}-{digest}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+class FuzzFileError(ValueError):
+    """A file that is not a saved fuzz case."""
+
+
+def load_case(path: str | Path) -> Case:
+    """Read a saved case (``FuzzFileError`` if it is not one)."""
+    try:
+        body = json.loads(Path(path).read_text())
+        if body.get("format") != FORMAT:
+            raise FuzzFileError(f"{path}: not a {FORMAT} file (format {body.get('format')!r})")
+        return Case(body["op"], tuple(codec.decode(a) for a in body["args"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if isinstance(exc, FuzzFileError):
+            raise
+        raise FuzzFileError(f"{path}: cannot read a fuzz case ({type(exc).__name__}: {exc})") from None
+
+
+def replay(path: str | Path, names: tuple[str, ...] = TARGETS,
+           extra: dict[str, Callable[[], Any]] | None = None) -> tuple[Case, dict[str, Observed], list[Problem]]:
+    """Run a saved case over ``names`` (and ``extra``) again; return what each target did and the problems."""
+    case = load_case(path)
+    fleet = Fleet(names, extra)
+    try:
+        seen, problems = run_case(fleet, case)
+    finally:
+        fleet.close()
+    return case, seen, problems
+
+
+def summary_line(report: FuzzReport) -> str:
+    """The last line of ``kvproof fuzz``: inputs, targets, untyped errors, problems, the known differences counted."""
+    known = ",".join(f"{h}:{n}" for h, n in sorted(report.known.items())) or "none"
+    return (f"fuzz: inputs={report.inputs} targets={len(report.outcomes)} untyped={report.untyped()} "
+            f"problems={len(report.problems)} known={known}")

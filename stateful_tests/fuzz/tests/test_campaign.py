@@ -1,0 +1,132 @@
+"""fuzz/campaign.py: the checks after each case, each with a tree that breaks it (a negative control), the clean
+fleet passing a seeded run, shrinking that keeps the kind of the problem, and saved cases that replay."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvproof.reference import RadixTree
+from kvproof.spec import events
+from kvproof.spec.errors import MalformedEvent
+from kvproof.stateful_tests.fuzz import campaign
+from kvproof.stateful_tests.fuzz.campaign import Case, Fleet, fuzz, load_case, replay, run_case, save_case
+
+CLEARED_5 = b'{"event_id":1,"data":{"cleared":5}}'
+STORE_7 = b'{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":700,"tokens_hash":7}]}}}'
+
+
+class TakesCleared5(RadixTree):
+    """Decodes ``{"cleared": 5}`` as a clear (the binding refuses it): a tree that disagrees with the reference."""
+
+    def apply_event(self, worker_id, event):
+        return super().apply_event(worker_id, b'{"event_id":1,"data":"cleared"}' if event == CLEARED_5 else event)
+
+
+class UntypedOnObjects(RadixTree):
+    """Reads a KvCacheEvent object's blocks without checking them: plain Python errors escape."""
+
+    def apply_event(self, worker_id, event):
+        if isinstance(event, events.KvCacheEvent) and isinstance(event.data, events.Stored):
+            [b.local for b in event.data.blocks]  # AttributeError for a block that is not a Block
+        return super().apply_event(worker_id, event)
+
+
+class DriftsOnRejection(RadixTree):
+    """Stores the block, then refuses the event: a rejection that changed the state."""
+
+    def apply_event(self, worker_id, event):
+        super().apply_event(worker_id, event)
+        if event == STORE_7:
+            raise MalformedEvent("refused after the fact")
+
+
+class FailsItsCheck(RadixTree):
+    """check() fails once worker 9 was removed."""
+
+    def remove_worker(self, worker_id):
+        super().remove_worker(worker_id)
+        self.broken = worker_id == 9
+
+    def check(self):
+        super().check()
+        assert not getattr(self, "broken", False), "broken on purpose"
+
+
+def kinds(extra, case):
+    fleet = Fleet(("reference",), extra)
+    try:
+        _, problems = run_case(fleet, case)
+    finally:
+        fleet.close()
+    return {(p.kind, p.target) for p in problems}
+
+
+def test_a_tree_deciding_otherwise_than_the_reference_is_a_disagreement():
+    assert ("disagree", "x") in kinds({"x": TakesCleared5}, Case("apply_event", (1, CLEARED_5)))
+    assert not kinds({"x": TakesCleared5}, Case("apply_event", (1, STORE_7)))
+
+
+def test_an_untyped_error_from_a_kvproof_tree_is_a_problem():
+    bad = events.KvCacheEvent(0, events.Stored(None, ((7, 700),)))
+    assert ("untyped", "x") in kinds({"x": UntypedOnObjects}, Case("apply_event", (1, bad)))
+
+
+def test_a_rejection_that_changed_the_state_is_drift():
+    assert ("drift", "x") in kinds({"x": DriftsOnRejection}, Case("apply_event", (1, STORE_7)))
+
+
+def test_a_failing_check_after_a_case_is_a_problem():
+    assert ("check", "x") in kinds({"x": FailsItsCheck}, Case("remove_worker", (9,)))
+
+
+@pytest.mark.dynamo
+def test_dynamo_accepting_what_the_reference_refuses_is_a_problem_unless_recorded(monkeypatch):
+    fleet = Fleet(("reference", "dynamo"))
+    try:
+        _, problems = run_case(fleet, Case("apply_event", (True, STORE_7)))  # H9: recorded
+        assert not problems
+        monkeypatch.setattr(campaign, "KNOWN", {})
+        _, problems = run_case(fleet, Case("apply_event", (True, STORE_7)))
+        assert [p.kind for p in problems] == ["dynamo"] and "Dynamo took it" in problems[0].detail
+    finally:
+        fleet.close()
+
+
+def test_the_fleet_passes_a_seeded_run_with_no_untyped_error():
+    report = fuzz(150, 11, save_dir=None)
+    assert report.ok, report.problems[0].line()
+    assert report.inputs == 150 and report.untyped() == 0
+    assert all(sum(c.values()) == 150 for c in report.outcomes.values())
+    assert report.outcomes["reference"]["ok"] and report.outcomes["reference"]["MalformedEvent"]  # both ways are taken
+
+
+class PlainJsonFirst(RadixTree):
+    """Parses a bytes payload with plain ``json.loads`` first: its ValueError and RecursionError escape untyped."""
+
+    def apply_event(self, worker_id, event):
+        if isinstance(event, bytes):
+            json.loads(event)
+        return super().apply_event(worker_id, event)
+
+
+def test_a_problem_is_shrunk_keeping_its_kind_and_saved_as_a_file_that_replays(tmp_path):
+    report = fuzz(400, 3, ("reference",), tmp_path, extra={"x": PlainJsonFirst})
+    assert report.problems and report.problems[0].kind == "untyped" and report.file
+    body = json.loads(Path(report.file).read_text())
+    assert body["format"] == campaign.FORMAT and body["problem"].startswith("untyped on x")
+    case, seen, problems = replay(report.file, ("reference",), {"x": PlainJsonFirst})
+    assert case == report.case and problems[0].kind == "untyped"  # (the reference refused it: also a disagreement)
+    assert seen["x"].outcome.startswith("untyped") and seen["reference"].outcome == "MalformedEvent"
+
+
+def test_a_saved_case_round_trips_and_a_foreign_file_is_refused(tmp_path):
+    case = Case("find_matches", ([1, 2], True))
+    path = save_case(case, campaign.Problem("drift", "x", "d"), 1, tmp_path)
+    assert load_case(path) == case
+    (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(campaign.FuzzFileError, match="not a kvproof-fuzz/1 file"):
+        load_case(tmp_path / "other.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(campaign.FuzzFileError, match="cannot read"):
+        load_case(tmp_path / "broken.json")

@@ -20,7 +20,8 @@ The seed's local write pipeline, made concurrent (seed 000; sequences.md §5 "Wh
 - **RequestIndex** (a dict under its own short ``Lock``): ``try_insert`` is atomic, so two
   adds of one id on different slots cannot both book it; ``remove_if`` removes only the
   booking of the expected slot.
-- **PromptRegistry**: per slot, a membership set under its own lock and a load snapshot
+- **PromptRegistry**: per slot, a membership (a set of block paths held as a trie, O(blocks)
+  per delta) under its own lock and a load snapshot
   (an immutable ``WorkerLoadSnapshot`` replaced by one reference assignment, as Dynamo's
   SeqLock slot is replaced whole). A mutation publishes its delta while it still holds
   the slot lock, in three separate steps (removes, stores, load), so publications of one
@@ -40,8 +41,9 @@ overtaken by another free, and is a no-op there; a mark that finds it gone repor
 Every place where another thread's interleaving matters is marked with ``yield_point``.
 Only ``impl/_sync.py`` imports ``threading``.
 
-XX: the registry's membership is a flat set of paths per slot, not Dynamo's shared
-prompt trie; overlap depth is a walk of ``len(query)`` set lookups.
+XX: the registry's membership is a trie of paths per slot (``reference.sequences.PathTrie``,
+O(blocks) per delta), not Dynamo's shared prompt trie; overlap depth is a walk of
+``len(query)`` child lookups.
 
 Source: seed 000 (whole); sequences.md §1 "RequestIndex", §5, §10 item 4.
 """
@@ -51,14 +53,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..reference.sequences import ActiveSequences
+from ..reference.sequences import ActiveSequences, PathRun, PathTrie
 from ..spec import sequence_errors as errors
 from ..spec import slot_tracker as law
 from ..spec.prefill import modeled_remaining_prefill_ms
 from ..spec.primitives import FrozenMap, Rank
 from ..spec.sequence_inputs import check_arg_uint, check_instant
 from ..spec.sequence_invariants import read_model_lag, write_model_violations
-from ..spec.sequences import DEFAULT_EXPIRY, Path, WorkerLoadSnapshot
+from ..spec.sequences import DEFAULT_EXPIRY, WorkerLoadSnapshot
 from ..spec.slot_tracker import PotentialLoad, WorkerLoad
 from ..spec.token_load import active_prefill_tokens
 from ._sync import Lock, RWGate, yield_point
@@ -143,7 +145,7 @@ class _View:
 
     def __init__(self) -> None:
         self.lock = Lock("registry.membership")
-        self.membership: set[Path] = set()
+        self.membership = PathTrie()
         self.load = WorkerLoadSnapshot()
 
 
@@ -195,17 +197,22 @@ class SlotTracker(Poisonable):
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _publish(self, rank: Rank, slot: _Slot, stored: list[Path], removed: list[Path]) -> None:
-        """Project one slot's delta into the registry (caller holds the slot lock): removes, stores, load."""
+    def _publish(self, rank: Rank, slot: _Slot, stored: list[PathRun], removed: list[PathRun]) -> None:
+        """Project one slot's delta into the registry (caller holds the slot lock): removes, stores, load.
+
+        Each delta is a list of ``PathRun``s, so publishing a prompt of n blocks is O(n).
+        """
         with self._registry_gate.shared():
             view = self._registry[rank]
             if removed:
                 with view.lock:
-                    view.membership.difference_update(removed)
+                    for run in removed:
+                        view.membership.remove(run)
                 yield_point("sequences.publish.removed")
             if stored:
                 with view.lock:
-                    view.membership.update(stored)
+                    for run in stored:
+                        view.membership.store(run)
                 yield_point("sequences.publish.stored")
             view.load = slot.seq.load_snapshot()
 
@@ -354,7 +361,7 @@ class SlotTracker(Poisonable):
             views = {}
             for rank, view in self._registry.items():
                 with view.lock:
-                    views[rank] = law.WorkerView(frozenset(view.membership), view.load)
+                    views[rank] = law.WorkerView(view.membership.freeze(), view.load)
         return law.PromptRegistryState(FrozenMap(views))
 
     def check(self) -> None:
@@ -362,6 +369,8 @@ class SlotTracker(Poisonable):
         with self._topology.exclusive():
             for slot in self._slots.values():
                 slot.seq.check()
+            for view in self._registry.values():  # no writer runs, and readers only read: no membership lock
+                view.membership.check()
         state = self._state()
         bad = write_model_violations(state)
         assert not bad, f"write model violates {bad}"

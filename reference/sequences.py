@@ -6,22 +6,25 @@ instead of recomputed, and must agree with ``spec.slot_tracker`` on every read a
 - ``PrefillTracker``: the FIFO of prefills (an insertion-ordered dict), the running token
   sum, the running count of unmodeled prefills, the running modeled-ms sum (each duration
   truncated to whole ms before it is added), and the anchor as ``(request_id, since)``;
-- ``BlockTrie``: a prefix trie keyed by hash lineage with an owner count per node, which
-  reports exactly which paths appear (the store delta) and disappear (the remove delta),
-  and keeps ``active_blocks`` as a counter;
+- ``BlockTrie``: a prefix trie keyed by hash lineage (a node is a path: its parent node and
+  one block hash) with an owner count per node, which reports exactly which paths appear
+  (the store delta) and disappear (the remove delta) as ``PathRun``s (a prompt's tuple and
+  the depth they start at, never one tuple per path), and keeps ``active_blocks`` as a counter;
 - ``ActiveSequences``: one slot's requests (``spec.sequences.RequestRecord``), its prefill
   tracker, its trie and its expiry clock;
 - ``SlotTracker``: the WorkerTable (worker id -> dp range, slot -> ActiveSequences), the
-  RequestIndex (request id -> slot) and the PromptRegistry (slot -> membership set and
-  load snapshot), which every mutation updates from its delta right after the slot
-  changes, as the seed's write pipeline does.
+  RequestIndex (request id -> slot) and the PromptRegistry (slot -> membership, a
+  ``PathTrie``, and load snapshot), which every mutation updates from its delta right after
+  the slot changes, as the seed's write pipeline does.
 
 The reads decay tokens and modeled time from the registry's load snapshots with the
 reference's own arithmetic (``decayed_tokens``, ``remaining_modeled_ms``), not the spec's.
 
-Complexity: add O(blocks) plus expiry (O(requests) when due, at most once per 30 s);
-mark O(1) (front) or O(prefills) (middle removal is a dict delete: O(1)); free O(blocks);
-reads O(slots) plus O(query) per slot for potential loads.
+Complexity: add O(blocks) in time and memory (at most one trie node and one registry node
+per block) plus expiry (O(requests) when due, at most once per 30 s); mark O(1) (front) or
+O(prefills) (middle removal is a dict delete: O(1)); free O(blocks); reads O(slots) plus
+O(query) per slot for potential loads; ``snapshot`` O(requests), ``registry_snapshot`` and
+``check`` O(total blocks) (stateful_tests/sequences/tests/test_growth.py measures the growth).
 
 API (all times and durations are int nanoseconds; see ``spec.sequence_inputs``)::
 
@@ -39,6 +42,8 @@ Source: sequences.md §2 (state and mutations), §3-§4 (reads), §5 (projection
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from ..spec import sequence_errors as errors
@@ -52,6 +57,7 @@ from ..spec.sequences import (
     DEFAULT_EXPIRY,
     ActiveSequencesState,
     Path,
+    PathSet,
     RequestRecord,
     WorkerLoadSnapshot,
     is_expired,
@@ -187,6 +193,24 @@ class PrefillTracker:
 # ----------------------------------------------------------------------------- block trie
 
 
+@dataclass(frozen=True, slots=True)
+class PathRun:
+    """The block paths ``blocks[:i + 1]`` for ``start <= i < len(blocks)``: one prompt's lineage from a depth on.
+
+    A trie's store and remove deltas are runs: naming n paths costs O(1) (the prompt's own
+    tuple and an index), applying them O(n); iterating builds each path (tests only).
+    """
+
+    blocks: tuple[int, ...]
+    start: int
+
+    def __len__(self) -> int:
+        return len(self.blocks) - self.start
+
+    def __iter__(self) -> Iterator[Path]:
+        return (self.blocks[: i + 1] for i in range(self.start, len(self.blocks)))
+
+
 class _TrieNode:
     __slots__ = ("children", "owners")
 
@@ -196,7 +220,12 @@ class _TrieNode:
 
 
 class BlockTrie:
-    """Block paths of one slot, counted by lineage, with exact appear / disappear deltas."""
+    """Block paths of one slot, counted by lineage, with exact appear / disappear deltas.
+
+    A node is one path (its lineage: the parent node and one block hash), so a prompt of n
+    blocks costs n nodes at most: acquire and release are O(n) time and memory, and their
+    deltas are ``PathRun``s (every new or vanished path of a prompt is a suffix of its walk).
+    """
 
     __slots__ = ("root", "active_blocks")
 
@@ -204,63 +233,164 @@ class BlockTrie:
         self.root = _TrieNode()
         self.active_blocks = 0
 
-    def acquire(self, blocks: tuple[int, ...]) -> list[Path]:
+    def acquire(self, blocks: tuple[int, ...]) -> PathRun:
         """Add one owner to every path of ``blocks``; return the paths that newly appeared."""
-        node, stored = self.root, []
+        node, start = self.root, len(blocks)
         for i, h in enumerate(blocks):
             child = node.children.get(h)
             if child is None:
                 child = node.children[h] = _TrieNode()
             if child.owners == 0:
-                stored.append(blocks[: i + 1])
+                start = min(start, i)  # an unowned node has no owned node below it
                 self.active_blocks += 1
             child.owners += 1
             node = child
-        return stored
+        return PathRun(blocks, start)
 
-    def release(self, blocks: tuple[int, ...]) -> list[Path]:
+    def release(self, blocks: tuple[int, ...]) -> PathRun:
         """Remove one owner from every path of ``blocks``; return the paths that disappeared."""
-        node, removed = self.root, []
+        node = self.root
         for i, h in enumerate(blocks):
             child = node.children[h]
             child.owners -= 1
             if child.owners == 0:
+                # Every deeper node of this prompt has no other owner either: drop them at once.
                 del node.children[h]
-                removed.append(blocks[: i + 1])
-                self.active_blocks -= 1
-                # Every deeper node of this prompt has no other owner either: count them out.
-                removed += [blocks[: j + 1] for j in range(i + 1, len(blocks))]
-                self.active_blocks -= len(blocks) - i - 1
-                break
+                self.active_blocks -= len(blocks) - i
+                return PathRun(blocks, i)
             node = child
-        return removed
+        return PathRun(blocks, len(blocks))
 
-    def paths(self) -> set[Path]:
-        out: set[Path] = set()
-        stack: list[tuple[_TrieNode, Path]] = [(self.root, ())]
-        while stack:
-            node, path = stack.pop()
-            for h, child in node.children.items():
-                out.add(path + (h,))
-                stack.append((child, path + (h,)))
-        return out
+    def paths(self) -> PathSet:
+        """Return the paths the trie holds, as the spec's value (O(total prompt length))."""
+        return _path_set_of(self.root, lambda node: True)
 
     def check(self, prompts: list[tuple[int, ...]]) -> None:
-        """Assert owner counts equal the number of prompts through each node and the counter is exact."""
-        expected: dict[Path, int] = {}
+        """Assert owner counts equal the number of prompts through each node and the counter is exact (O(total blocks))."""
+        through: dict[int, int] = {}  # id(node) -> prompts whose walk passes it
         for blocks in prompts:
-            for i in range(len(blocks)):
-                expected[blocks[: i + 1]] = expected.get(blocks[: i + 1], 0) + 1
-        seen: dict[Path, int] = {}
-        stack: list[tuple[_TrieNode, Path]] = [(self.root, ())]
-        while stack:
-            node, path = stack.pop()
-            for h, child in node.children.items():
-                assert child.owners > 0, f"unowned node {path + (h,)}"
-                seen[path + (h,)] = child.owners
-                stack.append((child, path + (h,)))
-        assert seen == expected, f"trie owners {seen} != prompts {expected}"
-        assert self.active_blocks == len(seen), f"active_blocks {self.active_blocks} != {len(seen)}"
+            node = self.root
+            for depth, h in enumerate(blocks, 1):
+                child = node.children.get(h)
+                assert child is not None, f"a prompt's path of depth {depth} is missing"
+                through[id(child)] = through.get(id(child), 0) + 1
+                node = child
+        nodes = 0
+        for depth, node in _walk(self.root):
+            assert node.owners > 0, f"an unowned node at depth {depth}"
+            assert node.owners == through.get(id(node)), f"a node at depth {depth} has {node.owners} owners, {through.get(id(node))} prompts"
+            nodes += 1
+        assert self.active_blocks == nodes, f"active_blocks {self.active_blocks} != {nodes}"
+
+
+class _PathNode:
+    __slots__ = ("children", "held")
+
+    def __init__(self) -> None:
+        self.children: dict[int, _PathNode] = {}
+        self.held = False
+
+
+class PathTrie:
+    """A mutable set of block paths as a trie: the registry's membership of one slot.
+
+    A path is held when its node's flag is set; an unflagged node exists only above a held
+    one. ``store`` and ``remove`` apply a ``PathRun`` as set union and difference, path by
+    path, in O(len(blocks)): applied in mutation order, the trie equals the slot's own
+    ``BlockTrie``; applied in another order (a broken pipeline), it is whatever set the
+    deltas make, exactly, as a set of tuples would be.
+    """
+
+    __slots__ = ("root", "size")
+
+    def __init__(self) -> None:
+        self.root = _PathNode()
+        self.size = 0
+
+    def store(self, run: PathRun) -> None:
+        if not run:
+            return  # no path to hold, so no node to make
+        node = self.root
+        for i, h in enumerate(run.blocks):
+            child = node.children.get(h)
+            if child is None:
+                child = node.children[h] = _PathNode()
+            if i >= run.start and not child.held:
+                child.held = True
+                self.size += 1
+            node = child
+
+    def remove(self, run: PathRun) -> None:
+        node, trail = self.root, []
+        for i, h in enumerate(run.blocks):
+            child = node.children.get(h)
+            if child is None:
+                break
+            if i >= run.start and child.held:
+                child.held = False
+                self.size -= 1
+            trail.append((node, h, child))
+            node = child
+        for parent, h, child in reversed(trail):  # drop the unflagged nodes left with nothing below
+            if child.held or child.children:
+                break
+            del parent.children[h]
+
+    def held_depth(self, query: tuple[int, ...]) -> int:
+        """Return how many leading blocks of ``query`` are held, each with everything before it."""
+        node, depth = self.root, 0
+        for h in query:
+            child = node.children.get(h)
+            if child is None or not child.held:
+                break
+            node, depth = child, depth + 1
+        return depth
+
+    def freeze(self) -> PathSet:
+        """Return the set as the spec's value (O(total leaf length))."""
+        return _path_set_of(self.root, lambda node: node.held)
+
+    def check(self) -> None:
+        """Assert every unflagged node has a node below it and the size counter is exact."""
+        held = 0
+        for depth, node in _walk(self.root):
+            assert node.held or node.children, f"an unheld leaf at depth {depth}"
+            held += node.held
+        assert self.size == held, f"size {self.size} != {held} held paths"
+
+
+def _walk(root: Any) -> Iterator[tuple[int, Any]]:
+    """Yield ``(depth, node)`` for every node below ``root`` (iterative: a prompt may be deeper than the stack)."""
+    stack = [(1, child) for child in root.children.values()]
+    while stack:
+        depth, node = stack.pop()
+        yield depth, node
+        stack.extend((depth + 1, child) for child in node.children.values())
+
+
+def _path_set_of(root: Any, is_held: Callable[[Any], bool]) -> PathSet:
+    """Return the paths below ``root`` as a ``PathSet``: the childless nodes are the leaves, the unheld ones the gaps.
+
+    Every childless node is held in both tries (``check``), so that is the canonical value.
+    """
+    leaves: list[Path] = []
+    gaps: list[Path] = []
+    path: list[int] = []
+    stack = [(1, h, child) for h, child in root.children.items()]
+    while stack:
+        depth, h, node = stack.pop()
+        del path[depth - 1:]
+        path.append(h)
+        if not node.children:
+            leaves.append(tuple(path))
+        if not is_held(node):
+            gaps.append(tuple(path))
+        stack.extend((depth + 1, g, child) for g, child in node.children.items())
+    return PathSet(frozenset(leaves), frozenset(gaps))
+
+
+def _nonempty(run: PathRun) -> list[PathRun]:
+    return [run] if run else []
 
 
 # ----------------------------------------------------------------------------- one slot
@@ -289,19 +419,19 @@ class ActiveSequences:
     def _free_prefill(self, rid: str, now: int) -> None:
         self.prefill.remove(rid, now)
 
-    # -- events; each returns the membership delta (stored, removed) for the registry
+    # -- events; each returns the membership delta (stored, removed) for the registry: lists of non-empty runs
 
     def would_overflow(self, request: SequenceRequest) -> bool:
         hint = request.prefill_load_hint
         return self._is_tracked(request) and self.prefill.tokens_sum + hint.initial_effective_prefill_tokens > U64_MAX  # type: ignore[union-attr]
 
-    def add(self, request: SequenceRequest, now: int, expiry: int | None) -> tuple[list[str], list[Path], list[Path]]:
+    def add(self, request: SequenceRequest, now: int, expiry: int | None) -> tuple[list[str], list[PathRun], list[PathRun]]:
         if request.request_id in self.requests:
             return [], [], []
         expired, removed = self.force_expiry(now, expiry)
         blocks = request.token_sequence or ()
         self.requests[request.request_id] = RequestRecord(blocks, now, request.expected_output_tokens)
-        stored = self.trie.acquire(blocks)
+        stored = _nonempty(self.trie.acquire(blocks))
         if self._is_tracked(request):
             hint = request.prefill_load_hint
             self.prefill.insert(request.request_id, hint.initial_effective_prefill_tokens, hint.expected_prefill_duration, now)  # type: ignore[union-attr]
@@ -310,21 +440,21 @@ class ActiveSequences:
     def mark_prefill_completed(self, rid: str, now: int) -> bool:
         return self.prefill.remove(rid, now)
 
-    def free(self, rid: str, now: int) -> list[Path] | None:
+    def free(self, rid: str, now: int) -> list[PathRun] | None:
         self._free_prefill(rid, now)
         record = self.requests.pop(rid, None)
         if record is None:
             return None
-        return self.trie.release(record.blocks)
+        return _nonempty(self.trie.release(record.blocks))
 
     def _is_expired(self, started_at: int, now: int, expiry: int) -> bool:
         return is_expired(started_at, now, expiry)  # a rule a mutant may break
 
-    def force_expiry(self, now: int, expiry: int | None) -> tuple[list[str], list[Path]]:
+    def force_expiry(self, now: int, expiry: int | None) -> tuple[list[str], list[PathRun]]:
         if expiry is None or not self._expiry_due(now):
             return [], []
         expired = [rid for rid, r in self.requests.items() if self._is_expired(r.started_at, now, expiry)]
-        removed: list[Path] = []
+        removed: list[PathRun] = []
         for rid in expired:
             removed += self.free(rid, now) or []
         self.last_expiry_check = now
@@ -352,7 +482,7 @@ class _View:
     __slots__ = ("membership", "load")
 
     def __init__(self) -> None:
-        self.membership: set[Path] = set()
+        self.membership = PathTrie()
         self.load = WorkerLoadSnapshot()
 
 
@@ -379,11 +509,13 @@ class SlotTracker:
     def _booked_owner(self, rid: str) -> Rank | None:
         return self.index.get(rid)
 
-    def _publish(self, rank: Rank, stored: list[Path], removed: list[Path]) -> None:
-        """Project one slot's delta into the registry: removes, then stores, then the load."""
+    def _publish(self, rank: Rank, stored: list[PathRun], removed: list[PathRun]) -> None:
+        """Project one slot's delta into the registry: removes, then stores, then the load (O(delta prompts' blocks))."""
         view = self.registry[rank]
-        view.membership.difference_update(removed)
-        view.membership.update(stored)
+        for run in removed:
+            view.membership.remove(run)
+        for run in stored:
+            view.membership.store(run)
         view.load = self.slots[rank].load_snapshot()
 
     # -- topology
@@ -483,13 +615,15 @@ class SlotTracker:
     def registry_snapshot(self) -> law.PromptRegistryState:
         """Return the PromptRegistry (the read model) as the spec's abstract value."""
         return law.PromptRegistryState(FrozenMap({
-            rank: law.WorkerView(frozenset(v.membership), v.load) for rank, v in self.registry.items()
+            rank: law.WorkerView(v.membership.freeze(), v.load) for rank, v in self.registry.items()
         }))
 
     def check(self) -> None:
         """Assert every invariant; the registry must equal the projection (always, being sequential)."""
         for slot in self.slots.values():
             slot.check()
+        for view in self.registry.values():
+            view.membership.check()
         state = self.snapshot()
         bad = write_model_violations(state)
         assert not bad, f"write model violates {bad}"

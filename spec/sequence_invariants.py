@@ -34,7 +34,7 @@ from collections import Counter
 
 from .prefill import PrefillState
 from .primitives import U64_MAX
-from .sequences import ActiveSequencesState, Path, block_membership, worker_load_snapshot
+from .sequences import ActiveSequencesState, PathSet, block_membership, worker_load_snapshot
 from .slot_tracker import PromptRegistryState, SlotTrackerState, registered_ranks
 
 # ----------------------------------------------------------------------------- must never break
@@ -87,9 +87,9 @@ def is_token_sum_in_range(seq: ActiveSequencesState) -> bool:
     return sum(e.tokens for e in seq.prefill.order) <= U64_MAX
 
 
-def is_block_membership_exact(paths: frozenset[Path] | set[Path], seq: ActiveSequencesState) -> bool:
-    """Check if an implementation's recorded block paths equal the lineage paths of the slot's requests."""
-    return set(paths) == block_membership(seq)
+def is_block_membership_exact(paths: PathSet, seq: ActiveSequencesState) -> bool:
+    """Check if an implementation's recorded block paths equal the lineage paths of the slot's requests (O(total blocks))."""
+    return paths == block_membership(seq)
 
 
 SLOT_INVARIANTS = (

@@ -24,7 +24,9 @@ everything before it, so a prompt ``[h0, h1, h2]`` holds the paths ``(h0,)``, ``
 and ``(h0, h1, h2)``. ``active_blocks`` counts the distinct paths over every request of the
 worker: prompts ``[5]`` and ``[1, 2, 3, 5]`` hold five blocks, not four, and ``[1, 2, 3]``
 plus ``[1, 2, 4]`` hold four. The same paths are the worker's prompt membership, which the
-PromptRegistry projects for overlap queries.
+PromptRegistry projects for overlap queries. A set of paths is held as a ``PathSet``, its
+longest paths (a prompt of n blocks is one tuple, not n prefixes), so every function here
+is O(total prompt length) in time and memory.
 
 Source: sequences.md §2 (state and every mutation, expiry, snapshot), "Blocks"; §8.3 and
 blocks_exp_out.txt (lineage counting on 1.6.1); seed 000 "Source of truth".
@@ -32,6 +34,7 @@ blocks_exp_out.txt (lineage counting on 1.6.1); seed 000 "Source of truth".
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .prefill import (
@@ -101,20 +104,127 @@ def new_active_sequences(now: int) -> ActiveSequencesState:
 # ----------------------------------------------------------------------------- blocks
 
 
-def prompt_paths(blocks: tuple[int, ...]) -> frozenset[Path]:
+@dataclass(frozen=True, slots=True)
+class PathSet:
+    """A finite set of block paths held by its longest paths: O(total prompt length), not its square.
+
+    ``leaves`` are the paths of the set that are no proper prefix of another one; ``gaps`` are
+    the proper prefixes of leaves that are *not* in the set. The set is every non-empty prefix
+    of a leaf except the gaps, so each set has exactly one value and ``==`` is set equality.
+    A slot's membership is prefix-closed (a prompt holds every prefix of itself), so it has no
+    gaps and costs the length of its distinct longest prompts; only a broken registry can
+    publish a set with gaps (a path without one of its prefixes), which this value still
+    represents exactly, so a check can tell it apart.
+
+    Reads walk the leaves (O(total leaf length)); ``__iter__`` builds every path as a tuple
+    (the square of the length: for tests and small sets only).
+    """
+
+    leaves: frozenset[Path] = frozenset()
+    gaps: frozenset[Path] = frozenset()
+
+    def __contains__(self, path: object) -> bool:
+        if not isinstance(path, tuple) or not path or path in self.gaps:
+            return False
+        return any(leaf[: len(path)] == path for leaf in self.leaves)
+
+    def __len__(self) -> int:
+        return _count_prefixes(self.leaves) - len(self.gaps)
+
+    def __iter__(self) -> Iterator[Path]:
+        seen: set[Path] = set()
+        for leaf in self.leaves:
+            for i in range(len(leaf)):
+                path = leaf[: i + 1]
+                if path not in seen and path not in self.gaps:
+                    seen.add(path)
+                    yield path
+
+    def held_depth(self, query: tuple[int, ...]) -> int:
+        """Return the largest ``d`` such that ``query[:1]``, ..., ``query[:d]`` are all in the set."""
+        depth = max((_common_prefix(leaf, query) for leaf in self.leaves), default=0)
+        for gap in self.gaps:
+            if len(gap) <= depth and query[: len(gap)] == gap:
+                depth = len(gap) - 1
+        return depth
+
+    def check(self) -> None:
+        """Assert the value is canonical: leaves are non-empty and maximal, gaps are proper prefixes of leaves."""
+        assert all(self.leaves), "an empty leaf"
+        assert _maximal(self.leaves) == self.leaves, "a leaf is a prefix of another leaf"
+        for gap in self.gaps:
+            assert gap and any(len(gap) < len(leaf) and leaf[: len(gap)] == gap for leaf in self.leaves), f"gap {gap} is below no leaf"
+
+
+EMPTY_PATHS = PathSet()
+
+
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _count_prefixes(paths: Iterable[Path]) -> int:
+    """Return how many distinct non-empty prefixes ``paths`` have (one trie of nested dicts: O(total length))."""
+    root: dict = {}
+    count = 0
+    for path in paths:
+        node = root
+        for h in path:
+            child = node.get(h)
+            if child is None:
+                child = node[h] = {}
+                count += 1
+            node = child
+    return count
+
+
+def _maximal(paths: Iterable[Path]) -> frozenset[Path]:
+    """Return the non-empty ``paths`` that are no proper prefix of another (one trie of nested dicts: O(total length))."""
+    root: dict = {}
+    ends = []
+    for path in {p for p in paths if p}:
+        node = root
+        for h in path:
+            node = node.setdefault(h, {})
+        ends.append((path, node))
+    return frozenset(path for path, node in ends if not node)
+
+
+def path_set(paths: Iterable[Path]) -> PathSet:
+    """Return the value of an explicit set of block paths (its longest paths and the gaps below them).
+
+    It builds every proper prefix of every leaf to find the gaps: for tests and small sets (a
+    slot's membership is built by ``lineage_paths``, in O(total prompt length)).
+    """
+    held = {p for p in paths if p}
+    leaves = _maximal(held)
+    gaps = {leaf[:i] for leaf in leaves for i in range(1, len(leaf))} - held
+    return PathSet(leaves, frozenset(gaps))
+
+
+def lineage_paths(prompts: Iterable[tuple[int, ...]]) -> PathSet:
+    """Return the block paths a set of prompts holds: every non-empty prefix of each (O(total prompt length))."""
+    return PathSet(_maximal(prompts))
+
+
+def prompt_paths(blocks: tuple[int, ...]) -> PathSet:
     """Return the lineage paths of a prompt: every non-empty prefix of its block hashes."""
-    return frozenset(blocks[: i + 1] for i in range(len(blocks)))
+    return lineage_paths((blocks,))
 
 
-def block_membership(state: ActiveSequencesState) -> frozenset[Path]:
+def block_membership(state: ActiveSequencesState) -> PathSet:
     """Return every block path held by some request of the worker (its prompt membership).
+
+    O(total prompt length): the value keeps the longest prompts, not every prefix.
 
     Source: sequences.md §2 "Blocks" (a compressed prefix trie keyed by hash lineage).
     """
-    paths: set[Path] = set()
-    for record in state.requests.values():
-        paths |= prompt_paths(record.blocks)
-    return frozenset(paths)
+    return lineage_paths(record.blocks for record in state.requests.values())
 
 
 def active_blocks(state: ActiveSequencesState) -> int:

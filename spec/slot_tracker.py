@@ -31,9 +31,8 @@ add"; §5 "PromptRegistry projection"; §8.2-§8.3 (routes and codes confirmed o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from . import sequences as single
 from .prefill import modeled_remaining_prefill_ms
@@ -60,7 +59,7 @@ from .sequence_inputs import (
     check_token_sequence,
     check_worker,
 )
-from .sequences import DEFAULT_EXPIRY, ActiveSequencesState, Path, WorkerLoadSnapshot
+from .sequences import DEFAULT_EXPIRY, EMPTY_PATHS, ActiveSequencesState, Path, PathSet, WorkerLoadSnapshot
 from .token_load import active_prefill_tokens
 
 
@@ -91,9 +90,9 @@ class SlotTrackerState:
 
 @dataclass(frozen=True, slots=True)
 class WorkerView:
-    """What the PromptRegistry holds for one slot: prompt membership and the load snapshot."""
+    """What the PromptRegistry holds for one slot: prompt membership (its block paths) and the load snapshot."""
 
-    membership: frozenset[Path] = frozenset()
+    membership: PathSet = EMPTY_PATHS
     load: WorkerLoadSnapshot = single.IDLE_LOAD
 
 
@@ -381,16 +380,24 @@ def project_prompt_registry(state: SlotTrackerState) -> PromptRegistryState:
 # ----------------------------------------------------------------------------- reads
 
 
-def overlap_depth(membership: AbstractSet[Path], query: tuple[int, ...]) -> int:
+class HeldPaths(Protocol):
+    """A slot's prompt membership as a reader walks it: a ``PathSet``, or an implementation's own trie."""
+
+    def held_depth(self, query: Path) -> int:
+        """Return the largest ``d`` such that ``query[:1]``, ..., ``query[:d]`` are all held."""
+        ...
+
+
+def overlap_depth(membership: HeldPaths, query: tuple[int, ...]) -> int:
     """Return how many leading blocks of ``query`` the slot holds as one lineage path.
+
+    That is the largest ``d`` such that every prefix ``query[:1]``, ..., ``query[:d]`` is a
+    path of the membership, found by walking it (no prefix tuple of the query is built).
 
     Source: sequences.md §5 ``potential_blocks_and_tokens``; blocks_exp_out.txt (query
     ``[2, 3]`` overlaps 0 with a prompt ``[1, 2, 3, 5]``).
     """
-    depth = 0
-    while depth < len(query) and query[: depth + 1] in membership:
-        depth += 1
-    return depth
+    return membership.held_depth(query)
 
 
 def load_row(tokens: int, load: WorkerLoadSnapshot) -> WorkerLoad:

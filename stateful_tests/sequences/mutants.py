@@ -335,8 +335,10 @@ class PublishAfterUnlock(ImplSlotTracker):
             with self._registry_gate.shared():  # the delta and the load, published after the lock is gone
                 view = self._registry[worker]
                 with view.lock:
-                    view.membership.difference_update(removed)
-                    view.membership.update(stored)
+                    for run in removed:
+                        view.membership.remove(run)
+                    for run in stored:
+                        view.membership.store(run)
                 view.load = load
 
 

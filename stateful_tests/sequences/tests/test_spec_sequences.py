@@ -4,6 +4,8 @@ and spec.sequence_invariants: each rule with its source's worked values."""
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 from kvproof.spec import sequence_invariants as inv
 from kvproof.spec import slot_tracker as st
@@ -44,12 +46,15 @@ from kvproof.spec.sequence_inputs import (
 )
 from kvproof.spec.sequences import (
     CHECK_EXPIRY_FREQUENCY,
+    PathSet,
     active_blocks,
+    lineage_paths,
     new_active_sequences,
     on_add_request,
     on_force_expiry,
     on_free,
     on_mark_prefill_completed,
+    path_set,
     prompt_paths,
 )
 from kvproof.spec.token_load import active_prefill_tokens, anchor_remaining_tokens, completed_tokens
@@ -179,13 +184,52 @@ def req(rid, blocks=(), tokens=None, duration=None, track=True):
 
 
 def test_blocks_count_prefix_lineages():
-    assert prompt_paths((1, 2, 3)) == {(1,), (1, 2), (1, 2, 3)}
+    assert set(prompt_paths((1, 2, 3))) == {(1,), (1, 2), (1, 2, 3)}
+    assert prompt_paths((1, 2, 3)) == path_set({(1,), (1, 2), (1, 2, 3)})  # one value per set: the longest path
     seq = new_active_sequences(0)
     for rid, blocks in (("a", (5,)), ("b", (1, 2, 3, 5))):
         seq, _ = on_add_request(seq, req(rid, blocks), 0, None)
     assert active_blocks(seq) == 5
     seq = on_free(seq, "a", 0)
     assert active_blocks(seq) == 4
+
+
+PATHS = hs.lists(hs.integers(1, 3), min_size=1, max_size=4).map(tuple)
+QUERY = hs.lists(hs.integers(1, 3), max_size=5).map(tuple)
+
+
+def held_depth_by_definition(paths, query):
+    depth = 0
+    while depth < len(query) and query[: depth + 1] in paths:
+        depth += 1
+    return depth
+
+
+@given(hs.sets(PATHS, max_size=8), QUERY)
+def test_a_path_set_value_is_exactly_the_set_it_was_made_of(paths, query):
+    # any set, prefix-closed or not (a broken registry's): one value per set, every read as on the set of tuples
+    value = path_set(paths)
+    value.check()
+    assert set(value) == paths and len(value) == len(paths) and value == path_set(sorted(paths, reverse=True))
+    assert all(p in value for p in paths) and (query in value) == (query in paths)
+    assert value.held_depth(query) == st.overlap_depth(value, query) == held_depth_by_definition(paths, query)
+
+
+@given(hs.lists(hs.lists(hs.integers(1, 3), max_size=4).map(tuple), max_size=5))
+def test_the_paths_of_prompts_are_every_prefix_of_each_without_gaps(prompts):
+    every_prefix = {p[: i + 1] for p in prompts for i in range(len(p))}
+    value = lineage_paths(prompts)
+    assert value == path_set(every_prefix) and not value.gaps and len(value) == len(every_prefix)
+
+
+def test_a_path_set_check_rejects_a_value_that_is_not_canonical():
+    PathSet(frozenset({(1, 2), (1, 3)}), frozenset({(1,)})).check()  # {(1, 2), (1, 3)}: the gap (1,) is below both leaves
+    for bad in (PathSet(frozenset({(1,), (1, 2)})),  # (1,) is a prefix of another leaf
+                PathSet(frozenset({(1, 2)}), frozenset({(3,)})),  # a gap below no leaf
+                PathSet(frozenset({(1, 2)}), frozenset({(1, 2)})),  # a leaf is not a gap
+                PathSet(frozenset({()}))):  # the empty path is no block
+        with pytest.raises(AssertionError):
+            bad.check()
 
 
 def test_duplicate_add_at_the_slot_changes_nothing_not_even_expiry():
@@ -274,7 +318,7 @@ def test_potential_loads_add_uniform_tokens_and_blocks_past_the_overlap():
 
 
 def test_overlap_depth_follows_one_lineage():
-    membership = frozenset({(1,), (1, 2), (1, 2, 3), (1, 2, 3, 5), (5,)})
+    membership = path_set({(1,), (1, 2), (1, 2, 3), (1, 2, 3, 5), (5,)})
     assert st.overlap_depth(membership, (1, 2, 3, 5)) == 4
     assert st.overlap_depth(membership, (2, 3)) == 0
     assert st.overlap_depth(membership, (5, 9)) == 1
@@ -321,7 +365,7 @@ def test_every_invariant_predicate_can_fail():
     assert not inv.is_prefill_tokens_positive(PrefillState((PrefillEntry("z", 0, None),), 0))
     orphan = type(seq)(FrozenMap(), seq.prefill, 0)
     assert not inv.is_prefill_subset_of_requests(orphan)
-    assert not inv.is_block_membership_exact({(1,)}, seq)
+    assert not inv.is_block_membership_exact(path_set({(1,)}), seq)
     registry = st.project_prompt_registry(good)
     assert inv.read_model_lag(registry, good) == []
     stale = st.PromptRegistryState(registry.views.set(W, st.WorkerView()))

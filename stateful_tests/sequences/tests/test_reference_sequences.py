@@ -1,0 +1,77 @@
+"""Named tests of the tries of reference.sequences: the slot's ``BlockTrie`` reports exactly the paths that appear and
+disappear (as runs, not tuples), the registry's ``PathTrie`` is exactly the set its runs make in any order, and each
+``check()`` catches a broken trie."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from kvproof.reference.sequences import BlockTrie, PathRun, PathTrie
+from kvproof.spec.sequences import lineage_paths, path_set
+
+PROMPT = hs.lists(hs.integers(1, 3), max_size=4).map(tuple)
+
+
+@given(hs.lists(hs.tuples(hs.booleans(), PROMPT), max_size=12))
+def test_the_block_trie_reports_exactly_the_paths_that_appear_and_disappear(steps):
+    trie, prompts, owners = BlockTrie(), [], {}
+    for acquire, blocks in steps:
+        if not acquire and blocks not in prompts:
+            continue
+        paths = [blocks[: i + 1] for i in range(len(blocks))]
+        if acquire:
+            expected = [p for p in paths if owners.get(p, 0) == 0]
+            run = trie.acquire(blocks)
+            prompts.append(blocks)
+        else:
+            expected = [p for p in paths if owners[p] == 1]
+            run = trie.release(blocks)
+            prompts.remove(blocks)
+        for p in paths:
+            owners[p] = owners.get(p, 0) + (1 if acquire else -1)
+        assert list(run) == expected and run.blocks is blocks  # the delta names the prompt's own tuple
+        trie.check(prompts)
+        assert trie.paths() == lineage_paths(prompts)
+
+
+@given(hs.lists(hs.tuples(hs.booleans(), PROMPT, hs.integers(0, 4)), max_size=12), PROMPT)
+def test_the_registry_trie_is_the_set_its_runs_make_in_any_order(steps, query):
+    # a broken pipeline may publish out of order: the trie must still equal the set of tuples, path by path
+    trie, paths = PathTrie(), set()
+    for store, blocks, start in steps:
+        run = PathRun(blocks, min(start, len(blocks)))
+        if store:
+            trie.store(run)
+            paths |= set(run)
+        else:
+            trie.remove(run)
+            paths -= set(run)
+        trie.check()
+        assert trie.freeze() == path_set(paths)
+        assert trie.held_depth(query) == path_set(paths).held_depth(query)
+
+
+def test_the_block_trie_check_catches_a_broken_trie():
+    trie = BlockTrie()
+    trie.acquire((1, 2))
+    trie.acquire((1, 3))
+    trie.check([(1, 2), (1, 3)])
+    for prompts in ([(1, 2)], [(1, 2), (1, 3), (1, 4)], [(1, 2), (1, 2)]):  # a path too many, one missing, wrong owners
+        with pytest.raises(AssertionError):
+            trie.check(prompts)
+    trie.active_blocks += 1
+    with pytest.raises(AssertionError, match="active_blocks"):
+        trie.check([(1, 2), (1, 3)])
+
+
+def test_the_registry_trie_check_catches_a_broken_trie():
+    trie = PathTrie()
+    trie.store(PathRun((1, 2), 0))
+    trie.check()
+    trie.size += 1
+    with pytest.raises(AssertionError, match="size"):
+        trie.check()
+    trie.size -= 1
+    trie.root.children[1].children[2].held = False  # an unheld node with nothing below it
+    with pytest.raises(AssertionError, match="unheld leaf"):
+        trie.check()

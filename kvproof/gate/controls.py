@@ -75,6 +75,15 @@ def _a_sequence_control_that_catches_nothing(mp: MonkeyPatch) -> None:
     mp.setitem(mutants.CAUGHT_BY, NotBroken, {"values"})
 
 
+def _front_door_without_a_type_check(mp: MonkeyPatch) -> None:
+    """The trees' early_exit taken by truth value (1, "yes" and None accepted)."""
+    from kvproof.impl import radix_tree as impl_tree
+    from kvproof.reference import radix_tree as reference_tree
+
+    for module in (impl_tree, reference_tree):
+        mp.setattr(module, "check_early_exit", bool)
+
+
 def _broken_model_against_the_real_tracker(mp: MonkeyPatch) -> None:
     """The compared model as NoCredit."""
     from kvproof.stateful_tests.sequences import mutants, oracle
@@ -152,6 +161,7 @@ CONTROLS = [
     RowControl("state machine vs contract", TREE_MUTANTS + "SplitCarriesOneTooMany", None, "quick", "snapshot breaks the contract"),
     RowControl("dump rebuilds the tree", TREE_MUTANTS + "DumpDropsLastEvent", None, "quick", "rebuilt"),
     RowControl("bad input is rejected, harmless", TREE_MUTANTS + "AcceptsGarbage", None, "quick", "accepted"),
+    RowControl("hostile input (fuzz)", "impl", _front_door_without_a_type_check, "quick", "Dynamo refused it"),
     RowControl("differential vs Dynamo", TREE_MUTANTS + "SplitDropsCarriedCutoffs", None, "quick", "streams differ"),
     RowControl("equals reference (3 lanes, lockstep)", "impl", _broken_concurrent_tree_in_the_twin, "quick", "TwinMismatch"),
     RowControl("pool: pipelined streams, one flush", POOLS + "RoutesByEvent", None, "quick", "the reference says"),

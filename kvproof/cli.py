@@ -889,8 +889,10 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
 
 
 @main.command()
+@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
+              help="soak a tree, or a slot tracker (stateful_tests/sequences/soak.py)")
 @click.option("--target", "target_name", default="impl", show_default=True,
-              help="reference, impl, impl-lanes, impl-pool, or a leaking twin of stateful_tests/tree/soak.py (LEAKY)")
+              help="reference, impl, impl-lanes, impl-pool, or a leaking twin of the family's soak module (LEAKY)")
 @click.option("--epochs", type=int, default=36, show_default=True, help="epochs of simulated traffic")
 @click.option("--epoch-s", type=float, default=600.0, show_default=True, help="simulated seconds per epoch")
 @click.option("--rate", type=float, default=4.0, show_default=True, help="requests per simulated second")
@@ -902,14 +904,17 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
               help="growth that the known dead-node finding explains (and nothing else) exits 0, reported as known")
 @seed_option()
 @json_option
-def soak(target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, capacity: int, slack: float,
-         untraced: bool, tolerate_dead_nodes: bool, seed: int, json_path: str | None) -> None:
+def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, capacity: int,
+         slack: float, untraced: bool, tolerate_dead_nodes: bool, seed: int, json_path: str | None) -> None:
     """The churn soak: hours of simulated traffic, a census of the tree after each epoch, and no unbounded growth.
 
     Prints one line per epoch and a verdict; lists every size law broken and every figure that
     trends up. Exits 1 on growth. Today kvproof's trees keep dead leaves (a finding:
     stateful_tests/tree/soak.py, beyond_dead_nodes); --tolerate-dead-nodes fails only on growth beyond it.
     """
+    if family == "sequences":
+        _soak_tracker(target_name, epochs, epoch_s, rate, workers, slack, untraced, seed, json_path)
+        return
     from .stateful_tests.harness.targets import load_target
     from .stateful_tests.tree.soak import SoakPlan, beyond_dead_nodes, run_soak, soak_targets
 
@@ -932,6 +937,33 @@ def soak(target_name: str, epochs: int, epoch_s: float, rate: float, workers: in
         click.echo("known: every growth above is the dead-node finding (dead leaves kept until a store passes them)")
     click.echo(report.verdict() + f" ({report.seconds:.0f} s)")
     sys.exit(EXIT_FAIL if (beyond if tolerate_dead_nodes else report.grew) else EXIT_PASS)
+
+
+def _soak_tracker(target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, slack: float, untraced: bool,
+                  seed: int, json_path: str | None) -> None:
+    """``kvproof soak --family sequences``: the slot tracker's churn soak."""
+    from dataclasses import asdict
+
+    from .stateful_tests.sequences.soak import TRACKERS, TrackerPlan, run_tracker_soak
+
+    factory = TRACKERS.get(target_name)
+    if factory is None:
+        raise click.BadParameter(f"unknown tracker {target_name!r}: use {', '.join(TRACKERS)}", param_hint="--target")
+    plan = TrackerPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, slack=slack, traced=not untraced,
+                       warmup=max(1, epochs // 6), window=max(1, epochs // 4))
+    report = run_tracker_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
+    for law, problem in report.sizes.items():
+        click.echo(f"BROKEN {law}: {problem}")
+    for figure, problem in report.trends.items():
+        click.echo(f"GROWS {figure}: {problem}")
+    if json_path:
+        out.write_json(json_path, "soak-sequences", {"target": target_name, "plan": asdict(plan), "sizes": report.sizes,
+                                                     "trends": report.trends, "samples": [asdict(s) for s in report.samples]})
+    sim = epochs * epoch_s / 3600
+    verdict = (f"GROWTH: {len(report.sizes)} size laws broken, {len(report.trends)} figures trend up" if report.grew
+               else "growth=none")
+    click.echo(f"soak: family=sequences target={target_name} epochs={epochs} sim={sim:.2f}h {verdict} ({report.seconds:.0f} s)")
+    sys.exit(EXIT_FAIL if report.grew else EXIT_PASS)
 
 
 # ----------------------------------------------------------------------------- bench

@@ -46,3 +46,11 @@ def test_soak_tolerates_only_the_known_dead_nodes_when_asked(kvproof_cli):
 def test_soak_refuses_an_unknown_target(kvproof_cli):
     ran = kvproof_cli("soak", "--target", "nosuch")
     assert ran.code == EXIT_USAGE and "KeepsLookupEntries" in ran.out
+
+
+def test_soak_of_the_slot_trackers_passes_and_catches_a_leaking_twin(kvproof_cli):
+    short = ("--family", "sequences", "--epochs", "6", "--epoch-s", "240", "--untraced")
+    ran = kvproof_cli("soak", *short, "--target", "impl")
+    assert ran.code == EXIT_PASS and ran.last.startswith("soak: family=sequences target=impl epochs=6") and "growth=none" in ran.last
+    leaky = kvproof_cli("soak", *short, "--target", "NeverExpires")
+    assert leaky.code == EXIT_FAIL and "BROKEN request records <= booked requests" in leaky.out

@@ -21,19 +21,24 @@ follow a bound method back into its object: the object is reached through its ow
 attributes or not at all), and at the scalars (ints, strings, bytes, floats, None).
 
 Objects reachable only from outside the structure (a module-level cache, a global list) are
-invisible here by construction; the soak's tracemalloc law is what catches those.
+invisible here by construction; ``layer_bytes`` (tracemalloc over what kvproof's layers
+allocated) is what sees those. ``trends`` is the soaks' no-growth law over census figures.
 
 Source: kvproof issue 12 ("walk them, do not guess").
 """
 
 from __future__ import annotations
 
+import gc
+import statistics
 import sys
 import threading
+import tracemalloc
 import types
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 _SCALARS = (int, float, complex, str, bytes, bytearray, bool, type(None), range, slice)
@@ -134,3 +139,55 @@ def take(root: Any) -> Census:
         census.instances[owner] += 1
         stack.extend((value, f"{owner}.{name}") for name, value in _attributes(obj))
     return census
+
+
+# ----------------------------------------------------------------------------- what the layers allocated
+
+LAYERS = ("spec", "reference", "impl")
+"""The folders whose allocations ``layer_bytes`` counts: what a structure of kvproof's allocated."""
+
+
+def _layer_prefixes() -> tuple[str, ...]:
+    root = Path(__file__).resolve().parents[2]
+    return tuple(str(root / layer) + "/" for layer in LAYERS)
+
+
+def layer_bytes() -> int:
+    """Bytes allocated from spec/, reference/ and impl/ and still alive (tracemalloc must be tracing)."""
+    gc.collect()
+    prefixes = _layer_prefixes()
+    stats = tracemalloc.take_snapshot().statistics("filename")  # grouped first: one prefix test per file
+    return sum(stat.size for stat in stats if stat.traceback[0].filename.startswith(prefixes))
+
+
+# ----------------------------------------------------------------------------- the trend law
+
+
+def trends(samples: Sequence[tuple[Mapping[str, float], float]], warmup: int, window: int, slack: float,
+           floor: float = 64, byte_floor: float = 4096) -> dict[str, str]:
+    """Every figure whose value per unit of live content grew past ``slack`` from the first window to the last.
+
+    ``samples`` are ``(figures, live)`` per epoch, ``live`` the size of the live content (at least
+    1). After ``warmup`` samples, a figure passes if ``mean(last window) <= a + slack * |a| + floor /
+    live`` where ``a = mean(first window)``, each value divided by its sample's live content (so
+    content that is steady but noisy does not read as a trend); a figure named ``... bytes`` gets
+    ``byte_floor`` instead of ``floor``. A figure missing from a sample counts 0 there.
+
+    Source: kvproof issue 12 (compare the last epochs to the first post-warm-up epochs, with slack).
+    """
+    steady = list(samples[warmup:])
+    if len(steady) < 2 * window:
+        return {}
+    first, last = steady[:window], steady[-window:]
+    names = sorted(set().union(*(figures for figures, _ in steady)))
+    problems: dict[str, str] = {}
+    for name in names:
+        a = statistics.fmean(f.get(name, 0) / live for f, live in first)
+        b = statistics.fmean(f.get(name, 0) / live for f, live in last)
+        allowance = a + slack * abs(a) + (byte_floor if name.endswith("bytes") else floor) / last[-1][1]
+        if b > allowance:
+            raw_a = statistics.fmean(f.get(name, 0) for f, _ in first)
+            raw_b = statistics.fmean(f.get(name, 0) for f, _ in last)
+            problems[name] = (f"{raw_a:,.0f} -> {raw_b:,.0f} ({b / a if a > 0 else float('inf'):.2f}x per unit of "
+                              f"live content, allowed {1 + slack:.2f}x)")
+    return problems

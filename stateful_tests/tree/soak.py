@@ -31,14 +31,11 @@ Source: kvproof issue 12 ("Resources": a churn soak that shows no unbounded grow
 
 from __future__ import annotations
 
-import gc
 import re
-import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ...impl.radix_tree import ConcurrentRadixTree
@@ -47,10 +44,6 @@ from ...spec.coverage import holders
 from ..harness import census, targets
 from .streams import RemoveWorkerDpRankOp, apply_op
 from .traffic import Fleet, Live, Rates, Request, synthetic_requests
-
-LAYERS = ("spec", "reference", "impl")
-"""The folders whose allocations the tracemalloc figure counts: what the tree itself allocated."""
-
 
 # ----------------------------------------------------------------------------- samples
 
@@ -98,19 +91,6 @@ def shape_figures(tree: Any) -> dict[str, int]:
     return {"reachable nodes": nodes, "dead nodes": dead, "holder nodes": nodes - dead, "covered pairs": covered}
 
 
-def _layer_prefixes() -> tuple[str, ...]:
-    root = Path(__file__).resolve().parents[2]
-    return tuple(str(root / layer) + "/" for layer in LAYERS)
-
-
-def traced_bytes() -> int:
-    """Bytes allocated from spec/, reference/ and impl/ and still alive (tracemalloc must be tracing)."""
-    gc.collect()
-    prefixes = _layer_prefixes()
-    stats = tracemalloc.take_snapshot().statistics("filename")  # grouped first: one prefix test per file
-    return sum(stat.size for stat in stats if stat.traceback[0].filename.startswith(prefixes))
-
-
 def sample(tree: Any, epoch: int, sim_s: float, fleet: Fleet, ops: int, traced: bool) -> Sample:
     flush = getattr(tree, "flush", None)
     if flush is not None:
@@ -121,7 +101,7 @@ def sample(tree: Any, epoch: int, sim_s: float, fleet: Fleet, ops: int, traced: 
         # node objects the structure still references but the tree no longer reaches (lookups and split
         # links may name them while a rank covers them; kept after that, they are garbage held)
         figures["detached nodes"] = figures.get("# Node", 0) - figures["reachable nodes"] - 1
-    return Sample(epoch, sim_s, fleet.requests, ops, fleet.live(), figures, traced_bytes() if traced else 0)
+    return Sample(epoch, sim_s, fleet.requests, ops, fleet.live(), figures, census.layer_bytes() if traced else 0)
 
 
 # ----------------------------------------------------------------------------- the laws
@@ -191,36 +171,15 @@ def size_problems(samples: list[Sample]) -> dict[str, str]:
     return problems
 
 
-def _per_pair(value: float, s: Sample) -> float:
-    return value / (s.live.pairs + s.live.ranks + 1)
+def trend_problems(samples: list[Sample], warmup: int, window: int, slack: float) -> dict[str, str]:
+    """Every figure (and, when traced, the traced and hidden bytes) that trends up per live pair (``census.trends``)."""
+    traced = all(s.traced_bytes for s in samples[warmup:])
 
+    def figures(s: Sample) -> dict[str, float]:
+        extra = {"traced bytes": s.traced_bytes, HIDDEN_BYTES: hidden_bytes(s)} if traced else {}
+        return {**s.figures, **extra}
 
-def trend_problems(samples: list[Sample], warmup: int, window: int, slack: float, floor: int = 64) -> dict[str, str]:
-    """Every figure (and the traced bytes) whose value per live pair grew past ``1 + slack`` from the first window to the last.
-
-    A figure is compared as ``mean(last window) <= (1 + slack) * mean(first window) + floor / pairs``
-    (the floor keeps a handful of extra objects from counting as growth), each sample's value divided
-    by its live content, so that content that is steady but noisy does not read as a trend.
-    """
-    steady = samples[warmup:]
-    if len(steady) < 2 * window:
-        return {}
-    first, last = steady[:window], steady[-window:]
-    names = sorted(set().union(*(s.figures for s in steady)))
-    problems: dict[str, str] = {}
-    series: list[tuple[str, Callable[[Sample], float], float]] = [(name, (lambda n: lambda s: s.figure(n))(name), floor)
-                                                                 for name in names]
-    if all(s.traced_bytes for s in steady):
-        series.append(("traced bytes", lambda s: s.traced_bytes, 64 * floor))
-        series.append((HIDDEN_BYTES, hidden_bytes, 64 * floor))
-    for name, value, slack_floor in series:
-        a = statistics.fmean(_per_pair(value(s), s) for s in first)
-        b = statistics.fmean(_per_pair(value(s), s) for s in last)
-        allowance = a + slack * abs(a) + _per_pair(slack_floor, last[-1])
-        if b > allowance:
-            problems[name] = (f"{statistics.fmean(value(s) for s in first):,.0f} -> {statistics.fmean(value(s) for s in last):,.0f} "
-                              f"({b / a if a > 0 else float('inf'):.2f}x per live pair, allowed {1 + slack:.2f}x)")
-    return problems
+    return census.trends([(figures(s), s.live.pairs + s.live.ranks + 1) for s in samples], warmup, window, slack)
 
 
 WALKED_BYTES = "walked bytes"

@@ -47,8 +47,8 @@ from ...spec.primitives import Block, Rank
 from ..harness.paths import seq_hash
 from .streams import ClearAllBlocksOp, EventOp, Op, RemoveWorkerDpRankOp, RemoveWorkerOp
 
-MOONCAKE_TRACE = Path("/work/shared/data/mooncake/conversation_trace.jsonl")
-"""Where the Mooncake conversation trace lies on the project's machines (``--trace`` names another)."""
+MOONCAKE_TRACE = Path(__file__).resolve().parents[3] / "shared" / "data" / "mooncake" / "conversation_trace.jsonl"
+"""Where the Mooncake conversation trace lies beside a checkout (``../shared/data/mooncake/``; ``--trace`` names another)."""
 
 
 @dataclass(frozen=True, slots=True)

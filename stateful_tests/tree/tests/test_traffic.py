@@ -41,3 +41,18 @@ def test_churn_emits_every_kind_of_operation() -> None:
     ops = _ops(5, 3000, Rates(remove_rank=0.002))
     kinds = {type(op).__name__ for op in ops} | {type(op.event.data).__name__ for op in ops if isinstance(op, EventOp)}
     assert kinds >= {"Stored", "Removed", "Cleared", "ClearAllBlocksOp", "RemoveWorkerOp", "RemoveWorkerDpRankOp"}
+
+
+def test_a_mooncake_trace_becomes_requests_with_fresh_ids_per_loop(tmp_path) -> None:
+    """Each line's hash_ids are its prompt's blocks (id = local = external hash); a loop of the hour shifts every id
+    past the trace's largest and its time by 3600 s; the response's 512-token blocks get ids of their own."""
+    from kvproof.stateful_tests.tree.traffic import mooncake_requests
+
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 1100, "hash_ids": [0, 1]}\n'
+                     '{"timestamp": 2500, "input_length": 1536, "output_length": 10, "hash_ids": [0, 1, 2]}\n')
+    first, second, again, _ = list(mooncake_requests(trace, loops=2))
+    assert [b.ext for b in first.prompt] == [0, 1] and all(b.local == b.ext for b in first.prompt)
+    assert len(first.decode) == 2 and not second.decode and second.time_s == 2.5
+    assert [b.ext for b in again.prompt] == [3, 4] and again.time_s == 3600.0
+    assert not {b.ext for b in first.decode} & {b.ext for r in (first, second, again) for b in r.prompt}

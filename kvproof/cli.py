@@ -997,6 +997,8 @@ def bench_trees(streams: int, seed: int, repeats: int, json_path: str | None) ->
 
 
 @bench.command("memory")
+@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
+              help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")
 @click.option("--requests", type=int, default=12031, show_default=True, help="requests served (the Mooncake trace has 12,031 in its hour)")
 @seed_option()
 @click.option("--workers", type=int, default=8, show_default=True, help="workers in the fleet (one or two dp ranks each)")
@@ -1006,9 +1008,22 @@ def bench_trees(streams: int, seed: int, repeats: int, json_path: str | None) ->
 @click.option("--synthetic", is_flag=True, help="use synthetic chat traffic even when the trace is present")
 @click.option("--trees", default=None, help="comma-separated subset of: reference, impl (1 lane), impl (3 lanes), pool x4, dynamo")
 @json_option
-def bench_memory(requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
+def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
                  trees: str | None, json_path: str | None) -> None:
-    """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process."""
+    """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process.
+
+    With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
+    """
+    if family == "sequences":
+        from .stateful_tests.sequences.memory import HEADERS as TRACKER_HEADERS
+        from .stateful_tests.sequences.memory import run_tracker_memory_bench
+
+        tracked = run_tracker_memory_bench(requests, seed, workers)
+        click.echo(tracked.headline())
+        out.print_table(TRACKER_HEADERS, tracked.table_rows(), numeric=(1, 2, 3))
+        if json_path:
+            out.write_json(json_path, "bench-memory-sequences", tracked.to_json())
+        sys.exit(EXIT_PASS)
     from .stateful_tests.tree.memory import HEADERS, TREES, run_memory_bench
     from .stateful_tests.tree.traffic import MOONCAKE_TRACE
 

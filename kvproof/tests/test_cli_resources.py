@@ -54,3 +54,12 @@ def test_soak_of_the_slot_trackers_passes_and_catches_a_leaking_twin(kvproof_cli
     assert ran.code == EXIT_PASS and ran.last.startswith("soak: family=sequences target=impl epochs=6") and "growth=none" in ran.last
     leaky = kvproof_cli("soak", *short, "--target", "NeverExpires")
     assert leaky.code == EXIT_FAIL and "BROKEN request records <= booked requests" in leaky.out
+
+
+def test_bench_memory_of_the_slot_trackers(tmp_path, kvproof_cli):
+    out = tmp_path / "trackers.json"
+    ran = kvproof_cli("bench", "memory", "--family", "sequences", "--requests", "200", "--json", str(out))
+    body = json.loads(out.read_text())
+    assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory-sequences/1"
+    assert ran.out.startswith("workload: 200 active requests") and [r["name"] for r in body["rows"]] == ["reference", "impl"]
+    assert all(r["traced_per_block"] > 0 for r in body["rows"])

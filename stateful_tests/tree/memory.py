@@ -25,7 +25,6 @@ from __future__ import annotations
 import gc
 import json
 import pickle
-import subprocess
 import sys
 import tempfile
 import tracemalloc
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ...spec.events import encode_event
-from ..harness import targets
+from ..harness import measure, targets
 from .streams import ClearAllBlocksOp, EventOp, RemoveWorkerDpRankOp, RemoveWorkerOp
 from .traffic import MOONCAKE_TRACE, NO_CHURN, Fleet, mooncake_requests, synthetic_requests
 
@@ -136,14 +135,6 @@ def build(tree: Any, ops: list[tuple[str, int, Any]]) -> None:
         flush()
 
 
-def rss_bytes() -> int:
-    """The resident set of this process (``VmRSS``), in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise OSError("no VmRSS in /proc/self/status")
-
-
 def measure_here(name: str, mode: str, ops: list[tuple[str, int, Any]]) -> int:
     """Build tree ``name`` here and return the bytes it retained by ``mode`` (``tracemalloc`` or ``rss``)."""
     factory, _ = TREES[name]
@@ -152,25 +143,16 @@ def measure_here(name: str, mode: str, ops: list[tuple[str, int, Any]]) -> int:
         tracemalloc.start(1)
         before = tracemalloc.get_traced_memory()[0]
     else:
-        before = rss_bytes()
+        before = measure.rss_bytes()
     tree = factory()
     build(tree, ops)
     gc.collect()
-    after = tracemalloc.get_traced_memory()[0] if mode == "tracemalloc" else rss_bytes()
+    after = tracemalloc.get_traced_memory()[0] if mode == "tracemalloc" else measure.rss_bytes()
     if mode == "tracemalloc":
         tracemalloc.stop()
     retained = after - before
     targets.dispose(tree)
     return retained
-
-
-def measure_in_child(name: str, mode: str, ops_file: Path) -> tuple[int | None, str]:
-    """Run ``measure_here`` in a fresh interpreter; return (bytes, "") or (None, why not)."""
-    command = [sys.executable, "-m", __name__, name, mode, str(ops_file)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        return None, (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-    return int(json.loads(done.stdout.strip().splitlines()[-1])["bytes"]), ""
 
 
 @dataclass
@@ -242,14 +224,14 @@ def run_memory_bench(requests: int = 12031, seed: int = 1, workers: int = 8, cap
         for name in trees:
             _, traceable = TREES[name]
             row = MemoryRow(name)
-            rss, why = measure_in_child(name, "rss", ops_file)
+            rss, why = measure.measure_in_child(__name__, name, "rss", str(ops_file))
             if rss is None:
                 row.note = f"skipped: {why}"
                 report.rows.append(row)
                 continue
             row.rss_per_block = rss / max(load.pairs, 1)
             if traceable:
-                traced, why = measure_in_child(name, "tracemalloc", ops_file)
+                traced, why = measure.measure_in_child(__name__, name, "tracemalloc", str(ops_file))
                 row.traced_per_block = None if traced is None else traced / max(load.pairs, 1)
                 row.note = why
             else:

@@ -958,6 +958,87 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
     sys.exit(EXIT_FAIL if missed else EXIT_PASS)
 
 
+# ----------------------------------------------------------------------------- soak
+
+
+@main.command()
+@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
+              help="soak a tree, or a slot tracker (stateful_tests/sequences/soak.py)")
+@click.option("--target", "target_name", default="impl", show_default=True,
+              help="reference, impl, impl-lanes, impl-pool, or a leaking twin of the family's soak module (LEAKY)")
+@click.option("--epochs", type=int, default=36, show_default=True, help="epochs of simulated traffic")
+@click.option("--epoch-s", type=float, default=600.0, show_default=True, help="simulated seconds per epoch")
+@click.option("--rate", type=float, default=4.0, show_default=True, help="requests per simulated second")
+@click.option("--workers", type=int, default=6, show_default=True)
+@click.option("--capacity", type=int, default=160, show_default=True, help="blocks each rank's engine holds")
+@click.option("--slack", type=float, default=0.25, show_default=True, help="allowed growth per live pair, first to last window")
+@click.option("--untraced", is_flag=True, help="skip tracemalloc (faster): the traced and hidden bytes are then not judged")
+@click.option("--tolerate-dead-nodes", is_flag=True,
+              help="growth that the known dead-node finding explains (and nothing else) exits 0, reported as known")
+@seed_option()
+@json_option
+def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, capacity: int,
+         slack: float, untraced: bool, tolerate_dead_nodes: bool, seed: int, json_path: str | None) -> None:
+    """The churn soak: hours of simulated traffic, a census of the tree after each epoch, and no unbounded growth.
+
+    Prints one line per epoch and a verdict; lists every size law broken and every figure that
+    trends up. Exits 1 on growth. Today kvproof's trees keep dead leaves (a finding:
+    stateful_tests/tree/soak.py, beyond_dead_nodes); --tolerate-dead-nodes fails only on growth beyond it.
+    """
+    if family == "sequences":
+        _soak_tracker(target_name, epochs, epoch_s, rate, workers, slack, untraced, seed, json_path)
+        return
+    from .stateful_tests.harness.targets import load_target
+    from .stateful_tests.tree.soak import SoakPlan, beyond_dead_nodes, run_soak, soak_targets
+
+    known = dict(soak_targets())
+    factory = known.get(target_name) if ":" not in target_name else load_target(target_name).factory
+    if factory is None:
+        raise click.BadParameter(f"unknown or unavailable soak target {target_name!r}: use {', '.join(known)} "
+                                 "or module.path:Factory", param_hint="--target")
+    plan = SoakPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, capacity=capacity, slack=slack,
+                    warmup=max(1, epochs // 6), window=max(1, epochs // 4), traced=not untraced)
+    report = run_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
+    for law, problem in report.sizes.items():
+        click.echo(f"BROKEN {law}: {problem}")
+    for figure, problem in report.trends.items():
+        click.echo(f"GROWS {figure}: {problem}")
+    if json_path:
+        out.write_json(json_path, "soak", report.to_json())
+    beyond = beyond_dead_nodes(report)
+    if report.grew and not beyond:
+        click.echo("known: every growth above is the dead-node finding (dead leaves kept until a store passes them)")
+    click.echo(report.verdict() + f" ({report.seconds:.0f} s)")
+    sys.exit(EXIT_FAIL if (beyond if tolerate_dead_nodes else report.grew) else EXIT_PASS)
+
+
+def _soak_tracker(target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, slack: float, untraced: bool,
+                  seed: int, json_path: str | None) -> None:
+    """``kvproof soak --family sequences``: the slot tracker's churn soak."""
+    from dataclasses import asdict
+
+    from .stateful_tests.sequences.soak import TRACKERS, TrackerPlan, run_tracker_soak
+
+    factory = TRACKERS.get(target_name)
+    if factory is None:
+        raise click.BadParameter(f"unknown tracker {target_name!r}: use {', '.join(TRACKERS)}", param_hint="--target")
+    plan = TrackerPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, slack=slack, traced=not untraced,
+                       warmup=max(1, epochs // 6), window=max(1, epochs // 4))
+    report = run_tracker_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
+    for law, problem in report.sizes.items():
+        click.echo(f"BROKEN {law}: {problem}")
+    for figure, problem in report.trends.items():
+        click.echo(f"GROWS {figure}: {problem}")
+    if json_path:
+        out.write_json(json_path, "soak-sequences", {"target": target_name, "plan": asdict(plan), "sizes": report.sizes,
+                                                     "trends": report.trends, "samples": [asdict(s) for s in report.samples]})
+    sim = epochs * epoch_s / 3600
+    verdict = (f"GROWTH: {len(report.sizes)} size laws broken, {len(report.trends)} figures trend up" if report.grew
+               else "growth=none")
+    click.echo(f"soak: family=sequences target={target_name} epochs={epochs} sim={sim:.2f}h {verdict} ({report.seconds:.0f} s)")
+    sys.exit(EXIT_FAIL if report.grew else EXIT_PASS)
+
+
 # ----------------------------------------------------------------------------- bench
 
 
@@ -985,6 +1066,52 @@ def bench_trees(streams: int, seed: int, repeats: int, json_path: str | None) ->
     if json_path:
         out.write_json(json_path, "bench-trees", {"events": result.events, "queries": result.queries, "repeats": repeats,
                                                   "rows": [asdict(r) for r in result.rows]})
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("memory")
+@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
+              help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")
+@click.option("--requests", type=int, default=12031, show_default=True, help="requests served (the Mooncake trace has 12,031 in its hour)")
+@seed_option()
+@click.option("--workers", type=int, default=8, show_default=True, help="workers in the fleet (one or two dp ranks each)")
+@click.option("--capacity", type=int, default=10**9, show_default=True, help="blocks per rank before LRU eviction (default: none)")
+@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+              help="a Mooncake-format trace (default: the project's copy if present, else synthetic chat traffic)")
+@click.option("--synthetic", is_flag=True, help="use synthetic chat traffic even when the trace is present")
+@click.option("--trees", default=None, help="comma-separated subset of: reference, impl (1 lane), impl (3 lanes), pool x4, dynamo")
+@json_option
+def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
+                 trees: str | None, json_path: str | None) -> None:
+    """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process.
+
+    With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
+    """
+    if family == "sequences":
+        from .stateful_tests.sequences.memory import HEADERS as TRACKER_HEADERS
+        from .stateful_tests.sequences.memory import run_tracker_memory_bench
+
+        tracked = run_tracker_memory_bench(requests, seed, workers)
+        click.echo(tracked.headline())
+        out.print_table(TRACKER_HEADERS, tracked.table_rows(), numeric=(1, 2, 3))
+        if json_path:
+            out.write_json(json_path, "bench-memory-sequences", tracked.to_json())
+        sys.exit(EXIT_PASS)
+    from .stateful_tests.tree.memory import HEADERS, TREES, run_memory_bench
+    from .stateful_tests.tree.traffic import MOONCAKE_TRACE
+
+    names = tuple(TREES) if trees is None else tuple(t.strip() for t in trees.split(",") if t.strip())
+    unknown = [n for n in names if n not in TREES]
+    if unknown:
+        raise click.BadParameter(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param_hint="--trees")
+    chosen = None if synthetic else Path(trace) if trace else MOONCAKE_TRACE
+    result = run_memory_bench(requests, seed, workers, capacity, chosen, names)
+    click.echo(result.headline())
+    out.print_table(HEADERS, result.table_rows(), numeric=(1, 2, 3))
+    for line in result.ratio_lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-memory", result.to_json())
     sys.exit(EXIT_PASS)
 
 

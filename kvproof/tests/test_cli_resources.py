@@ -1,0 +1,65 @@
+"""kvproof bench memory and kvproof soak: exit codes, the promised lines, the JSON."""
+
+import json
+
+from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+
+SHORT_SOAK = ("--epochs", "6", "--epoch-s", "30", "--capacity", "50", "--untraced")
+
+
+def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
+    """A smoke run of the benchmark's code path (synthetic traffic, two trees); nothing about size is asserted."""
+    out = tmp_path / "memory.json"
+    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--trees", "reference,dynamo", "--json", str(out))
+    body = json.loads(out.read_text())
+    assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory/1"
+    assert ran.out.startswith("workload: synthetic chat traffic, 120 requests")
+    assert "bytes/block (tracemalloc)" in ran.out and "bytes/block (RSS)" in ran.out
+    reference = next(r for r in body["rows"] if r["name"] == "reference")
+    assert reference["traced_per_block"] > 0 and reference["rss_per_block"] is not None and body["pairs"] > 0
+    dynamo = next(r for r in body["rows"] if r["name"] == "dynamo")
+    assert dynamo["traced_per_block"] is None  # Rust: RSS only (or skipped, with its reason, where it is not installed)
+
+
+def test_bench_memory_refuses_an_unknown_tree(kvproof_cli):
+    assert kvproof_cli("bench", "memory", "--trees", "nosuch").code == EXIT_USAGE
+
+
+def test_soak_prints_a_line_per_epoch_and_exits_1_on_a_leaking_twin(tmp_path, kvproof_cli):
+    out = tmp_path / "soak.json"
+    ran = kvproof_cli("soak", "--target", "KeepsLookupEntries", *SHORT_SOAK, "--json", str(out))
+    body = json.loads(out.read_text())
+    assert ran.code == EXIT_FAIL and body["schema"] == "kvproof.soak/1" and len(body["samples"]) == 6
+    assert sum(line.startswith("epoch ") for line in ran.out.splitlines()) == 6
+    assert "BROKEN lookup entries <= live pairs" in ran.out and "GROWTH" in ran.last
+
+
+def test_soak_tolerates_only_the_known_dead_nodes_when_asked(kvproof_cli):
+    """The reference grows only by the dead-node finding: exit 1 by default, 0 with --tolerate-dead-nodes;
+    a leaking twin still fails with it."""
+    strict = kvproof_cli("soak", "--target", "reference", *SHORT_SOAK)
+    assert strict.code == EXIT_FAIL and "known: every growth above is the dead-node finding" in strict.out
+    assert kvproof_cli("soak", "--target", "reference", *SHORT_SOAK, "--tolerate-dead-nodes").code == EXIT_PASS
+    assert kvproof_cli("soak", "--target", "KeepsRemovedWorkers", *SHORT_SOAK, "--tolerate-dead-nodes").code == EXIT_FAIL
+
+
+def test_soak_refuses_an_unknown_target(kvproof_cli):
+    ran = kvproof_cli("soak", "--target", "nosuch")
+    assert ran.code == EXIT_USAGE and "KeepsLookupEntries" in ran.out
+
+
+def test_soak_of_the_slot_trackers_passes_and_catches_a_leaking_twin(kvproof_cli):
+    short = ("--family", "sequences", "--epochs", "6", "--epoch-s", "240", "--untraced")
+    ran = kvproof_cli("soak", *short, "--target", "impl")
+    assert ran.code == EXIT_PASS and ran.last.startswith("soak: family=sequences target=impl epochs=6") and "growth=none" in ran.last
+    leaky = kvproof_cli("soak", *short, "--target", "NeverExpires")
+    assert leaky.code == EXIT_FAIL and "BROKEN request records <= booked requests" in leaky.out
+
+
+def test_bench_memory_of_the_slot_trackers(tmp_path, kvproof_cli):
+    out = tmp_path / "trackers.json"
+    ran = kvproof_cli("bench", "memory", "--family", "sequences", "--requests", "200", "--json", str(out))
+    body = json.loads(out.read_text())
+    assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory-sequences/1"
+    assert ran.out.startswith("workload: 200 active requests") and [r["name"] for r in body["rows"]] == ["reference", "impl"]
+    assert all(r["traced_per_block"] > 0 for r in body["rows"])

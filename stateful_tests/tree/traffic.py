@@ -1,0 +1,300 @@
+"""Long, realistic router traffic: requests from a fleet of capacity-bounded engines, as tree operations.
+
+``streams.py`` makes short adversarial streams for differential checks; this module makes the
+traffic a router sees for hours, for the memory benchmark and the churn soak. It is plain data
+and a pure function of its seed (and, for the trace, of the trace file).
+
+**Requests** (``Request``: arrival time, prompt blocks, the blocks its response adds):
+
+- ``synthetic_requests``: chat traffic. A few system prompts shared by everyone; conversations
+  start under one of them (a document of fresh blocks), come back for more turns (each turn's
+  prompt is the conversation so far, the previous responses included), and end; at most
+  ``active`` conversations are open, so the set of live prefixes is steady while fresh hashes
+  keep arriving. Poisson arrivals at ``rate`` requests per simulated second.
+- ``mooncake_requests``: the Mooncake FAST'25 conversation trace (one line per request, a
+  ``hash_ids`` list of prefix-aware 512-token block ids, a millisecond timestamp); a block's id
+  is its local and its external hash (equal ids are equal prefixes). Each loop of the hour gets
+  fresh ids, so a long run keeps meeting new blocks.
+
+**The fleet** (``Fleet``): workers with one or two dp ranks, each rank an engine holding at
+most ``capacity`` blocks, least recently used evicted first (a request touches its blocks tail
+first, so shared heads stay and tails go). A request is routed to the rank holding its
+longest prefix (``affinity`` of the time, else any rank); that rank stores the part it lacks
+below the part it holds, then the response's blocks (a decode extension), then evicts what
+overflows as one ``removed`` event. Between requests, at the given rates: a single held
+block evicted (holes), a ``cleared`` event, ``clear_all_blocks``, ``remove_worker`` (the
+worker re-joins under its own id, or under a fresh one: autoscaling), ``remove_worker_dp_rank``
+(if enabled), and a store under a parent the rank does not hold (a racing publisher; the
+tree must reject it and keep nothing).
+
+``Fleet.live()`` is what the engines hold, the tree-independent measure of live content: the
+(rank, block) pairs, the distinct blocks, the ranks and workers in the fleet.
+
+Source: kvproof issue 12 ("Resources"); Mooncake FAST'25 trace (kvcache-ai/Mooncake, Apache-2.0).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter, OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
+from ...spec.primitives import Block, Rank
+from ..harness.paths import seq_hash
+from .streams import ClearAllBlocksOp, EventOp, Op, RemoveWorkerDpRankOp, RemoveWorkerOp
+
+MOONCAKE_TRACE = Path(__file__).resolve().parents[3] / "shared" / "data" / "mooncake" / "conversation_trace.jsonl"
+"""Where the Mooncake conversation trace lies beside a checkout (``../shared/data/mooncake/``; ``--trace`` names another)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request: when it arrives (simulated seconds), its prompt's blocks, its response's blocks."""
+
+    time_s: float
+    prompt: tuple[Block, ...]
+    decode: tuple[Block, ...] = ()
+
+
+def _grow(blocks: list[Block], path_hash: int, locals_: list[int]) -> int:
+    """Append blocks for ``locals_`` with prefix-derived external hashes; return the new prefix hash.
+
+    The hash of a prefix is ``paths.seq_hash`` of its local hashes, computed one step at a time.
+    """
+    for x in locals_:
+        path_hash = seq_hash((path_hash, x))
+        blocks.append(Block(x, path_hash))
+    return path_hash
+
+
+@dataclass
+class _Conversation:
+    blocks: list[Block]
+    head: int  # the prefix hash after the last block
+
+
+def synthetic_requests(seed: int, rate: float = 4.0, systems: int = 4, active: int = 48,
+                       new_share: float = 0.3, max_blocks: int = 48) -> Iterator[Request]:
+    """Chat traffic without end (see the module docstring); deterministic in ``seed``."""
+    rng = random.Random(f"kvproof-traffic:{seed}")
+
+    def fresh(n: int) -> list[int]:
+        return [rng.getrandbits(31) for _ in range(n)]
+
+    prompts = []
+    for _ in range(systems):
+        blocks: list[Block] = []
+        prompts.append(_Conversation(blocks, _grow(blocks, 0, fresh(rng.randint(2, 6)))))
+    open_: deque[_Conversation] = deque()
+    t = 0.0
+    while True:
+        t += rng.expovariate(rate)
+        if not open_ or rng.random() < new_share:
+            system = rng.choice(prompts)
+            blocks = list(system.blocks)
+            conv = _Conversation(blocks, _grow(blocks, system.head, fresh(rng.randint(0, 10))))
+            open_.append(conv)
+            if len(open_) > active:
+                open_.popleft()
+        else:
+            conv = rng.choice(open_)
+        conv.head = _grow(conv.blocks, conv.head, fresh(rng.randint(1, 3)))  # the user's turn
+        prompt = tuple(conv.blocks)
+        conv.head = _grow(conv.blocks, conv.head, fresh(rng.randint(1, 2)))  # the response
+        yield Request(t, prompt, tuple(conv.blocks[len(prompt):]))
+        if len(conv.blocks) > max_blocks and conv in open_:
+            open_.remove(conv)  # the conversation ends
+
+
+def mooncake_requests(path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | None = None,
+                      block_tokens: int = 512) -> Iterator[Request]:
+    """The trace's requests, ``loops`` times over (fresh ids each loop); the response's blocks get fresh ids."""
+    lines = Path(path).read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    span = 1 + max(max(r["hash_ids"], default=0) for r in records)
+    fresh = span * loops
+    served = 0
+    for loop in range(loops):
+        base, offset_s = loop * span, loop * 3600.0
+        for r in records:
+            if limit is not None and served >= limit:
+                return
+            prompt = tuple(Block(h + base, h + base) for h in r["hash_ids"])
+            n_decode = r.get("output_length", 0) // block_tokens
+            decode = tuple(Block(fresh + i, fresh + i) for i in range(n_decode))
+            fresh += n_decode
+            served += 1
+            yield Request(offset_s + r["timestamp"] / 1000.0, prompt, decode)
+
+
+@dataclass(frozen=True)
+class Rates:
+    """How often each kind of churn happens, per request."""
+
+    hole: float = 0.02  # one held block evicted out of LRU order
+    cleared: float = 0.002  # a rank sends ``cleared``
+    clear_all: float = 0.002  # the router calls ``clear_all_blocks(worker)``
+    remove_worker: float = 0.004  # the worker leaves and re-joins (same id or fresh)
+    fresh_id: float = 0.5  # share of re-joins under a fresh worker id (autoscaling)
+    remove_rank: float = 0.0  # ``remove_worker_dp_rank`` (trees that have it)
+    rejected: float = 0.01  # a store under a parent the rank does not hold
+
+
+NO_CHURN = Rates(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """What the engines hold: the live content every size law is bounded by."""
+
+    pairs: int  # (rank, block) pairs
+    blocks: int  # distinct blocks
+    ranks: int  # ranks in the fleet
+    workers: int
+    announced: int = 0  # ranks that sent an event since they joined (or were last removed or cleared)
+
+
+class Fleet:
+    """The engines behind a router (see the module docstring); ``serve`` turns a request into operations."""
+
+    def __init__(self, seed: int, workers: int = 6, capacity: int = 160, rates: Rates = Rates(),
+                 affinity: float = 0.7, dp_ranks: int = 2) -> None:
+        self.rng = random.Random(f"kvproof-fleet:{seed}")
+        self.capacity, self.rates, self.affinity = capacity, rates, affinity
+        self.workers: dict[int, int] = {w: self.rng.randint(1, dp_ranks) for w in range(1, workers + 1)}
+        self.next_worker = workers + 1
+        self.engines: dict[Rank, OrderedDict[int, None]] = {}
+        self.holders: Counter[int] = Counter()  # block -> how many ranks hold it
+        self.announced: set[Rank] = set()  # what a tree may have registered
+        self.event_id = 0
+        self.requests = 0
+
+    # ------------------------------------------------------------------ live content
+
+    def ranks(self) -> list[Rank]:
+        return [Rank(w, dp) for w, n in sorted(self.workers.items()) for dp in range(n)]
+
+    def live(self) -> Live:
+        return Live(sum(len(e) for e in self.engines.values()), len(self.holders), sum(self.workers.values()),
+                    len(self.workers), len(self.announced))
+
+    def _engine(self, rank: Rank) -> OrderedDict[int, None]:
+        engine = self.engines.get(rank)
+        if engine is None:
+            engine = self.engines[rank] = OrderedDict()
+        return engine
+
+    def _hold(self, rank: Rank, block: int) -> None:
+        engine = self._engine(rank)
+        if block not in engine:
+            self.holders[block] += 1
+        engine[block] = None
+        engine.move_to_end(block)
+
+    def _drop(self, rank: Rank, block: int) -> None:
+        self.engines[rank].pop(block)
+        self.holders[block] -= 1
+        if not self.holders[block]:
+            del self.holders[block]
+
+    def _drop_all(self, rank: Rank) -> None:
+        for block in list(self.engines.get(rank, ())):
+            self._drop(rank, block)
+        self.engines.pop(rank, None)
+
+    def _event(self, rank: Rank, data: Stored | Removed | Cleared) -> EventOp:
+        self.event_id += 1
+        if isinstance(data, Cleared):
+            self.announced.discard(rank)  # a tree forgets a cleared rank
+        else:
+            self.announced.add(rank)
+        return EventOp(rank.worker_id, KvCacheEvent(self.event_id, data, rank.dp_rank))
+
+    # ------------------------------------------------------------------ requests
+
+    def held_prefix(self, rank: Rank, blocks: tuple[Block, ...]) -> int:
+        engine: Mapping[int, None] = self.engines.get(rank, {})
+        n = 0
+        while n < len(blocks) and blocks[n].ext in engine:
+            n += 1
+        return n
+
+    def route(self, prompt: tuple[Block, ...]) -> Rank:
+        ranks = self.ranks()
+        if self.rng.random() < self.affinity:
+            return max(ranks, key=lambda r: (self.held_prefix(r, prompt), -len(self.engines.get(r, ()))))
+        return self.rng.choice(ranks)
+
+    def serve(self, request: Request) -> list[Op]:
+        """The operations one request causes, plus the churn drawn after it."""
+        self.requests += 1
+        rank = self.route(request.prompt)
+        ops: list[Op] = []
+        ops += self._store(rank, request.prompt)
+        if request.decode:
+            ops += self._store(rank, request.prompt + request.decode, start=len(request.prompt))
+        for block in reversed(request.prompt + request.decode):  # tail first: the head is the most recent
+            if block.ext in self._engine(rank):
+                self._engine(rank).move_to_end(block.ext)
+        ops += self._evict(rank)
+        ops += self._churn(rank)
+        return ops
+
+    def _store(self, rank: Rank, blocks: tuple[Block, ...], start: int | None = None) -> list[Op]:
+        held = self.held_prefix(rank, blocks)
+        if start is not None and held < start:
+            return []  # the prompt was not stored whole (cannot happen: the store precedes)
+        if held == len(blocks):
+            return []
+        parent = blocks[held - 1].ext if held else None
+        for block in blocks[held:]:
+            self._hold(rank, block.ext)
+        return [self._event(rank, Stored(parent, blocks[held:]))]
+
+    def _evict(self, rank: Rank) -> list[Op]:
+        engine = self._engine(rank)
+        evicted = []
+        while len(engine) > self.capacity:
+            block = next(iter(engine))
+            self._drop(rank, block)
+            evicted.append(block)
+        return [self._event(rank, Removed(tuple(evicted)))] if evicted else []
+
+    def _churn(self, rank: Rank) -> list[Op]:
+        rng, r = self.rng, self.rates
+        ops: list[Op] = []
+        engine = self._engine(rank)
+        if engine and rng.random() < r.hole:
+            block = rng.choice(list(engine))
+            self._drop(rank, block)
+            ops.append(self._event(rank, Removed((block,))))
+        if rng.random() < r.cleared:
+            self._drop_all(rank)
+            ops.append(self._event(rank, Cleared()))
+        if rng.random() < r.clear_all:
+            worker = rng.choice(sorted(self.workers))
+            for other in [x for x in self.engines if x.worker_id == worker]:
+                self._drop_all(other)
+            ops.append(ClearAllBlocksOp(worker))
+        if rng.random() < r.remove_worker:
+            worker = rng.choice(sorted(self.workers))
+            for other in [x for x in self.engines if x.worker_id == worker]:
+                self._drop_all(other)
+            ops.append(RemoveWorkerOp(worker))
+            self.announced -= {x for x in self.announced if x.worker_id == worker}
+            if rng.random() < r.fresh_id:
+                self.workers[self.next_worker] = self.workers.pop(worker)
+                self.next_worker += 1
+        if rng.random() < r.remove_rank:
+            worker = rng.choice(sorted(self.workers))
+            gone = Rank(worker, rng.randrange(self.workers[worker]))
+            self._drop_all(gone)
+            self.announced.discard(gone)
+            ops.append(RemoveWorkerDpRankOp(gone.worker_id, gone.dp_rank))
+        if rng.random() < r.rejected:
+            ops.append(self._event(rank, Stored(rng.getrandbits(62) | 1, (Block(rng.getrandbits(31), rng.getrandbits(62)),))))
+        return ops

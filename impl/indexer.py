@@ -1,7 +1,7 @@
 """The thread-pool indexer: N event threads over one concurrent tree, reads on the caller.
 
 - **Sticky routing.** Each worker's events go to one event thread (round robin on first
-  sight, for the indexer's lifetime), so one worker's events are applied in FIFO order on
+  sight, until ``remove_worker`` forgets it), so one worker's events are applied in FIFO order on
   one lane while different workers mutate shared nodes side by side. Routing by worker (not
   by rank) keeps every rank of a worker on one lane, so ``remove_worker`` is one task.
 - **Decoding on the caller.** A malformed payload is rejected on the caller's thread with a
@@ -112,9 +112,19 @@ class ThreadPoolIndexer:
         self.submit(worker_id, event).wait()
 
     def remove_worker(self, worker_id: int) -> None:
+        """Drop the worker on its lane, wait, then forget its route (so fresh worker ids do not grow the table).
+
+        A worker that sends events again afterwards is routed afresh, as a new worker; its events must
+        not race its own removal (they would land on either side of it, as they would on any tree).
+        """
         worker_id = check_worker_id(worker_id)
         lane = self.lane_of(worker_id)
         self._enqueue(lane, lambda l: self.tree.lane(l.index).remove_worker(worker_id)).wait()
+        self._forget_route(worker_id)
+
+    def _forget_route(self, worker_id: int) -> None:
+        with self._routing:
+            self._routes.pop(worker_id, None)
 
     def clear_all_blocks(self, worker_id: int) -> None:
         worker_id = check_worker_id(worker_id)

@@ -29,6 +29,8 @@ internals use separate protection for edge state and child maps"):
   (undercount), it never credits a block past what a rank held during the read.]
 - ``internal`` -- sticky: set with the first child, never cleared.
 - ``splits`` -- the suffixes split off this node; lazy lookup repair follows them.
+- ``parent`` -- the node holding this one in its child map, so that an eviction can release
+  a leaf it left unowned (``ConcurrentRadixTree._release_if_dead``).
 
 Source: seed 004 "Node State", "Concurrency Model"; crtc.md §2, §7 "Per-node protection".
 """
@@ -63,9 +65,9 @@ class NodeView:
 class Node:
     """A node of the concurrent tree (see the module docstring for what guards what)."""
 
-    __slots__ = ("view", "children", "internal", "gate", "version", "state_lock", "children_lock", "id", "splits")
+    __slots__ = ("view", "children", "internal", "gate", "version", "state_lock", "children_lock", "id", "splits", "parent")
 
-    def __init__(self, state: EdgeState) -> None:
+    def __init__(self, state: EdgeState, parent: Node | None = None) -> None:
         self.view = NodeView.of(state)
         self.children: dict[int, Node] = {}
         self.internal = False  # sticky; written under the exclusive gate
@@ -78,6 +80,10 @@ class Node:
         # ever leave an edge through a split, so a block that was on this edge is on this node or on
         # a node reachable through these links, whether or not that node is still attached.
         self.splits: list[Node] = []
+        # The node whose child map holds this one (None: the root, or released). Written under that
+        # parent's exclusive gate (a split re-parents the children it moves to its suffix), read without
+        # a lock: a releaser revalidates it under the parent's gate, so a stale value only skips a release.
+        self.parent = parent
 
     # --------------------------------------------------------------- writers
 

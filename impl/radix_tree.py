@@ -269,7 +269,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                     continue
                 if parent.internal and not parent.children and parent is not self.root:
                     lane.stats["sticky_refusals"] += 1
-                fresh = Node(new_edge(remaining, rank))
+                fresh = Node(new_edge(remaining, rank), parent)
                 outcome = self._insert_child(lane, parent, key, fresh, version)
                 if outcome == "inserted":
                     lane.point(rank, remaining, fresh)
@@ -302,7 +302,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 self._split_locked(lane, child, plan.m)
                 child.update(lambda s: promote(s, rank))
                 lane.point(rank, remaining[: plan.m], child)
-                tail_node = Node(new_edge(remaining[plan.m :], rank))
+                tail_node = Node(new_edge(remaining[plan.m :], rank), child)
                 child.begin_shape_change()
                 child.children[remaining[plan.m].local] = tail_node
                 child.end_shape_change()
@@ -350,18 +350,41 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             lane.stats["first_child_inserts"] += 1
             return "inserted"
 
-    def _release_dead_child(self, lane: Lane, parent: Node, key: int, child: Node) -> None:
-        """Unlink a child nobody holds, so a store builds a fresh node (docs/dynamo-findings.md F1)."""
+    def _release_dead_child(self, lane: Lane, parent: Node, key: int, child: Node, leaf_only: bool = False) -> bool:
+        """Unlink a child nobody holds (with ``leaf_only``, only if it has no children); return whether it was.
+
+        A store releases one it passes, so it builds a fresh node (docs/dynamo-findings.md F1); an
+        eviction releases a leaf it left unowned (``_release_if_dead``). Parent's gate, then the child's.
+        """
         with parent.gate.exclusive(), child.gate.exclusive():
-            if parent.children.get(key) is not child or child.holders():
-                return
+            if parent.children.get(key) is not child or child.holders() or (leaf_only and child.children):
+                return False
             parent.begin_shape_change()
             child.begin_shape_change()
             with parent.children_lock:
                 del parent.children[key]
+            child.parent = None
             child.end_shape_change()
             parent.end_shape_change()
         lane.stats["released_dead_nodes"] += 1
+        return True
+
+    def _release_if_dead(self, lane: Lane, node: Node) -> None:
+        """Release a leaf nobody holds after an eviction, then its parent if that is left so too (the reference's rule).
+
+        Called with no gate held. The unlocked reads (parent, children, holders) only decide whether to
+        try; ``_release_dead_child`` revalidates all three under the parent's and the node's gates, so a
+        concurrent split (which re-parents), store (which covers again) or insert (which adds a child)
+        makes it give up, and the leaf waits for the next eviction or for a store to pass it.
+        """
+        while node is not self.root:
+            parent = node.parent
+            if parent is None or node.children or node.holders():
+                return
+            _sync.yield_point("release.before_gates")
+            if not self._release_dead_child(lane, parent, node.view.state.edge[0].local, node, leaf_only=True):
+                return
+            node = parent
 
     def _extend_locked(self, lane: Lane, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
         """Append ``tail`` to a leaf (exclusive gate held): the rank becomes full, other full ranks are cut."""
@@ -375,8 +398,10 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
     def _split_locked(self, lane: Lane, node: Node, p: int) -> None:
         """Split ``node`` before ``p`` (exclusive gate held): it keeps the prefix, a new suffix takes every child."""
         prefix, suffix_state = split_at(node.view.state, p)
-        suffix = Node(suffix_state)
+        suffix = Node(suffix_state, node)
         suffix.children = node.children  # the same child objects move down, not copies
+        for moved in suffix.children.values():
+            moved.parent = suffix
         suffix.internal = node.internal  # as the reference (and Dynamo's RadixTree) do
         node.splits.append(suffix)
         node.begin_shape_change()
@@ -454,6 +479,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                     del lookup[h]
             self._scrub(lookup, stale_hashes(view.state.edge, uncovered, hashes[i]), scrubbed)
             self._clear_children_if_unheld(lane, node)
+        self._release_if_dead(lane, node)
         return j - i
 
     def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
@@ -494,12 +520,16 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         targets = set(ranks)
         queue = deque(node for rank in ranks for node in lane.lookups.get(rank, {}).values())
         seen: set[int] = set()
+        dropped = []
         while queue:
             node = queue.popleft()
             if node.id in seen:
                 continue
             seen.add(node.id)
+            dropped.append(node)
             queue.extend(self._drop_from(lane, node, targets))
+        for node in dropped:
+            self._release_if_dead(lane, node)
         for rank in ranks:
             if forget:
                 lane.lookups.pop(rank, None)

@@ -587,7 +587,7 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
     holding, every kvproof tree deciding as the reference does, Dynamo too except the recorded
     differences. The last line is `fuzz: inputs=N targets=T untyped=0 problems=0 known=...`.
     """
-    from .stateful_tests.fuzz.campaign import OUT_OF_CONTRACT, TARGETS, FuzzFileError, replay, summary_line
+    from .stateful_tests.fuzz.campaign import SAID, TARGETS, FuzzFileError, replay, summary_line
     from .stateful_tests.fuzz.campaign import fuzz as run_fuzz
     from .stateful_tests.harness.profiles import profile_named
 
@@ -619,10 +619,7 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
     for name, why in report.unavailable.items():
         click.echo(f"not run: {name}: {why}")
     for finding, n in sorted(report.known.items()):
-        if finding == OUT_OF_CONTRACT:
-            click.echo(f"out of contract: {n} cases named a hash at a second position; compared, but check() is not held to them")
-        else:
-            click.echo(f"known difference {finding}: Dynamo accepted, kvproof refused, {n} cases (docs/hostile-input.md)")
+        click.echo(f"known {finding} in {n} cases: {SAID[finding]} (docs/hostile-input.md)")
     if report.problems:
         click.echo(f"PROBLEM {report.problems[0].line()}")
         if report.case is not None:
@@ -974,7 +971,8 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
 @click.option("--slack", type=float, default=0.25, show_default=True, help="allowed growth per live pair, first to last window")
 @click.option("--untraced", is_flag=True, help="skip tracemalloc (faster): the traced and hidden bytes are then not judged")
 @click.option("--tolerate-dead-nodes", is_flag=True,
-              help="growth that the known dead-node finding explains (and nothing else) exits 0, reported as known")
+              help="growth that dead nodes kept by design explain (the rule sets before 1.6, e.g. reference@dynamo-1.4), "
+                   "and nothing else, exits 0, reported as known")
 @seed_option()
 @json_option
 def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, capacity: int,
@@ -982,8 +980,9 @@ def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float
     """The churn soak: hours of simulated traffic, a census of the tree after each epoch, and no unbounded growth.
 
     Prints one line per epoch and a verdict; lists every size law broken and every figure that
-    trends up. Exits 1 on growth. Today kvproof's trees keep dead leaves (a finding:
-    stateful_tests/tree/soak.py, beyond_dead_nodes); --tolerate-dead-nodes fails only on growth beyond it.
+    trends up. Exits 1 on growth. The rule sets of releases before 1.6 keep dead leaves as those
+    releases did (stateful_tests/tree/soak.py, beyond_dead_nodes); --tolerate-dead-nodes fails only on
+    growth beyond that.
     """
     if family == "sequences":
         _soak_tracker(target_name, epochs, epoch_s, rate, workers, slack, untraced, seed, json_path)
@@ -992,7 +991,8 @@ def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float
     from .stateful_tests.tree.soak import SoakPlan, beyond_dead_nodes, run_soak, soak_targets
 
     known = dict(soak_targets())
-    factory = known.get(target_name) if ":" not in target_name else load_target(target_name).factory
+    by_name = ":" in target_name or target_name.startswith("reference@")
+    factory = load_target(target_name).factory if by_name else known.get(target_name)
     if factory is None:
         raise click.BadParameter(f"unknown or unavailable soak target {target_name!r}: use {', '.join(known)} "
                                  "or module.path:Factory", param_hint="--target")
@@ -1007,7 +1007,7 @@ def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float
         out.write_json(json_path, "soak", report.to_json())
     beyond = beyond_dead_nodes(report)
     if report.grew and not beyond:
-        click.echo("known: every growth above is the dead-node finding (dead leaves kept until a store passes them)")
+        click.echo("known: every growth above is dead nodes kept until a store passes them (the rule of releases before 1.6)")
     click.echo(report.verdict() + f" ({report.seconds:.0f} s)")
     sys.exit(EXIT_FAIL if (beyond if tolerate_dead_nodes else report.grew) else EXIT_PASS)
 

@@ -99,12 +99,13 @@ ROOT_STATE = EdgeState(())
 class Node:
     """One node: a frozen edge state, children by first local hash, the sticky internal flag."""
 
-    __slots__ = ("state", "children", "internal", "edge_index")
+    __slots__ = ("state", "children", "internal", "edge_index", "parent")
 
-    def __init__(self, state: EdgeState) -> None:
+    def __init__(self, state: EdgeState, parent: Node | None = None) -> None:
         self.state = state
         self.children: dict[int, Node] = {}
         self.internal = False
+        self.parent = parent  # the node whose child map holds this one (None: the root, or released)
         self.edge_index: dict[int, int] = {}
         self._index_edge()
 
@@ -137,7 +138,7 @@ class TreeStatistics:
     an extension); ``reuses`` (stores absorbed by an existing edge); ``child_inserts``;
     ``sticky_refusals`` (a store below a childless internal node that could not extend it);
     ``cutoffs_set`` (removals that left a partial cutoff); ``children_cleared``;
-    ``released_dead_nodes`` (holder-less nodes a store replaced); ``rejected`` (events
+    ``released_dead_nodes`` (holder-less nodes released: a leaf at eviction, or one a store passed); ``rejected`` (events
     refused with an error); ``nodes`` (currently reachable).
     """
 
@@ -353,7 +354,7 @@ class RadixTree(TreeReads):
                 self._attach(parent, rank, (block,))
                 parent = parent.children[block.local]
             return
-        child = Node(new_edge(blocks, rank))
+        child = Node(new_edge(blocks, rank), parent)
         parent.children[blocks[0].local] = child
         parent.internal = True
         self._stats["child_inserts"] += 1
@@ -369,8 +370,10 @@ class RadixTree(TreeReads):
         """Split ``node`` before ``p``: ``node`` keeps the prefix, a new child takes the suffix and every child."""
         old = node.state
         prefix_state, suffix_state = split_at(old, p)
-        suffix = Node(suffix_state)
+        suffix = Node(suffix_state, node)
         suffix.children = node.children
+        for moved in suffix.children.values():
+            moved.parent = suffix
         suffix.internal = node.internal  # the RadixTree's suffix inherits the sticky flag (crtc.md §12 item 8)
         node.children = {suffix_state.edge[0].local: suffix}
         node.internal = True
@@ -422,6 +425,7 @@ class RadixTree(TreeReads):
         # Scrub by hash, whichever node the entries name (spec.coverage.stale_hashes).
         self._scrub(lookup, stale_hashes(node.state.edge, uncovered, h), scrubbed)
         self._clear_children_if_unheld(node)
+        self._release_if_dead(node)
         return end - i
 
     def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
@@ -429,6 +433,27 @@ class RadixTree(TreeReads):
         for ext in stale:
             lookup.pop(ext, None)
             scrubbed.add(ext)
+
+    def _release_if_dead(self, node: Node) -> None:
+        """Release a leaf nobody holds at eviction time, then its parent if that is left so too (a branch).
+
+        Dynamo releases an unowned branch as soon as an eviction leaves it unowned (PR #14878, first
+        shipped in 1.6.0; docs/dynamo-findings.md F1); before that a dead leaf stayed attached until
+        a later store passed it, so under churn such leaves piled up (issue 12's soak). Nothing a
+        query, a store or a dump can see changes: a dead node credits no one and a store passing it
+        builds a fresh node anyway. A node that still has children, and the root, stay. Variants
+        ``reuse-dead-nodes`` and ``per-block-nodes`` (older releases) keep dead nodes.
+        """
+        if self._reuse_dead or self._per_block:
+            return
+        while node is not self.root and node.parent is not None and not node.children and not holders(node.state):
+            parent, key = node.parent, node.state.edge[0].local
+            if parent.children.get(key) is not node:
+                return
+            del parent.children[key]
+            node.parent = None
+            self._stats["released_dead_nodes"] += 1
+            node = parent
 
     def _clear_children_if_unheld(self, node: Node) -> None:
         # Removal clears children only when no full-edge worker remains; internal stays sticky.
@@ -446,6 +471,8 @@ class RadixTree(TreeReads):
             for node in nodes.values():
                 node.set_edge_state(drop_worker(node.state, rank))
                 self._clear_children_if_unheld(node)
+            for node in nodes.values():
+                self._release_if_dead(node)
             if forget:
                 del self._lookups[rank]
             else:

@@ -332,12 +332,13 @@ def _fuzz_relevant(ctx: Context) -> bool:
 
 
 def _fuzz(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.fuzz.campaign import fuzz, summary_line
+    from ..stateful_tests.fuzz.campaign import SAID, fuzz, summary_line
 
     report = fuzz(ctx.profile.tree.fuzz_inputs, ctx.seed, fuzz_fleet(ctx))
     row.examples = report.inputs
     row.checks = report.inputs * len(report.outcomes)
     row.known += sorted(report.known)  # the H-differences with Dynamo, and out-of-contract cases
+    row.notes += [f"{name} in {n} cases: {SAID[name]} (docs/hostile-input.md)" for name, n in sorted(report.known.items())]
     row.notes += [f"{name} not run: {why}" for name, why in report.unavailable.items()]
     if report.problems:
         row.replay = f"kvproof fuzz --replay {report.file}" if report.file else f"kvproof fuzz --seed {ctx.seed}"

@@ -18,7 +18,7 @@ def test_fuzz_runs_every_tree_and_ends_with_its_summary_line(kvproof_cli, tmp_pa
 
 
 def test_a_saved_case_replays_with_what_each_tree_did(kvproof_cli, tmp_path):
-    bad = KvCacheEvent(0, Stored(None, ((7, 700),)))  # type: ignore[arg-type]  # blocks that are not Blocks
+    bad = KvCacheEvent(0, Stored(None, ((7, 700),)))  # blocks that are not Blocks
     path = save_case(Case("apply_event", (1, bad)), Problem("untyped", "x", "an old crash"), 1, tmp_path)
     ran = kvproof_cli("fuzz", "--replay", str(path), "--target", "impl")
     assert ran.code == EXIT_PASS and ran.last == "replay: problems=0"

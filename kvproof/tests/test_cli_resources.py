@@ -34,12 +34,14 @@ def test_soak_prints_a_line_per_epoch_and_exits_1_on_a_leaking_twin(tmp_path, kv
     assert "BROKEN lookup entries <= live pairs" in ran.out and "GROWTH" in ran.last
 
 
-def test_soak_tolerates_only_the_known_dead_nodes_when_asked(kvproof_cli):
-    """The reference grows only by the dead-node finding: exit 1 by default, 0 with --tolerate-dead-nodes;
-    a leaking twin still fails with it."""
-    strict = kvproof_cli("soak", "--target", "reference", *SHORT_SOAK)
-    assert strict.code == EXIT_FAIL and "known: every growth above is the dead-node finding" in strict.out
-    assert kvproof_cli("soak", "--target", "reference", *SHORT_SOAK, "--tolerate-dead-nodes").code == EXIT_PASS
+def test_soak_passes_the_reference_and_tolerates_only_dead_nodes_kept_by_design_when_asked(kvproof_cli):
+    """The reference shows no growth; a tree that keeps dead leaves exits 1 by default and 0 with
+    --tolerate-dead-nodes; a leaking twin still fails with it."""
+    clean = kvproof_cli("soak", "--target", "reference", *SHORT_SOAK)
+    assert clean.code == EXIT_PASS and "growth=none" in clean.last
+    strict = kvproof_cli("soak", "--target", "KeepsDeadLeaves", *SHORT_SOAK)
+    assert strict.code == EXIT_FAIL and "known: every growth above is dead nodes kept" in strict.out
+    assert kvproof_cli("soak", "--target", "KeepsDeadLeaves", *SHORT_SOAK, "--tolerate-dead-nodes").code == EXIT_PASS
     assert kvproof_cli("soak", "--target", "KeepsRemovedWorkers", *SHORT_SOAK, "--tolerate-dead-nodes").code == EXIT_FAIL
 
 

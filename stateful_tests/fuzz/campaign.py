@@ -68,6 +68,16 @@ KNOWN = {
 """The deliberate differences with Dynamo 1.6.1 (docs/hostile-input.md): Dynamo accepts, kvproof refuses
 with a message containing one of these. Any other disagreement is a problem."""
 
+SAID = {
+    "H1": "JSON nested past 128 levels in an ignored value: Dynamo skips it, kvproof refuses",
+    "H2": "invalid UTF-8 in an ignored string: Dynamo skips it, kvproof refuses",
+    "H3": "serde's list form of a struct: Dynamo accepts it, kvproof refuses",
+    "H9": "a bool as a worker id or hash: Dynamo reads True as 1, kvproof refuses",
+    "H10": "a bytes-like query: Dynamo reads each byte as a hash, kvproof refuses",
+    "out-of-contract": "a hash named at a second position: compared across the trees, check() not held to it",
+}
+"""One line per known difference, for the gate's notes and ``kvproof fuzz``."""
+
 
 # ----------------------------------------------------------------------------- cases
 

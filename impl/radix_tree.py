@@ -381,7 +381,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             parent = node.parent
             if parent is None or node.children or node.holders():
                 return
-            _sync.yield_point("release.before_gates")
+            # (the parent gate's acquire below is a decision point of the explorer: no yield point needed here)
             if not self._release_dead_child(lane, parent, node.view.state.edge[0].local, node, leaf_only=True):
                 return
             node = parent

@@ -182,6 +182,16 @@ def store_vs_dead_release() -> Layout:
     return setup, threads, [find(1, 2), find(1, 3), SNAPSHOT]
 
 
+def eviction_release_vs_store() -> Layout:
+    """Worker 1 evicts its leaf [3] below the shared [1 2], which releases the leaf nobody holds then (issue 12's
+    soak fix), while worker 3 stores [1 2 3] through it and worker 2 splits the parent: the release must give up on a
+    leaf a store covered meanwhile, or the store must land on a fresh node; no coverage may end on a released node."""
+    setup = [("lane1", store(1, None, 1, 2, 3)), ("lane2", store(2, None, 1, 2, 4))]
+    threads = [("lane1", [remove(1, 3), remove(1, 2)]), ("lane0", [store(3, None, 1, 2, 3)]),
+               ("lane2", [store(2, None, 1, 5)]), ("reader", [find(1, 2, 3)])]
+    return setup, threads, [find(1, 2, 3), find(1, 2, 4), find(1, 5), SNAPSHOT]
+
+
 def cold_remove_vs_store() -> Layout:
     """A thread-pool indexer: a remove_worker of a worker no lane has seen (cold) on one caller races another
     caller's stores; a third submits two dependent events and flushes. Each worker's events apply in order on
@@ -202,6 +212,7 @@ LAYOUTS: dict[str, tuple[Callable[[], Layout], str]] = {
     "drop-vs-split": (drop_vs_split, "lanes"),
     "find-during-split": (find_during_split, "lanes"),
     "store-vs-dead-release": (store_vs_dead_release, "lanes"),
+    "eviction-release-vs-store": (eviction_release_vs_store, "lanes"),
     "cold-remove-vs-store": (cold_remove_vs_store, "pool"),
 }
 

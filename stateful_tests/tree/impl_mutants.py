@@ -158,8 +158,26 @@ class DropReadsLinksFirst(ConcurrentRadixTree):
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]
 """The mutants the lockstep twin and real-thread stress are measured against (docs/concurrency.md)."""
 
+class ReleasesWithoutRecheck(ConcurrentRadixTree):
+    """An eviction releases the leaf it saw unowned without re-checking under the gates: a store that covered the leaf
+    in between loses its blocks with the released node (the race ``_release_if_dead`` revalidates against)."""
+
+    def _release_if_dead(self, lane, node):
+        parent = node.parent
+        if node is self.root or parent is None or node.children or node.holders():
+            return
+        _sync.yield_point("release.before_gates")
+        with parent.gate.exclusive():
+            key = node.view.state.edge[0].local
+            if parent.children.get(key) is node:
+                parent.begin_shape_change()
+                with parent.children_lock:
+                    del parent.children[key]
+                parent.end_shape_change()
+
+
 EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst,
-                    DescendsIntoReleasedChild]
+                    DescendsIntoReleasedChild, ReleasesWithoutRecheck]
 """Every broken concurrent tree: the explorer must find each (``kvproof explore --mutants``)."""
 
 

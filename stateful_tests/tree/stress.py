@@ -333,6 +333,12 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
     overcounts: list[str] = []
 
     def reader(k: int) -> None:
+        try:
+            read(k)
+        except Exception as exc:  # a tree a writer's crash poisoned refuses reads: the crash is already the finding
+            crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+
+    def read(k: int) -> None:
         rng = random.Random(f"stress-reader:{config.seed}:{k}")
         while not stop_reading.is_set():
             query = list(rng.choice(queries))
@@ -366,6 +372,8 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
                 barrier_in[w.index].set()
                 barrier_out[w.index].wait()
                 barrier_out[w.index] = _sync.Event()
+                if crashes:  # another writer crashed: the run is over (the main thread released every writer)
+                    return
         except BaseException as exc:  # a crash of the tree is a finding, reported with the seed
             crashes.append(f"writer {w.index}: {type(exc).__name__}: {exc}")
             barrier_in[w.index].set()
@@ -438,6 +446,8 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
             for i in range(len(barrier_in)):
                 barrier_in[i] = _sync.Event()
             if crashes:
+                for event in list(barrier_out):  # release the writers waiting at the barrier, or join would wait forever
+                    event.set()
                 break
             checkpoint()
             done = all(w.ops >= per_writer for w in writers)

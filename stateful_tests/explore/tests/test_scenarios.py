@@ -60,11 +60,13 @@ def test_the_hypothesis_strategy_finds_a_torn_read_and_its_schedule_replays():
 
 def test_hypothesis_draws_and_shrinks_a_workload_with_its_schedule():
     # From nothing: Hypothesis draws a workload and a schedule, and shrinks both: a sticky internal node extended
-    # in place comes back as three operations and a schedule without a preemption, replayable from its file.
+    # in place comes back as at most four operations and a schedule of at most three preemptions, replayable.
+    # (It came back without a preemption until an eviction released dead leaves, issue 12: since then the
+    # internal node an extension must not touch survives only where another lane's store keeps a child on it.)
     report = campaign.explore_with_hypothesis("random-ops", campaign.subject_for("ExtendsInternalNode"), 500, 1)
     found = report.found
     assert found is not None and found.schedule.workload is not None
-    assert sum(len(ops) for _, ops in found.schedule.workload) <= 4 and found.preemptions == 0
+    assert sum(len(ops) for _, ops in found.schedule.workload) <= 4 and found.preemptions <= 3
     result, _ = campaign.replay_schedule(found.schedule)
     assert result.failed and campaign._kind(result) == found.schedule.kind
     clean, _ = campaign.replay_schedule(dataclasses.replace(found.schedule, target="impl"))

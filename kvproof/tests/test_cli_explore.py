@@ -51,7 +51,7 @@ def test_bench_explore_reports_rates_side_by_side(kvproof_cli):
 
 def test_explore_on_real_threads_runs_the_same_checks(kvproof_cli):
     ran = kvproof_cli("explore", "--real", "5")
-    assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=11 runs=55 failing=0"
+    assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=12 runs=60 failing=0"
     broken = kvproof_cli("explore", "fanout-vs-split", "--real", "20", "--target", "ExtendsInternalNode")
     assert broken.code == EXIT_FAIL and "real-thread run 0: not linearizable" in broken.out
 

@@ -61,8 +61,8 @@ def test_the_hypothesis_strategy_finds_a_torn_read_and_its_schedule_replays():
 def test_hypothesis_draws_and_shrinks_a_workload_with_its_schedule():
     # From nothing: Hypothesis draws a workload and a schedule, and shrinks both: a sticky internal node extended
     # in place comes back as at most four operations and a schedule of at most three preemptions, replayable.
-    # (It came back without a preemption until an eviction released dead leaves, issue 12: since then the
-    # internal node an extension must not touch survives only where another lane's store keeps a child on it.)
+    # (Before evictions released dead leaves, issue 12, it came back without a preemption; since then this seed's
+    # shrink stops at three.)
     report = campaign.explore_with_hypothesis("random-ops", campaign.subject_for("ExtendsInternalNode"), 500, 1)
     found = report.found
     assert found is not None and found.schedule.workload is not None

@@ -999,10 +999,8 @@ def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float
     plan = SoakPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, capacity=capacity, slack=slack,
                     warmup=max(1, epochs // 6), window=max(1, epochs // 4), traced=not untraced)
     report = run_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
-    for law, problem in report.sizes.items():
-        click.echo(f"BROKEN {law}: {problem}")
-    for figure, problem in report.trends.items():
-        click.echo(f"GROWS {figure}: {problem}")
+    for line in report.growth_lines():
+        click.echo(line)
     if json_path:
         out.write_json(json_path, "soak", report.to_json())
     beyond = beyond_dead_nodes(report)
@@ -1025,10 +1023,8 @@ def _soak_tracker(target_name: str, epochs: int, epoch_s: float, rate: float, wo
     plan = TrackerPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, slack=slack, traced=not untraced,
                        warmup=max(1, epochs // 6), window=max(1, epochs // 4))
     report = run_tracker_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
-    for law, problem in report.sizes.items():
-        click.echo(f"BROKEN {law}: {problem}")
-    for figure, problem in report.trends.items():
-        click.echo(f"GROWS {figure}: {problem}")
+    for line in report.growth_lines():
+        click.echo(line)
     if json_path:
         out.write_json(json_path, "soak-sequences", {"target": target_name, "plan": asdict(plan), "sizes": report.sizes,
                                                      "trends": report.trends, "samples": [asdict(s) for s in report.samples]})

@@ -191,3 +191,21 @@ def trends(samples: Sequence[tuple[Mapping[str, float], float]], warmup: int, wi
             problems[name] = (f"{raw_a:,.0f} -> {raw_b:,.0f} ({b / a if a > 0 else float('inf'):.2f}x per unit of "
                               f"live content, allowed {1 + slack:.2f}x)")
     return problems
+
+
+class GrowthVerdict:
+    """What both soaks' reports share: the size laws broken (``sizes``) and the figures that trend up (``trends``)."""
+
+    sizes: dict[str, str]
+    trends: dict[str, str]
+
+    @property
+    def grew(self) -> bool:
+        return bool(self.sizes or self.trends)
+
+    def failed_laws(self) -> set[str]:
+        return set(self.sizes) | {f"trend: {name}" for name in self.trends}
+
+    def growth_lines(self) -> list[str]:
+        """One line per broken size law (``BROKEN``) and per figure that trends up (``GROWS``)."""
+        return [f"BROKEN {law}: {p}" for law, p in self.sizes.items()] + [f"GROWS {f}: {p}" for f, p in self.trends.items()]

@@ -42,6 +42,7 @@ from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_inputs import PrefillLoadHint, SequenceRequest
 from ...spec.sequences import CHECK_EXPIRY_FREQUENCY, DEFAULT_EXPIRY
 from ..harness import census
+from ..harness.census import GrowthVerdict
 
 NANOS = 1_000_000_000
 
@@ -203,20 +204,13 @@ def size_problems(samples: list[TrackerSample]) -> dict[str, str]:
 
 
 @dataclass
-class TrackerSoakReport:
+class TrackerSoakReport(GrowthVerdict):
     target: str
     plan: TrackerPlan
     samples: list[TrackerSample] = field(default_factory=list)
     sizes: dict[str, str] = field(default_factory=dict)
     trends: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
-
-    @property
-    def grew(self) -> bool:
-        return bool(self.sizes or self.trends)
-
-    def failed_laws(self) -> set[str]:
-        return set(self.sizes) | {f"trend: {name}" for name in self.trends}
 
     def line(self, s: TrackerSample) -> str:
         records = _figure(s.figures, SIZE_LAWS[0].pattern)

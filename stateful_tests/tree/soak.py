@@ -53,6 +53,7 @@ from ...impl.radix_tree import ConcurrentRadixTree
 from ...reference import RadixTree
 from ...spec.coverage import holders
 from ..harness import census, targets
+from ..harness.census import GrowthVerdict
 from .streams import RemoveWorkerDpRankOp, apply_op
 from .traffic import Fleet, Live, Rates, Request, synthetic_requests
 
@@ -206,7 +207,7 @@ def hidden_bytes(s: Sample) -> int:
 
 
 @dataclass
-class SoakReport:
+class SoakReport(GrowthVerdict):
     target: str
     epochs: int
     epoch_s: float
@@ -216,13 +217,6 @@ class SoakReport:
     trends: dict[str, str] = field(default_factory=dict)
     outcomes: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-
-    @property
-    def grew(self) -> bool:
-        return bool(self.sizes or self.trends)
-
-    def failed_laws(self) -> set[str]:
-        return set(self.sizes) | {f"trend: {name}" for name in self.trends}
 
     def line(self, s: Sample) -> str:
         """The compact per-epoch line."""

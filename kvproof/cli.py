@@ -612,10 +612,10 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
     started = time.monotonic()
     report = run_fuzz(count, seed, fleet, save_dir)
     seconds = time.monotonic() - started
-    outcomes = sorted({o for c in report.outcomes.values() for o in c})
-    out.print_table(("target", "cases", *outcomes), [(name, sum(c.values()), *(c.get(o, 0) for o in outcomes))
-                                                     for name, c in report.outcomes.items()],
-                    numeric=tuple(range(1, len(outcomes) + 2)))
+    outcomes = sorted({o for c in report.outcomes.values() for o in c}, key=lambda o: (o != "ok", o))
+    names = list(report.outcomes)
+    out.print_table(("outcome", *names), [(o, *(report.outcomes[n].get(o, 0) for n in names)) for o in outcomes],
+                    numeric=tuple(range(1, len(names) + 1)))
     for name, why in report.unavailable.items():
         click.echo(f"not run: {name}: {why}")
     for finding, n in sorted(report.known.items()):

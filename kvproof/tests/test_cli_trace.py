@@ -67,3 +67,24 @@ def test_without_matplotlib_the_plot_is_skipped_not_a_crash(tmp_path, monkeypatc
 @pytest.mark.parametrize("args", [("--oracle", "dynamo-nope"), ("--policy", "tree", "--trees", "")])
 def test_inconsistent_options_are_usage_errors(args, kvproof_cli):
     assert kvproof_cli("trace", *SMALL, *args).code == EXIT_USAGE
+
+
+def test_binned_means_weigh_each_step_by_its_time() -> None:
+    """A step of 2 from 0 to 1 s and 0 after, over [0, 4] in 2 slices: slice 1 averages 1, slice 2 is 0;
+    a step crossing a slice edge is split between the slices."""
+    from kvproof.plot import binned_means, step_series
+
+    assert binned_means([0.0, 1.0], [2, 0], 4.0, 2) == [1.0, 0.0]
+    assert binned_means([0.0, 1.0, 3.0], [0, 4, 0], 4.0, 2) == [2.0, 2.0]
+    assert step_series([(1.0, (1, 0), 2), (3.0, (1, 0), 0)]) == {(1, 0): ([0.0, 1.0, 3.0], [0, 2, 0])}
+
+
+def test_binned_means_keep_the_integral_on_awkward_slice_edges() -> None:
+    """Steps whose ends fall on (floating) slice edges: every second of load is counted once, and the loop ends."""
+    from kvproof.plot import binned_means
+
+    xs = [i * 0.1 for i in range(60)]
+    ys = [i % 7 for i in range(60)]
+    end, bins = 5.9, 59
+    integral = sum(y * ((xs[i + 1] if i + 1 < len(xs) else end) - xs[i]) for i, y in enumerate(ys))
+    assert abs(sum(binned_means(xs, ys, end, bins)) * end / bins - integral) < 1e-9

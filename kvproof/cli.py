@@ -973,10 +973,13 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
 @click.option("--tolerate-dead-nodes", is_flag=True,
               help="growth that dead nodes kept by design explain (the rule sets before 1.6, e.g. reference@dynamo-1.4), "
                    "and nothing else, exits 0, reported as known")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False), default=None,
+              help="serve the requests of this Mooncake trace (looped with fresh ids each hour) instead of synthetic chat "
+                   "traffic; 'default': the full trace beside the checkout, else the shipped slice")
 @seed_option()
 @json_option
 def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float, workers: int, capacity: int,
-         slack: float, untraced: bool, tolerate_dead_nodes: bool, seed: int, json_path: str | None) -> None:
+         slack: float, untraced: bool, tolerate_dead_nodes: bool, trace_file: str | None, seed: int, json_path: str | None) -> None:
     """The churn soak: hours of simulated traffic, a census of the tree after each epoch, and no unbounded growth.
 
     Prints one line per epoch and a verdict; lists every size law broken and every figure that
@@ -998,7 +1001,23 @@ def soak(family: str, target_name: str, epochs: int, epoch_s: float, rate: float
                                  "or module.path:Factory", param_hint="--target")
     plan = SoakPlan(epochs=epochs, epoch_s=epoch_s, rate=rate, workers=workers, capacity=capacity, slack=slack,
                     warmup=max(1, epochs // 6), window=max(1, epochs // 4), traced=not untraced)
-    report = run_soak(factory, target_name, plan, seed, each=lambda r, s: click.echo(r.line(s)))
+    requests = None
+    if trace_file is not None:
+        from .stateful_tests.tree.traffic import TraceFormatError, default_trace, mooncake_requests, read_trace
+
+        path = default_trace() if trace_file == "default" else Path(trace_file)
+        try:
+            records = read_trace(path)
+        except TraceFormatError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        if not records:
+            click.echo(f"error: {path}: the trace has no requests", err=True)
+            sys.exit(EXIT_USAGE)
+        period = records[-1].timestamp_ms / 1000.0 + 1.0  # the trace again, fresh ids, a second after its last request
+        requests = mooncake_requests(path, loops=int(epochs * epoch_s // period) + 2, period_s=period)
+        click.echo(f"traffic: {path} ({len(records)} requests), replayed every {period:.0f} s with fresh ids")
+    report = run_soak(factory, target_name, plan, seed, requests=requests, each=lambda r, s: click.echo(r.line(s)))
     for line in report.growth_lines():
         click.echo(line)
     if json_path:

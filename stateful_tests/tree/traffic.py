@@ -195,8 +195,9 @@ def synthetic_requests(seed: int, rate: float = 4.0, systems: int = 4, active: i
 
 
 def mooncake_requests(path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | None = None,
-                      block_tokens: int = 512) -> Iterator[Request]:
-    """The trace's requests, ``loops`` times over (fresh ids each loop); the response's blocks get fresh ids.
+                      block_tokens: int = 512, period_s: float = 3600.0) -> Iterator[Request]:
+    """The trace's requests, ``loops`` times over (fresh ids each loop, each loop ``period_s`` later than the one
+    before); the response's blocks get fresh ids.
 
     A bad file raises ``TraceFormatError`` naming the line (``read_trace``).
     """
@@ -205,7 +206,7 @@ def mooncake_requests(path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | 
     fresh = span * loops
     served = 0
     for loop in range(loops):
-        base, offset_s = loop * span, loop * 3600.0
+        base, offset_s = loop * span, loop * period_s
         for r in records:
             if limit is not None and served >= limit:
                 return

@@ -1094,12 +1094,14 @@ def _trace_trees(names: str) -> tuple[dict[str, Any], list[str]]:
 @click.option("--decode-rate", type=click.FloatRange(min=0, min_open=True), default=40.0, show_default=True,
               help="decode tokens per second of a request")
 @click.option("--decode-batch", type=click.IntRange(1), default=1, show_default=True, help="response blocks per stored extension")
+@click.option("--stress-writers", type=click.IntRange(0), default=4, show_default=True,
+              help="also replay the events on this many writer threads of the concurrent tree, read the whole time (0: skip)")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write the active requests of every rank over time to this image (needs the [plot] extra)")
 @json_option
 def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, policy: str, limit: int | None, trees: str,
-          oracle: str | None, trackers: str, prefill_rate: float, decode_rate: float, decode_batch: int, plot_path: str | None,
-          json_path: str | None) -> None:
+          oracle: str | None, trackers: str, prefill_rate: float, decode_rate: float, decode_batch: int, stress_writers: int,
+          plot_path: str | None, json_path: str | None) -> None:
     """Replay a Mooncake trace through a simulated router and every layer, and compare them at every step.
 
     TRACE_FILE is any file of the Mooncake trace format (default: the full conversation trace beside
@@ -1108,7 +1110,9 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
     oracle's answer; every score is held to what the engines really hold (an over-credit fails);
     the slot trackers are fed the requests' add, prefill completion and free on the trace's time
     axis and compared read by read (stateful_tests/tree/trace_check.py). Exits 1 on any mismatch
-    or over-credit.
+    or over-credit. With --stress-writers the same events are applied by that many threads (by
+    worker) to the concurrent tree while readers check every read against what was held during it,
+    then compared with the reference at the end (stateful_tests/tree/trace_stress.py).
     """
     from .plot import plot_load
     from .stateful_tests.tree.router import RouterPlan
@@ -1133,6 +1137,11 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
         click.echo(note)
     click.echo(f"trace {path}: workers={workers} dp_ranks={dp_ranks} capacity={capacity} policy={policy}")
     report = check_trace(mooncake_requests(path, limit=limit), plan, forest, books, oracle)
+    if stress_writers:
+        from .stateful_tests.tree.trace_stress import run_trace_stress
+
+        report.stress = run_trace_stress(mooncake_requests(path, limit=limit), plan, writers=stress_writers)
+        report.seconds += report.stress.seconds
     s = report.stats
     click.echo(f"requests {s.requests}; events: stored {s.events['stored']} ({s.events['stored_blocks']} blocks), removed "
                f"{s.events['removed']} ({s.events['removed_blocks']} blocks); hit rate {s.hit_rate:.1%} "
@@ -1146,6 +1155,8 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
     if report.trackers:
         out.print_table(["tracker", "calls", "reads", "mismatches", "first failure"],
                         [(t.name, t.calls, t.reads, t.mismatches, t.first or "-") for t in report.trackers], numeric=(1, 2, 3))
+    if report.stress:
+        click.echo(report.stress.summary_line() + "".join(f"\n  {p}" for p in report.stress.problems))
     if plot_path:
         why = plot_load(s.samples, plot_path, f"{path.name}: {workers} workers x {dp_ranks} dp, capacity {capacity}, {policy}")
         click.echo(f"plot skipped: {why}" if why else f"wrote {plot_path}")

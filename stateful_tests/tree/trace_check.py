@@ -38,6 +38,7 @@ from ..harness import targets
 from ..harness.targets import dump_entries
 from .router import Ask, Route, RouterPlan, RouterSim, RouterStats, TrackerCall, apply_tracker_call
 from .streams import apply_op, describe
+from .trace_stress import TraceStressReport
 from .traffic import Request
 from .verdicts import dump_difference
 
@@ -104,6 +105,7 @@ class TraceReport:
     trees: list[TreeVerdict] = field(default_factory=list)
     trackers: list[TrackerVerdict] = field(default_factory=list)
     seconds: float = 0.0
+    stress: TraceStressReport | None = None  # the same events under real threads (trace_stress.py), when run
 
     @property
     def queries(self) -> int:
@@ -111,11 +113,14 @@ class TraceReport:
 
     @property
     def mismatches(self) -> int:
-        return sum(t.mismatches for t in self.trees) + sum(t.mismatches for t in self.trackers)
+        """Tree and tracker mismatches, and the stress's parity breaks."""
+        return (sum(t.mismatches for t in self.trees) + sum(t.mismatches for t in self.trackers)
+                + (self.stress.parity_breaks if self.stress else 0))
 
     @property
     def overcredits(self) -> int:
-        return sum(t.overcredits for t in self.trees)
+        """Over-credits against the ground truth, and the stress's overcounts (reads above what was held during them)."""
+        return sum(t.overcredits for t in self.trees) + (self.stress.overcounts if self.stress else 0)
 
     @property
     def ok(self) -> bool:
@@ -138,6 +143,8 @@ class TraceReport:
             "per_rank": [{"rank": list(r), "requests": s.routed[r], "peak_active": s.peak[r]} for r in sorted(s.routed | s.peak)],
             "trees": [t.to_json() for t in self.trees],
             "trackers": [t.to_json() for t in self.trackers],
+            "stress": None if self.stress is None else {k: getattr(self.stress, k) for k in (
+                "writers", "readers", "ops", "reads", "overcounts", "parity_breaks", "problems")},
             "queries": self.queries,
             "mismatches": self.mismatches,
             "overcredits": self.overcredits,

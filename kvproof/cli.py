@@ -1096,12 +1096,15 @@ def _trace_trees(names: str) -> tuple[dict[str, Any], list[str]]:
 @click.option("--decode-batch", type=click.IntRange(1), default=1, show_default=True, help="response blocks per stored extension")
 @click.option("--stress-writers", type=click.IntRange(0), default=4, show_default=True,
               help="also replay the events on this many writer threads of the concurrent tree, read the whole time (0: skip)")
+@click.option("--real-tracker", "real_speedup", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="also replay the tracker calls on the real `python -m dynamo.slot_tracker`, time compressed this many "
+                   "times, against the reference bracketed by the measured instants (0: skip)")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write the active requests of every rank over time to this image (needs the [plot] extra)")
 @json_option
 def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, policy: str, limit: int | None, trees: str,
           oracle: str | None, trackers: str, prefill_rate: float, decode_rate: float, decode_batch: int, stress_writers: int,
-          plot_path: str | None, json_path: str | None) -> None:
+          real_speedup: float, plot_path: str | None, json_path: str | None) -> None:
     """Replay a Mooncake trace through a simulated router and every layer, and compare them at every step.
 
     TRACE_FILE is any file of the Mooncake trace format (default: the full conversation trace beside
@@ -1116,6 +1119,8 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
     """
     from .plot import plot_load
     from .stateful_tests.tree.router import RouterPlan
+
+    started = time.perf_counter()
     from .stateful_tests.tree.trace_check import check_trace
     from .stateful_tests.tree.traffic import TraceFormatError, default_trace, mooncake_requests, read_trace
 
@@ -1136,12 +1141,13 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
     for note in notes:
         click.echo(note)
     click.echo(f"trace {path}: workers={workers} dp_ranks={dp_ranks} capacity={capacity} policy={policy}")
-    report = check_trace(mooncake_requests(path, limit=limit), plan, forest, books, oracle)
+    report = check_trace(mooncake_requests(path, limit=limit), plan, forest, books, oracle, keep_calls=bool(real_speedup))
+    if real_speedup:
+        _trace_real_tracker(report, real_speedup)
     if stress_writers:
         from .stateful_tests.tree.trace_stress import run_trace_stress
 
         report.stress = run_trace_stress(mooncake_requests(path, limit=limit), plan, writers=stress_writers)
-        report.seconds += report.stress.seconds
     s = report.stats
     click.echo(f"requests {s.requests}; events: stored {s.events['stored']} ({s.events['stored_blocks']} blocks), removed "
                f"{s.events['removed']} ({s.events['removed_blocks']} blocks); hit rate {s.hit_rate:.1%} "
@@ -1162,8 +1168,31 @@ def trace(trace_file: str | None, workers: int, capacity: int, dp_ranks: int, po
         click.echo(f"plot skipped: {why}" if why else f"wrote {plot_path}")
     if json_path:
         out.write_json(json_path, "trace", report.to_json() | {"trace": str(path)})
-    click.echo(f"{report.summary_line()} ({report.seconds:.1f} s)")
+    click.echo(f"{report.summary_line()} ({time.perf_counter() - started:.1f} s)")
     sys.exit(EXIT_PASS if report.ok else EXIT_FAIL)
+
+
+def _trace_real_tracker(report: Any, speedup: float) -> None:
+    """Replay the trace's tracker calls on the real slot tracker; add its verdict as a tracker row (or say why not)."""
+    from .stateful_tests.sequences.oracle import OracleStartError, oracle_unavailable, replay_calls
+    from .stateful_tests.tree.trace_check import TrackerVerdict
+
+    why = oracle_unavailable()
+    if why:
+        click.echo(f"real slot tracker skipped: {why}")
+        return
+    try:
+        result = replay_calls(report.calls, speedup)
+    except OracleStartError as exc:
+        click.echo(f"real slot tracker skipped: it did not start ({exc})")
+        return
+    verdict = TrackerVerdict(f"dynamo.slot_tracker (x{speedup:g})", calls=result.writes, reads=result.reads)
+    for m in result.mismatches:
+        verdict.fail(f"step {m.step} {m.op}: {m.detail}")
+    if result.unexpressible:
+        verdict.fail(f"cut short: {result.unexpressible}")
+    report.trackers.append(verdict)
+    report.calls = []
 
 
 # ----------------------------------------------------------------------------- bench

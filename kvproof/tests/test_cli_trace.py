@@ -88,3 +88,19 @@ def test_binned_means_keep_the_integral_on_awkward_slice_edges() -> None:
     end, bins = 5.9, 59
     integral = sum(y * ((xs[i + 1] if i + 1 < len(xs) else end) - xs[i]) for i, y in enumerate(ys))
     assert abs(sum(binned_means(xs, ys, end, bins)) * end / bins - integral) < 1e-9
+
+
+@pytest.mark.dynamo
+def test_the_real_slot_tracker_is_a_tracker_row(kvproof_cli, slot_tracker_oracle):
+    ran = kvproof_cli("trace", *SMALL[:-1], "60", "--trees", "", "--trackers", "reference", "--stress-writers", "0",
+                      "--real-tracker", "20")
+    assert ran.code == EXIT_PASS, ran.out
+    assert "dynamo.slot_tracker (x20)" in ran.out and ran.last.startswith("trace: requests=60 ")
+
+
+def test_without_the_real_slot_tracker_its_row_is_skipped_with_the_reason(kvproof_cli, monkeypatch):
+    from kvproof.stateful_tests.sequences import oracle
+
+    monkeypatch.setattr(oracle, "oracle_unavailable", lambda: "needs dynamo.slot_tracker")
+    ran = kvproof_cli("trace", *SMALL[:-1], "20", "--trees", "reference", "--real-tracker", "20")
+    assert ran.code == EXIT_PASS and "real slot tracker skipped: needs dynamo.slot_tracker" in ran.out

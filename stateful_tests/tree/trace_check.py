@@ -106,6 +106,7 @@ class TraceReport:
     trackers: list[TrackerVerdict] = field(default_factory=list)
     seconds: float = 0.0
     stress: TraceStressReport | None = None  # the same events under real threads (trace_stress.py), when run
+    calls: list[TrackerCall] = field(default_factory=list)  # the tracker calls, when kept (the real tracker replays them)
 
     @property
     def queries(self) -> int:
@@ -252,7 +253,7 @@ class _Trackers:
 
 
 def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, Factory], trackers: dict[str, Factory],
-                oracle: str | None = None) -> TraceReport:
+                oracle: str | None = None, keep_calls: bool = False) -> TraceReport:
     """Replay ``requests`` under ``plan`` through ``trees`` and ``trackers`` (see the module docstring).
 
     ``oracle`` names the tree whose answers are the reference ones (default: ``dynamo`` when it is
@@ -265,6 +266,7 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
     forest = _Trees(trees, chosen) if trees else None
     books = _Trackers(trackers) if trackers else None
     routing: list[Scores] = []
+    calls: list[TrackerCall] = []
     sim = RouterSim(plan, (lambda query: routing[-1]) if plan.policy == "tree" else None)
     where = "start"
     pending: list[Request] = []
@@ -286,6 +288,8 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
             elif isinstance(step, Route):
                 routing.clear()
             elif isinstance(step, TrackerCall):
+                if keep_calls:
+                    calls.append(step)
                 if books:
                     books.call(step)
             elif forest:
@@ -296,7 +300,7 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
     if books:
         books.finish()
     report = TraceReport(plan, chosen, sim.stats, list(forest.verdicts.values()) if forest else [],
-                         list(books.verdicts.values()) if books else [])
+                         list(books.verdicts.values()) if books else [], calls=calls)
     report.seconds = time.perf_counter() - started
     return report
 

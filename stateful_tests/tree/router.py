@@ -14,8 +14,8 @@ Mooncake format) on the trace's own time axis and yields, per request:
    ``find_matches`` scores (``RouterSim`` takes the scorer), and pick the rank of least cost
    ``blocks to prefill + active requests`` (prefix first, load next: without the load term a
    prefix block every request shares would send the whole trace to one rank), ties to the
-   longer credit, then the first rank. ``round-robin``
-   takes the ranks in turn.
+   longer credit, then the first rank. ``round-robin`` takes the ranks in turn. The hit rate
+   counts what the chosen rank really holds, whatever the policy believed.
 3. The tree operations (``streams.Op``) the chosen rank sends: the prompt blocks it lacks stored
    under the last one it holds, the response's blocks stored ``decode_batch`` at a time as
    extensions, and the blocks it evicts to fit its capacity as one ``removed`` batch.

@@ -36,7 +36,7 @@ from typing import Any
 from ...spec.match import early_exit_agrees
 from ..harness import targets
 from ..harness.targets import dump_entries
-from .router import Ask, Route, RouterPlan, RouterSim, RouterStats, TrackerCall, apply_tracker_call
+from .router import Ask, Route, RouterPlan, RouterSim, RouterStats, TrackerCall, apply_tracker_call, nanos
 from .streams import apply_op, describe
 from .trace_stress import TraceStressReport
 from .traffic import Request
@@ -242,8 +242,9 @@ class _Trackers:
         self._compare(f"loads at {call.at} ns (after {call.kind} {call.rid})", lambda t: t.loads(call.at), True)
         self._compare(f"modeled times at {call.at} ns", lambda t: t.modeled_remaining_prefill_times(call.at), True)
 
-    def potential(self, ask: Ask, at: int, isl: int) -> None:
-        self._compare(f"potential_loads of request {ask.index} at {at} ns", lambda t: t.potential_loads(ask.query, isl, at), True)
+    def potential(self, index: int, blocks: tuple[int, ...], at: int, isl: int) -> None:
+        """The ``/potential_loads`` read a router makes before routing: the prompt's block (sequence) hashes."""
+        self._compare(f"potential_loads of request {index} at {at} ns", lambda t: t.potential_loads(blocks, isl, at), True)
 
     def finish(self) -> None:
         for name, tracker in self.trackers.items():
@@ -284,7 +285,8 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
                 routing.append(scores)
                 if books and pending:
                     r = pending[0]
-                    books.potential(step, round(r.time_s * 1e9), r.input_tokens or plan.block_tokens * len(r.prompt))
+                    books.potential(step.index, tuple(b.ext for b in r.prompt), nanos(r.time_s),
+                                    r.input_tokens or plan.block_tokens * len(r.prompt))
             elif isinstance(step, Route):
                 routing.clear()
             elif isinstance(step, TrackerCall):

@@ -65,3 +65,21 @@ def test_bench_memory_of_the_slot_trackers(tmp_path, kvproof_cli):
     assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory-sequences/1"
     assert ran.out.startswith("workload: 200 active requests") and [r["name"] for r in body["rows"]] == ["reference", "impl"]
     assert all(r["traced_per_block"] > 0 for r in body["rows"])
+
+
+def test_soak_serves_a_mooncake_trace_looped_with_fresh_ids(tmp_path, kvproof_cli):
+    """--trace replays the shipped slice (330 s) again and again, so a 40-minute soak meets new blocks in every epoch;
+    a bad trace is a usage error naming the line."""
+    from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
+
+    out = tmp_path / "soak.json"
+    ran = kvproof_cli("soak", "--target", "reference", "--epochs", "6", "--epoch-s", "400", "--capacity", "50", "--untraced",
+                      "--trace", str(SHIPPED_TRACE), "--json", str(out))
+    assert ran.code == EXIT_PASS, ran.out
+    assert "traffic: " in ran.out and "(1000 requests), replayed every 331 s" in ran.out
+    requests = [s["requests"] for s in json.loads(out.read_text())["samples"]]
+    assert requests == sorted(set(requests)) and requests[-1] > 1000
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    refused = kvproof_cli("soak", "--trace", str(bad), *SHORT_SOAK)
+    assert refused.code == EXIT_USAGE and "line 1: missing timestamp and hash_ids" in refused.out

@@ -58,7 +58,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -516,6 +516,45 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
 
 
 # ----------------------------------------------------------------------------- running
+
+
+def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace", index: int = 0,
+                      reads_every: int = 1) -> Scenario:
+    """A scenario that replays slot tracker calls (``tree.router.TrackerCall``: ``kind``, ``at`` ns, ``rid``,
+    ``request``, ``worker_id``, ``dp_size``) on the real tracker, with time compressed ``speedup`` times.
+
+    Registrations go over HTTP; adds, prefill completions and frees as replica events (the only door
+    that carries a modeled duration), their durations compressed too; a ``loads`` read follows every
+    ``reads_every`` writes. Gaps are whole milliseconds of the compressed time axis (0: at once).
+    """
+    ops: list[Op] = []
+    last_ms = 0
+    for writes, call in enumerate(calls, 1):
+        at_ms = round(call.at / speedup / 1_000_000)
+        gap, last_ms = max(0, at_ms - last_ms), max(last_ms, at_ms)
+        if call.kind == "register":
+            ops.append(Op("register", gap, worker_id=call.worker_id, dp_size=call.dp_size))
+        else:
+            request = call.request
+            worker = (request.worker.worker_id, request.worker.dp_rank)
+            if call.kind == "add":
+                hint = request.prefill_load_hint
+                duration = None if hint.expected_prefill_duration is None else round(hint.expected_prefill_duration / speedup)
+                ops.append(Op("add", gap, call.rid, worker, request.token_sequence, hint.initial_effective_prefill_tokens,
+                              duration, request.track_prefill_tokens, "replica"))
+            else:
+                ops.append(Op(call.kind, gap, call.rid, worker, via="replica"))
+        if writes % reads_every == 0:
+            ops.append(Op("loads", 0))
+    return Scenario(0, index, model, tuple(ops))
+
+
+def replay_calls(calls: Iterable[Any], speedup: float, model_factory: Callable[[], Any] = ReferenceSlotTracker,
+                 jitter_ms: int = DEFAULT_JITTER_MS, log_path: str | None = None) -> ScenarioResult:
+    """Replay tracker calls (``scenario_of_calls``) on a freshly started real slot tracker against the early / late
+    models; the tracker is stopped at the end. Raises ``OracleStartError`` when it cannot start."""
+    with SlotTrackerProcess(log_path) as oracle:
+        return run_scenario(oracle, scenario_of_calls(calls, speedup), jitter_ms * 1_000_000, model_factory)
 
 
 @dataclass

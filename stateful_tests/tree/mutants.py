@@ -15,6 +15,7 @@ from typing import Any
 from ...reference.radix_tree import Node, RadixTree
 from ...spec.coverage import EdgeState
 from ...spec.errors import MalformedEvent
+from ...spec.events import Removed
 from ...spec.match import OverlapScores, check_query, matched_length
 from ...spec.primitives import FrozenMap, Rank
 from ..harness.controls import Expected
@@ -111,6 +112,39 @@ class RankRemovalDropsTheWorker(RadixTree):
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         self.remove_worker(worker_id)
+
+
+# ----------------------------------------------------------------------------- broken on real traffic (the trace's controls)
+
+
+class IgnoresRemovalBatches(RadixTree):
+    """Removal rule broken for batches: a ``removed`` event of more than one hash changes nothing.
+
+    Engines evict in batches, so on a replayed trace the evicted blocks stay credited: an
+    over-credit against what the engines hold, and scores that differ from Dynamo's.
+    """
+
+    def _apply_removed(self, rank: Rank, removed: Removed) -> None:
+        if len(removed.block_hashes) <= 1:
+            super()._apply_removed(rank, removed)
+
+
+class WalkStopsAtDepth(RadixTree):
+    """Match rule broken: the walk gives up after ``DEPTH`` blocks, so long prefixes are under-credited.
+
+    It never credits more than a rank holds (no over-credit), so only the comparison with
+    another tree catches it.
+    """
+
+    DEPTH = 4
+
+    def find_matches(self, sequence, early_exit=False) -> OverlapScores:
+        found = super().find_matches(sequence, early_exit)
+        return OverlapScores({r: min(n, self.DEPTH) for r, n in found.scores.items()})
+
+
+TRACE_MUTANTS = [IgnoresRemovalBatches, WalkStopsAtDepth]
+"""Broken trees the trace replay must catch (``tree/tests/test_trace_check.py``): over-credit, mismatch."""
 
 
 # ----------------------------------------------------------------------------- broken API (the API laws' controls)

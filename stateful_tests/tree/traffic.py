@@ -36,12 +36,14 @@ Source: kvproof issue 12 ("Resources"); Mooncake FAST'25 trace (kvcache-ai/Moonc
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...spec.errors import KvProofError
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block, Rank
 from ..harness.paths import seq_hash
@@ -49,6 +51,86 @@ from .streams import ClearAllBlocksOp, EventOp, Op, RemoveWorkerDpRankOp, Remove
 
 MOONCAKE_TRACE = Path(__file__).resolve().parents[3] / "shared" / "data" / "mooncake" / "conversation_trace.jsonl"
 """Where the Mooncake conversation trace lies beside a checkout (``../shared/data/mooncake/``; ``--trace`` names another)."""
+
+SHIPPED_TRACE = Path(__file__).resolve().parent / "data" / "mooncake_conversation_1k.jsonl"
+"""The first 1,000 requests of the conversation trace, shipped with the package (``data/NOTICE.md``: source, licence)."""
+
+
+def default_trace() -> Path:
+    """The full conversation trace when it lies beside the checkout, else the shipped slice."""
+    return MOONCAKE_TRACE if MOONCAKE_TRACE.is_file() else SHIPPED_TRACE
+
+
+class TraceFormatError(KvProofError, ValueError):
+    """A trace file that is not of the Mooncake format; the message names the file and the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One line of a Mooncake trace: arrival (ms), token lengths, and the prompt's 512-token block ids."""
+
+    timestamp_ms: float
+    input_length: int
+    output_length: int
+    hash_ids: tuple[int, ...]
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def parse_trace_line(text: str) -> TraceRecord:
+    """One line as a record; raises ``ValueError`` saying what is wrong (``read_trace`` adds where).
+
+    The format (Mooncake FAST'25 traces): a JSON object with ``timestamp`` (ms, a finite number
+    >= 0) and ``hash_ids`` (a list of integers >= 0); ``input_length`` and ``output_length`` are
+    integers >= 0 (absent: the prompt's blocks times 512, and 0). Other keys are ignored.
+    """
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
+    if "hash_ids" not in obj or "timestamp" not in obj:
+        raise ValueError(f"missing {' and '.join(k for k in ('timestamp', 'hash_ids') if k not in obj)}")
+    ids, t = obj["hash_ids"], obj["timestamp"]
+    if not isinstance(ids, list) or not all(_count(h) for h in ids):
+        raise ValueError("hash_ids must be a list of integers >= 0")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        raise ValueError(f"timestamp must be a finite number of ms >= 0, got {t!r}")
+    lengths = {k: obj.get(k, default) for k, default in (("input_length", 512 * len(ids)), ("output_length", 0))}
+    for key, value in lengths.items():
+        if not _count(value):
+            raise ValueError(f"{key} must be an integer >= 0, got {value!r}")
+    return TraceRecord(float(t), lengths["input_length"], lengths["output_length"], tuple(ids))
+
+
+def read_trace(path: Path | str, limit: int | None = None) -> list[TraceRecord]:
+    """The records of a Mooncake trace file (its first ``limit``), in file order; blank lines are skipped.
+
+    A bad line, or a timestamp earlier than the line before it, raises ``TraceFormatError``
+    naming the file and the line; an unreadable file raises it too.
+    """
+    try:
+        lines = Path(path).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceFormatError(f"{path}: cannot read the trace ({type(exc).__name__}: {exc})") from None
+    records: list[TraceRecord] = []
+    for number, line in enumerate(lines, 1):
+        if limit is not None and len(records) >= limit:
+            break
+        if not line.strip():
+            continue
+        try:
+            record = parse_trace_line(line)
+        except ValueError as exc:
+            raise TraceFormatError(f"{path}: line {number}: {exc}") from None
+        if records and record.timestamp_ms < records[-1].timestamp_ms:
+            raise TraceFormatError(f"{path}: line {number}: timestamp {record.timestamp_ms:g} ms is earlier than the "
+                                   f"line before ({records[-1].timestamp_ms:g} ms); a trace is in arrival order")
+        records.append(record)
+    return records
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +140,8 @@ class Request:
     time_s: float
     prompt: tuple[Block, ...]
     decode: tuple[Block, ...] = ()
+    input_tokens: int = 0  # the prompt's tokens (0: not known; a router simulation takes 512 per block)
+    output_tokens: int = 0
 
 
 def _grow(blocks: list[Block], path_hash: int, locals_: list[int]) -> int:
@@ -111,24 +195,27 @@ def synthetic_requests(seed: int, rate: float = 4.0, systems: int = 4, active: i
 
 
 def mooncake_requests(path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | None = None,
-                      block_tokens: int = 512) -> Iterator[Request]:
-    """The trace's requests, ``loops`` times over (fresh ids each loop); the response's blocks get fresh ids."""
-    lines = Path(path).read_text().splitlines()
-    records = [json.loads(line) for line in lines if line.strip()]
-    span = 1 + max(max(r["hash_ids"], default=0) for r in records)
+                      block_tokens: int = 512, period_s: float = 3600.0) -> Iterator[Request]:
+    """The trace's requests, ``loops`` times over (fresh ids each loop, each loop ``period_s`` later than the one
+    before); the response's blocks get fresh ids.
+
+    A bad file raises ``TraceFormatError`` naming the line (``read_trace``).
+    """
+    records = read_trace(path)
+    span = 1 + max((max(r.hash_ids, default=0) for r in records), default=0)
     fresh = span * loops
     served = 0
     for loop in range(loops):
-        base, offset_s = loop * span, loop * 3600.0
+        base, offset_s = loop * span, loop * period_s
         for r in records:
             if limit is not None and served >= limit:
                 return
-            prompt = tuple(Block(h + base, h + base) for h in r["hash_ids"])
-            n_decode = r.get("output_length", 0) // block_tokens
+            prompt = tuple(Block(h + base, h + base) for h in r.hash_ids)
+            n_decode = r.output_length // block_tokens
             decode = tuple(Block(fresh + i, fresh + i) for i in range(n_decode))
             fresh += n_decode
             served += 1
-            yield Request(offset_s + r["timestamp"] / 1000.0, prompt, decode)
+            yield Request(offset_s + r.timestamp_ms / 1000.0, prompt, decode, r.input_length, r.output_length)
 
 
 @dataclass(frozen=True)
@@ -162,10 +249,12 @@ class Fleet:
     """The engines behind a router (see the module docstring); ``serve`` turns a request into operations."""
 
     def __init__(self, seed: int, workers: int = 6, capacity: int = 160, rates: Rates = Rates(),
-                 affinity: float = 0.7, dp_ranks: int = 2) -> None:
+                 affinity: float = 0.7, dp_ranks: int = 2, exact_dp: bool = False, decode_batch: int = 0) -> None:
+        """``dp_ranks``: each worker draws 1 to ``dp_ranks`` ranks, or has exactly ``dp_ranks`` when ``exact_dp``;
+        ``decode_batch``: the response's blocks are stored ``decode_batch`` at a time (0: in one event)."""
         self.rng = random.Random(f"kvproof-fleet:{seed}")
-        self.capacity, self.rates, self.affinity = capacity, rates, affinity
-        self.workers: dict[int, int] = {w: self.rng.randint(1, dp_ranks) for w in range(1, workers + 1)}
+        self.capacity, self.rates, self.affinity, self.decode_batch = capacity, rates, affinity, decode_batch
+        self.workers: dict[int, int] = {w: dp_ranks if exact_dp else self.rng.randint(1, dp_ranks) for w in range(1, workers + 1)}
         self.next_worker = workers + 1
         self.engines: dict[Rank, OrderedDict[int, None]] = {}
         self.holders: Counter[int] = Counter()  # block -> how many ranks hold it
@@ -229,14 +318,21 @@ class Fleet:
             return max(ranks, key=lambda r: (self.held_prefix(r, prompt), -len(self.engines.get(r, ()))))
         return self.rng.choice(ranks)
 
-    def serve(self, request: Request) -> list[Op]:
-        """The operations one request causes, plus the churn drawn after it."""
+    def serve(self, request: Request, rank: Rank | None = None) -> list[Op]:
+        """The operations one request causes on ``rank`` (None: the fleet routes it), plus the churn drawn after it.
+
+        The rank stores the prompt's blocks it lacks under the last one it holds, then the response's
+        blocks as extensions (``decode_batch`` at a time), then evicts what overflows, least recently
+        used first, as one ``removed`` batch.
+        """
         self.requests += 1
-        rank = self.route(request.prompt)
+        if rank is None:
+            rank = self.route(request.prompt)
         ops: list[Op] = []
         ops += self._store(rank, request.prompt)
-        if request.decode:
-            ops += self._store(rank, request.prompt + request.decode, start=len(request.prompt))
+        step = self.decode_batch or len(request.decode)
+        for end in range(step, len(request.decode) + step, step) if request.decode else ():
+            ops += self._store(rank, request.prompt + request.decode[:end], start=len(request.prompt))
         for block in reversed(request.prompt + request.decode):  # tail first: the head is the most recent
             if block.ext in self._engine(rank):
                 self._engine(rank).move_to_end(block.ext)

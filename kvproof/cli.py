@@ -613,9 +613,9 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
     report = run_fuzz(count, seed, fleet, save_dir)
     seconds = time.monotonic() - started
     outcomes = sorted({o for c in report.outcomes.values() for o in c}, key=lambda o: (o != "ok", o))
-    names = list(report.outcomes)
-    out.print_table(("outcome", *names), [(o, *(report.outcomes[n].get(o, 0) for n in names)) for o in outcomes],
-                    numeric=tuple(range(1, len(names) + 1)))
+    columns = list(report.outcomes)
+    out.print_table(("outcome", *columns), [(o, *(report.outcomes[n].get(o, 0) for n in columns)) for o in outcomes],
+                    numeric=tuple(range(1, len(columns) + 1)))
     for name, why in report.unavailable.items():
         click.echo(f"not run: {name}: {why}")
     for finding, n in sorted(report.known.items()):

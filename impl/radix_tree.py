@@ -526,9 +526,10 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             if node.id in seen:
                 continue
             seen.add(node.id)
-            dropped.append(node)
+            if targets & node.holders():  # a node the ranks held (a split link may lead to one they never did)
+                dropped.append(node)
             queue.extend(self._drop_from(lane, node, targets))
-        for node in dropped:
+        for node in dropped:  # as the reference: release only what the drop left unowned, not what it passed
             self._release_if_dead(lane, node)
         for rank in ranks:
             if forget:

@@ -2,6 +2,7 @@
 fleet passing a seeded run, shrinking that keeps the kind of the problem, and saved cases that replay."""
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,28 @@ def test_a_saved_case_round_trips_and_a_foreign_file_is_refused(tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(campaign.FuzzFileError, match="cannot read"):
         load_case(tmp_path / "broken.json")
+
+
+def test_only_a_store_that_names_a_hash_at_a_second_position_is_out_of_contract():
+    def store(parent, *blocks):
+        body = {"event_id": 1, "data": {"stored": {"parent_hash": parent, "blocks": [
+            {"block_hash": ext, "tokens_hash": local} for local, ext in blocks]}}}
+        return Case("apply_event", (1, json.dumps(body).encode()))
+
+    assert campaign.contract_breach(store(200, (3, 300), (7, 700))) is None  # the chain [1 2 3] is 300, then a new block
+    assert campaign.contract_breach(store(None, (1, 100))) is None
+    assert campaign.contract_breach(store(200, (3, 100))) == "block 100 at chain [1, 2, 3]"  # 100 is the chain [1]
+    assert campaign.contract_breach(store(200, (3, 700))) == "block 700 at chain [1, 2, 3]"  # [1 2 3] is named 300
+    assert campaign.contract_breach(Case("find_matches", ([1], False))) is None
+
+
+def test_a_check_failure_is_excused_only_out_of_contract():
+    assert ("check", "x") in kinds({"x": FailsItsCheck}, Case("remove_worker", (9,)))  # in contract: a problem
+    collision = b'{"event_id":1,"data":{"stored":{"parent_hash":200,"blocks":[{"block_hash":100,"tokens_hash":3}]}}}'
+    fleet = Fleet(("reference",))
+    try:
+        known: Counter[str] = Counter()
+        _, problems = campaign.run_case(fleet, Case("apply_event", (1, collision)), known)
+    finally:
+        fleet.close()
+    assert not [p for p in problems if p.kind == "check"] and known[campaign.OUT_OF_CONTRACT] == 1

@@ -616,9 +616,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             for rank, lookup in lane.lookups.items():
                 entries.setdefault(rank, set()).update(lookup)
         return [f"{rank}[{ext}] is credited but has no lane entry"
-                for rank, held in self.snapshot_unguarded().items() for ext in sorted(held - entries.get(rank, set()))]
+                for rank, held in self._credited_index().items() for ext in sorted(held - entries.get(rank, set()))]
 
-    def snapshot_unguarded(self) -> dict[Rank, frozenset[int]]:
+    def _credited_index(self) -> dict[Rank, frozenset[int]]:
         """The credited index (``spec.dump``), even when poisoned: what ``check()`` inspects."""
         return super().snapshot()
 

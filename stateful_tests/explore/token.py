@@ -22,10 +22,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..harness.files import write_json_atomically
 
 FORMAT = "kvproof-schedule/1"
 _RUN = re.compile(r"([a-z])(\d*)")
@@ -136,20 +137,8 @@ def load_schedule(path: str | Path) -> Schedule:
 
 def save_schedule(schedule: Schedule, folder: str | Path, name: str | None = None) -> Path:
     """Write ``schedule`` into ``folder`` atomically; return the file's path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     stem = name or f"{schedule.scenario}-{schedule.target.replace(':', '_')}-{abs(hash(schedule.decisions)) % 10**8:08d}"
-    path = folder / f"{stem}.json"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(schedule.to_json(), out, indent=1)
-            out.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_json_atomically(Path(folder) / f"{stem}.json", schedule.to_json())
 
 
 REGRESSIONS = Path(__file__).parent / "regressions"

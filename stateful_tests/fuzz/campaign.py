@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,10 +38,11 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 
 from ...spec import events
-from ...spec.errors import BlockNotFound, KvProofError
+from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvProofError, ParentBlockNotFound
 from ...spec.events import KvCacheEvent, Stored, encode_event
 from ...spec.primitives import Block, show
 from ..harness import targets
+from ..harness.files import write_json_atomically
 from ..harness.targets import canonical
 from . import codec, grammar
 from .mutate import apply_mutations, mutations
@@ -109,7 +109,8 @@ def _payload(draw: st.DrawFn) -> Any:
     if kind == "str":
         return text
     if kind == "dict":
-        return grammar.as_python(text) if grammar.as_python(text) is not None else {"event_id": 1}
+        decoded = grammar.as_python(text)
+        return decoded if decoded is not None else {"event_id": 1}
     if kind == "object":
         return draw(grammar.event_object())
     return draw(st.sampled_from(grammar.HOSTILE_VALUES + (bytearray(b'{"event_id":1,"data":"cleared"}'),)))
@@ -141,7 +142,7 @@ def _fingerprint(tree: Any) -> tuple:
 
 
 class Fleet:
-    """One tree per target, each reset to ``BASE`` between cases (a full rebuild if the reset does not restore it)."""
+    """One tree per target, each back at ``BASE`` before every case (``reset`` rebuilds the ones the last case touched)."""
 
     def __init__(self, names: tuple[str, ...] = TARGETS, extra: dict[str, Callable[[], Any]] | None = None) -> None:
         """``names`` from ``TARGETS``; ``extra`` adds trees by factory (held to the reference as kvproof's trees are)."""
@@ -185,9 +186,9 @@ def _call(tree: Any, case: Case) -> tuple[str, Any]:
     method = getattr(tree, case.op, None)
     if method is None:  # a tree without the optional remove_worker_dp_rank
         return "n/a", None
-    result = method(*case.args)
     if case.op == "find_matches":
-        return "ok", tuple(sorted(((k, 0) if isinstance(k, int) else tuple(k), v) for k, v in result.scores.items()))
+        return "ok", tuple(sorted(targets.scores(tree, *case.args).items()))
+    method(*case.args)
     return "ok", None
 
 
@@ -205,8 +206,7 @@ class Observed:
 
 def observe(name: str, tree: Any, case: Case, before: tuple) -> Observed:
     try:
-        status, result = _call(tree, case)
-        observed = Observed("ok" if status == "ok" else "n/a", result)
+        observed = Observed(*_call(tree, case))
     except KvProofError as exc:
         observed = Observed(type(exc).__name__, message=str(exc)[:300])
     except Exception as exc:  # untyped, for a kvproof tree; the binding's errors are mapped onto kvproof's names
@@ -226,7 +226,8 @@ def observe(name: str, tree: Any, case: Case, before: tuple) -> Observed:
         try:
             check()
         except Exception as exc:
-            observed.check = _message(exc).splitlines()[0] if _message(exc) else type(exc).__name__
+            message = _message(exc)
+            observed.check = message.splitlines()[0] if message else type(exc).__name__
     return observed
 
 
@@ -291,14 +292,14 @@ def judge(case: Case, seen: dict[str, Observed], known: Counter[str]) -> list[Pr
     """The checks of the module docstring, for one case; known differences with Dynamo are counted in ``known``."""
     problems = []
     ref = seen.get("reference")
+    in_contract = contract_breach(case) is None if any(o.check for o in seen.values()) else True
     for name, o in seen.items():
         if name != "dynamo" and o.outcome.startswith(("untyped", "panic")):
-            problems.append(Problem("untyped", name, f"{case.describe()} raised {o.outcome[8:]}: {o.message}"))
+            problems.append(Problem("untyped", name, f"{case.describe()} raised {o.outcome.split(' ', 1)[1]}: {o.message}"))
         if o.outcome not in ("ok", "n/a", BlockNotFound.__name__) and o.after != o.before and name != "dynamo":
             problems.append(Problem("drift", name, f"{case.describe()} was rejected ({o.outcome}) but changed the state"))
         if o.check:
-            breach = contract_breach(case)
-            if breach is None:
+            if in_contract:
                 problems.append(Problem("check", name, f"after {case.describe()}: {o.check}"))
             else:
                 known[OUT_OF_CONTRACT] += 1
@@ -336,7 +337,7 @@ def judge(case: Case, seen: dict[str, Observed], known: Counter[str]) -> list[Pr
     return problems
 
 
-EVENT_ERRORS = frozenset({"ParentBlockNotFound", "BlockNotFound", "InvalidBlockSequence"})
+EVENT_ERRORS = frozenset(e.__name__ for e in (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence))
 
 
 def _past_the_door(o: Observed) -> bool:
@@ -372,9 +373,6 @@ class FuzzReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-    def rejected(self, target: str) -> int:
-        return sum(n for o, n in self.outcomes.get(target, Counter()).items() if o != "ok")
 
     def untyped(self) -> int:
         return sum(n for c in self.outcomes.values() for o, n in c.items() if o.startswith("untyped"))
@@ -440,14 +438,8 @@ def save_case(case: Case, problem: Problem, seed: int, directory: str | Path) ->
     """Write ``case`` as a ``kvproof-fuzz/1`` file (atomically); return its path."""
     body = {"format": FORMAT, "op": case.op, "args": [codec.encode(a) for a in case.args], "seed": seed,
             "problem": problem.line(), "case": case.describe()}
-    text = json.dumps(body, indent=1)
     digest = hashlib.sha256(json.dumps(body["args"]).encode()).hexdigest()[:10]
-    path = Path(directory) / f"{problem.kind}-{problem.target}-{digest}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    return path
+    return write_json_atomically(Path(directory) / f"{problem.kind}-{problem.target}-{digest}.json", body)
 
 
 class FuzzFileError(ValueError):

@@ -36,6 +36,8 @@ import itertools
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -119,6 +121,19 @@ class RandomYields:
     def yield_point(self, name: str) -> None:
         if random.random() < self.chance:
             time.sleep(0)
+
+
+@contextmanager
+def racing(switch_interval: float, yield_sleep: float) -> Iterator[None]:
+    """Real threads with wide race windows for the duration: a short switch interval and random yields at every
+    yield point (``RandomYields``); both restored on every exit path."""
+    previous = _sync.set_switch_interval(switch_interval)
+    _sync.install(RandomYields(yield_sleep) if yield_sleep else None)
+    try:
+        yield
+    finally:
+        _sync.install(None)
+        _sync.set_switch_interval(previous)
 
 
 class ReadWindows:
@@ -434,10 +449,8 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
             report.parity_breaks += 1
             report.problems.append(f"checkpoint {report.checkpoints}: {problems[0]}")
 
-    previous_interval = _sync.set_switch_interval(config.switch_interval)
-    _sync.install(RandomYields(config.yield_sleep) if config.yield_sleep else None)
     started = time.perf_counter()
-    try:
+    with racing(config.switch_interval, config.yield_sleep):
         readers = [_sync.Thread(functools.partial(reader, k), f"stress-reader-{k}") for k in range(config.readers)]
         threads = [_sync.Thread(functools.partial(writer_loop, w), f"stress-writer-{w.index}") for w in writers]
         while True:
@@ -460,9 +473,6 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
         stop_reading.set()
         for t in readers:
             t.join()
-    finally:
-        _sync.install(None)
-        _sync.set_switch_interval(previous_interval)
     report.seconds = time.perf_counter() - started
     report.ops = sum(w.ops for w in writers)
     report.reads = sum(read_counts)

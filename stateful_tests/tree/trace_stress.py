@@ -39,7 +39,7 @@ from ...spec.match import early_exit_agrees
 from ...spec.primitives import Rank
 from .router import Ask, RouterPlan, RouterSim
 from .streams import EventOp, apply_op
-from .stress import Holdings, RandomYields, ReadWindows
+from .stress import Holdings, ReadWindows, racing
 from .traffic import Request
 
 
@@ -133,10 +133,8 @@ def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int
         except Exception as exc:  # a tree a writer's crash poisoned refuses reads: the crash is the finding
             crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
-    previous = _sync.set_switch_interval(switch_interval)
-    _sync.install(RandomYields(yield_sleep) if yield_sleep else None)
     started = time.perf_counter()
-    try:
+    with racing(switch_interval, yield_sleep):
         reading = [_sync.Thread(functools.partial(read, k), f"trace-reader-{k}") for k in range(readers)]
         writing = [_sync.Thread(functools.partial(write, k, mine), f"trace-writer-{k}")
                    for k, mine in enumerate(split_by_writer(ops, writers))]
@@ -145,9 +143,6 @@ def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int
         stop_reading.set()
         for t in reading:
             t.join()
-    finally:
-        _sync.install(None)
-        _sync.set_switch_interval(previous)
     report.seconds = time.perf_counter() - started
     report.ops = sum(len(o) for o in outcomes)
     report.reads = sum(read_counts)

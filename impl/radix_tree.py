@@ -467,7 +467,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             if pos is None:
                 return None
             j, low = removal_run(
-                hashes, i, view.index.get, lambda p: covers(view.state, rank, p), lambda other: lookup.get(other) in owners
+                hashes, i, view.index, current_cutoff(view.state, rank), lambda other: lookup.get(other) in owners
             )
             state, uncovered = remove_at(view.state, rank, low)
             if uncovered:

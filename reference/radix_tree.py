@@ -51,6 +51,7 @@ from ..spec.coverage import (
     EdgeState,
     cover_prefix,
     covers,
+    current_cutoff,
     drop_worker,
     holders,
     new_edge,
@@ -413,7 +414,7 @@ class RadixTree(TreeReads):
         # One cut for the run of following hashes on the same node (spec.coverage.removal_run).
         state = node.state
         end, low = removal_run(
-            hashes, i, node.edge_index.get, lambda p: covers(state, rank, p), lambda other: lookup.get(other) is node
+            hashes, i, node.edge_index, current_cutoff(state, rank), lambda other: lookup.get(other) is node
         )
         for absorbed in hashes[i + 1 : end]:
             del lookup[absorbed]

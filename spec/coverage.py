@@ -27,7 +27,7 @@ Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State",
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,14 +173,15 @@ def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]
 def removal_run(
     hashes: Sequence[int],
     i: int,
-    position_of: Callable[[int], int | None],
-    covered: Callable[[int], bool],
+    positions: Mapping[int, int],
+    cutoff: int,
     same_node: Callable[[int], bool],
 ) -> tuple[int, int]:
     """Return ``(end, low)``: ``hashes[i:end]`` is removed from one node with one cut at position ``low``.
 
-    ``hashes[i]`` is on the node's edge at ``position_of(hashes[i])``. If the rank covers it,
-    the run absorbs each following hash that names the same node (``same_node``), is on the
+    ``hashes[i]`` is on the node's edge at ``positions[hashes[i]]`` (the node's edge index); the
+    rank holds the edge's first ``cutoff`` blocks (``current_cutoff``), so it covers a position
+    ``p`` when ``p < cutoff`` (``covers``). If the rank covers ``hashes[i]``, the run absorbs each following hash that names the same node (``same_node``), is on the
     edge and is covered there, and stops at the first that is not; a hash already in the
     run ends it too (its lookup entry is gone with the first occurrence). The cut is at the
     lowest position of the run, so a batch that lists a chain tail-first uncovers it in one
@@ -189,14 +190,15 @@ def removal_run(
     Source: crtc.md §4.1 ``remove_worker_for_leading_hashes`` (grouped removal);
     docs/dynamo-findings.md F3.
     """
-    low = position_of(hashes[i])
+    low = positions.get(hashes[i])
     assert low is not None, "the run starts at a hash on the node's edge"
     end = i + 1
-    if covered(low):
+    if low < cutoff:
         seen = {hashes[i]}
+        position_of = positions.get
         while end < len(hashes) and hashes[end] not in seen and same_node(hashes[end]):
             p = position_of(hashes[end])
-            if p is None or not covered(p):
+            if p is None or p >= cutoff:
                 break
             seen.add(hashes[end])
             low = min(low, p)

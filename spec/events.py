@@ -303,9 +303,16 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
 # (and writes the error). It adds no rule: every condition below only narrows the payloads it
 # takes to those on which msgspec and the strict reading agree.
 
-_BIG = re.compile(rb"[0-9]{20}")
 _MAKE_BLOCK = partial(tuple.__new__, Block)
 _BLOCK_PAIR = attrgetter("tokens_hash", "block_hash")
+_BLOCK_MM = attrgetter("mm_extra_info")
+_DIGIT_RUNS = bytes(57 if chr(c).isdigit() and c < 128 else 32 for c in range(256))  # digits -> "9", the rest -> " "
+_TWENTY_DIGITS = b"9" * 20
+
+
+def _may_exceed_u64(payload: bytes) -> bool:
+    """Check if ``payload`` holds a run of 20 digits or more: only such a literal can exceed ``U64_MAX``."""
+    return _TWENTY_DIGITS in payload.translate(_DIGIT_RUNS)
 
 
 class _WireBlock(msgspec.Struct, forbid_unknown_fields=True):
@@ -358,7 +365,8 @@ def fast_decode(payload: bytes | bytearray | str) -> KvCacheEvent | None:
       excepted (left to the strict path);
     - it holds as many strings as the decoded event has keys (``"cleared"`` counted): every
       key seen at least once and no more strings, so no known field is given twice;
-    - no hash exceeds ``U64_MAX`` (checked only when a 20-digit literal is present).
+    - no hash exceeds ``U64_MAX`` (msgspec bounds only what fits an int64; the hashes are
+      compared only when a run of 20 digits is present).
     """
     if isinstance(payload, str):
         if not payload.isascii():
@@ -384,16 +392,17 @@ def fast_decode(payload: bytes | bytearray | str) -> KvCacheEvent | None:
         stored = raw.stored
         wire_blocks = stored.blocks
         keys += 2 + _given(stored.parent_hash) + _given(stored.start_position) + 2 * len(wire_blocks)
-        keys += sum(b.mm_extra_info is not msgspec.UNSET for b in wire_blocks) if b"mm_extra_info" in payload else 0
+        if b"mm_extra_info" in payload:
+            keys += len(wire_blocks) - list(map(_BLOCK_MM, wire_blocks)).count(msgspec.UNSET)
         blocks = tuple(map(_MAKE_BLOCK, map(_BLOCK_PAIR, wire_blocks)))
         parent = None if stored.parent_hash is msgspec.UNSET else stored.parent_hash
-        if _BIG.search(payload) and (max(map(max, blocks), default=0) > U64_MAX or (parent or 0) > U64_MAX):
+        if _may_exceed_u64(payload) and (max(map(max, blocks), default=0) > U64_MAX or (parent or 0) > U64_MAX):
             return None
         data = Stored(parent, blocks)
     elif isinstance(raw.removed, _WireRemoved):
         hashes = tuple(raw.removed.block_hashes)
         keys += 2
-        if _BIG.search(payload) and max(hashes, default=0) > U64_MAX:
+        if _may_exceed_u64(payload) and max(hashes, default=0) > U64_MAX:
             return None
         data = Removed(hashes)
     else:

@@ -164,6 +164,12 @@ def is_query_container(sequence: object) -> bool:
 
 def check_query(sequence: object) -> list[int]:
     """Return ``sequence`` as a list of u64 local hashes (``is_query_container``, ``integer_of``); a typed error otherwise."""
+    if type(sequence) in (list, tuple):  # the common case, checked in bulk: plain ints in range
+        plain = cast(list[int], sequence)
+        if not plain:
+            return []
+        if set(map(type, plain)) == {int} and min(plain) >= 0 and max(plain) <= U64_MAX:
+            return list(plain)
     if not is_query_container(sequence):
         raise InvalidArgumentType(f"sequence must be a sequence of ints, got {type(sequence).__name__}")
     query = []

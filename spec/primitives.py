@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import operator
 import reprlib
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any, NamedTuple, NewType, TypeGuard, TypeVar, overload
 
 LocalBlockHash = NewType("LocalBlockHash", int)
@@ -190,6 +190,22 @@ class FrozenMap(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # The Mapping mixins, answered by the dict directly (the walks read cutoffs on every node).
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: K, default: Any = None) -> Any:
+        return self._items.get(key, default)
+
+    def items(self) -> ItemsView[K, V]:
+        return self._items.items()
+
+    def keys(self) -> KeysView[K]:
+        return self._items.keys()
+
+    def values(self) -> ValuesView[V]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         if self._hash is None:

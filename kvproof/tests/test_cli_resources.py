@@ -83,3 +83,32 @@ def test_soak_serves_a_mooncake_trace_looped_with_fresh_ids(tmp_path, kvproof_cl
     bad.write_text("{}\n")
     refused = kvproof_cli("soak", "--trace", str(bad), *SHORT_SOAK)
     assert refused.code == EXIT_USAGE and "line 1: missing timestamp and hash_ids" in refused.out
+
+
+def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path, kvproof_cli):
+    """A smoke run of the benchmark's code path (the shipped trace slice, tiny sizes); nothing about speed is asserted."""
+    from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
+
+    out = tmp_path / "bench.json"
+    ran = kvproof_cli("bench", "trees", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
+                      "--json", str(out))
+    assert ran.code == EXIT_PASS, ran.out
+    first, second = ran.out.split("\n\n")[:2]
+    assert first.startswith("workload 1 (trace; the representative one): mooncake_conversation_1k.jsonl, 40 requests")
+    assert second.startswith("workload 2 (synthetic; a regression row, not traffic): 2 generated streams")
+    assert "bytes/block (RSS)" in first and "goals (>= 1x events/s" in first
+    body = json.loads(out.read_text())
+    assert body["schema"] == "kvproof.bench-trees/1"
+    trace, synthetic = body["workloads"]
+    names = [r["name"] for r in trace["rows"]]
+    assert names == ["reference", "impl (1 lane)", "impl (3 lanes)", "pool x1", "pool x4", "dynamo"]
+    reference = trace["rows"][0]
+    assert reference["events_per_s"] > 0 and reference["finds_per_s"] > 0 and reference["rss_per_block"] is not None
+    assert trace["events"] > 40 and trace["queries"] == 40 and synthetic["workload"] == "synthetic"
+    assert all(r["rss_per_block"] is None for r in synthetic["rows"])  # no holdings known: no memory column
+
+
+def test_bench_trees_refuses_a_missing_trace_and_bad_counts(kvproof_cli):
+    assert kvproof_cli("bench", "trees", "/nonexistent/trace.jsonl").code == EXIT_USAGE
+    assert kvproof_cli("bench", "trees", "--workers", "0").code == EXIT_USAGE
+    assert kvproof_cli("bench", "trees", "--requests", "0").code == EXIT_USAGE

@@ -1,13 +1,30 @@
-"""Throughput of the trees on one workload, measured side by side in one run.
+"""Throughput and memory of the trees on one workload, measured side by side in one run.
 
-The workload is ``streams`` generated event streams (``streams.generate``) concatenated,
-each stream's workers renumbered so they do not collide, pre-encoded to the JSON bytes every
-target decodes itself. For each tree: **events/s** applying the whole workload to a fresh
-tree, and **find_matches/s** answering every query of the workload on the final tree. Each
-figure is the median of ``repeats`` runs; the ratios are taken within the run, so a noisy
-machine moves all columns together. Targets: the reference, the concurrent tree on one lane,
-the thread-pool indexer with 1 and with 4 event threads (events pipelined with ``submit`` and
-one ``flush``), and the Dynamo binding.
+Two workloads, the representative one first:
+
+1. **the trace** (``trace_workload``): a Mooncake-format request trace (the project's copy of
+   the conversation trace by default) replayed by ``router.RouterSim``: ``workers`` workers with
+   prefix caches of ``capacity`` blocks, LRU eviction as removal batches, decode extensions,
+   each request routed by the ground truth. Its events are what a router receives from real
+   traffic: long stores (a prompt's uncached blocks in one event), one-block extensions and
+   eviction batches spanning many sequences; its queries are every request's routing query.
+2. **synthetic** (``synthetic_workload``): ``streams`` generated event streams (``streams.generate``)
+   concatenated, each stream's workers renumbered so they do not collide; small random events,
+   many of them rejected. It exercises the error paths and stays as a regression row; it does
+   not represent traffic.
+
+Each workload is pre-encoded to the JSON bytes every target decodes itself. For each tree:
+**events/s** applying the whole workload to a fresh tree, and **find_matches/s** answering every
+query of the workload on the final tree; each figure the median of ``repeats`` runs. For the
+trace, **bytes per cached block** too: the tree rebuilt from the same events in a fresh child
+process and its RSS growth divided by the (rank, block) pairs the engines hold at the end
+(``memory.measure_workload``). The ratios are taken within the run, so a noisy machine moves
+all columns together. Targets: the reference, the concurrent tree on one lane and on three (one
+lane per worker, ``targets.RoutedImpl``, one thread), the thread-pool indexer with 1 and with 4
+event threads (events pipelined with ``submit`` and one ``flush``), and the Dynamo binding.
+
+Goals (kvproof issue 13), as ratios to the binding on the trace: events/s and find_matches/s
+at least 1x for the reference and the concurrent tree, bytes per cached block at most 1.5x.
 """
 
 from __future__ import annotations
@@ -16,11 +33,99 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ...spec.events import encode_event
 from ..harness import targets
-from .streams import ClearAllBlocksOp, EventOp, RemoveWorkerOp, generate
+from .streams import ClearAllBlocksOp, Encoded, EventOp, RemoveWorkerDpRankOp, RemoveWorkerOp, encode_op, generate
+
+GOALS = {"events_per_s": 1.0, "finds_per_s": 1.0, "rss_per_block": 1.5}
+"""The issue's goals, as ratios to the Dynamo binding: at least (speed) or at most (memory)."""
+
+GOAL_TREES = ("reference", "impl (1 lane)", "impl (3 lanes)")
+"""The trees the goals apply to."""
+
+
+@dataclass
+class Workload:
+    """Pre-encoded operations and queries, with what the engines hold at the end (for bytes per block)."""
+
+    label: str
+    detail: str
+    ops: list[Encoded]
+    queries: list[list[int]]
+    pairs: int = 0  # (rank, block) pairs held at the end; 0: not known (no memory column)
+
+    @property
+    def events(self) -> int:
+        return len(self.ops)
+
+
+def trace_workload(trace: Path, requests: int | None, workers: int, capacity: int) -> Workload:
+    """The router simulation's events and routing queries for the first ``requests`` requests of ``trace``."""
+    from .router import Ask, RouterPlan, RouterSim
+    from .traffic import mooncake_requests
+
+    sim = RouterSim(RouterPlan(workers=workers, capacity=capacity))
+    steps = [*sim.steps(mooncake_requests(trace, limit=requests)), *sim.drain()]
+    ops = [encode_op(s) for s in steps if isinstance(s, (EventOp, RemoveWorkerOp, RemoveWorkerDpRankOp, ClearAllBlocksOp))]
+    queries = [list(s.query) for s in steps if isinstance(s, Ask)]
+    stats, live = sim.stats, sim.fleet.live()
+    detail = (f"{trace.name}, {stats.requests} requests, {workers} workers x {capacity} blocks: {len(ops)} events "
+              f"({stats.events['stored']} stored, {stats.events['removed']} removal batches; "
+              f"{stats.events['stored_blocks']:,} blocks stored, {stats.events['removed_blocks']:,} removed), "
+              f"{len(queries)} queries, hit rate {stats.hit_rate:.1%}; {live.pairs:,} (rank, block) pairs held at the end")
+    return Workload("trace", detail, ops, queries, live.pairs)
+
+
+def synthetic_workload(streams: int, seed: int) -> Workload:
+    """``streams`` generated streams concatenated, workers renumbered apart, the last queries of each."""
+    ops: list[Encoded] = []
+    queries: list[list[int]] = []
+    for index in range(streams):
+        stream = generate(seed, index)
+        base = 100 * (index + 1)
+        for op in stream.ops:
+            method, worker, payload = encode_op(op)  # the bench's streams never remove single ranks
+            ops.append((method, base + worker, payload))
+        queries.extend(q for qs in stream.queries[-3:] for q in qs)
+    return Workload("synthetic", f"{streams} generated streams (seed {seed}), workers renumbered apart: "
+                                 f"{len(ops)} events, {len(queries)} queries", ops, queries)
+
+
+def _apply_all(tree: Any, ops: list[Encoded]) -> None:
+    submit = getattr(tree, "submit", None)
+    for kind, worker, payload in ops:
+        if kind != "event":
+            getattr(tree, kind)(*((worker,) if payload is None else (worker, payload)))
+        elif submit is not None:
+            submit(worker, payload)  # pipelined; errors stay in the acknowledgement
+        else:
+            try:
+                tree.apply_event(worker, payload)
+            except Exception:
+                pass  # rejected events are part of the synthetic workload
+    flush = getattr(tree, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def measure(factory: Callable[[], Any], load: Workload, repeats: int) -> tuple[float, float]:
+    """Median events/s and find_matches/s of ``repeats`` fresh trees built from ``load``."""
+    event_rates, find_rates = [], []
+    for _ in range(repeats):
+        tree = factory()
+        try:
+            started = time.perf_counter()
+            _apply_all(tree, load.ops)
+            event_rates.append(load.events / (time.perf_counter() - started))
+            started = time.perf_counter()
+            for q in load.queries:
+                tree.find_matches(q)
+            find_rates.append(len(load.queries) / (time.perf_counter() - started))
+        finally:
+            targets.dispose(tree)
+    return statistics.median(event_rates), statistics.median(find_rates)
 
 
 @dataclass
@@ -28,115 +133,150 @@ class BenchRow:
     name: str
     events_per_s: float | None = None
     finds_per_s: float | None = None
+    rss_per_block: float | None = None
     note: str = ""
 
 
 @dataclass
 class BenchReport:
+    """One workload's rows; ratios to the Dynamo binding and between trees."""
+
+    label: str
+    detail: str
     events: int
     queries: int
     repeats: int
     rows: list[BenchRow] = field(default_factory=list)
+
+    HEADERS = ("tree", "events/s", "find_matches/s", "bytes/block (RSS)", "note")
+    COLUMNS = (("events_per_s", "events"), ("finds_per_s", "find_matches"), ("rss_per_block", "bytes/block"))
+    PAIRS = (("impl (1 lane)", "reference"), ("impl (3 lanes)", "impl (1 lane)"), ("pool x4", "pool x1"))
 
     def row(self, name: str) -> BenchRow | None:
         return next((r for r in self.rows if r.name == name), None)
 
     def ratio(self, a: str, b: str, column: str) -> float | None:
         x, y = self.row(a), self.row(b)
-        if x is None or y is None or getattr(x, column) is None or getattr(y, column) is None:
+        if x is None or y is None or getattr(x, column) is None or not getattr(y, column):
             return None
-        return getattr(x, column) / getattr(y, column)
+        return float(getattr(x, column) / getattr(y, column))
 
-    HEADERS = ("tree", "events/s", "find_matches/s", "note")
-    RATIOS = (("impl (1 lane)", "reference"), ("pool x1", "reference"), ("pool x4", "pool x1"),
-              ("impl (1 lane)", "dynamo"), ("reference", "dynamo"))
-
-    def table_rows(self) -> list[tuple[str, str, str, str]]:
-        def rate(x: float | None) -> str:
+    def table_rows(self) -> list[tuple[str, ...]]:
+        def figure(x: float | None) -> str:
             return "-" if x is None else f"{x:,.0f}"
 
-        return [(r.name, rate(r.events_per_s), rate(r.finds_per_s), r.note) for r in self.rows]
+        return [(r.name, figure(r.events_per_s), figure(r.finds_per_s), figure(r.rss_per_block), r.note) for r in self.rows]
 
     def ratio_lines(self) -> list[str]:
+        """Each tree against the binding (with the goal where one applies), then the pairs of trees."""
         lines = []
-        for a, b in self.RATIOS:
-            e, f = self.ratio(a, b, "events_per_s"), self.ratio(a, b, "finds_per_s")
-            if e is not None and f is not None:
-                lines.append(f"ratio {a} / {b}: events {e:.2f}x, find_matches {f:.2f}x")
+        for r in self.rows:
+            if r.name == "dynamo":
+                continue
+            parts = []
+            for column, word in self.COLUMNS:
+                value = self.ratio(r.name, "dynamo", column)
+                if value is None:
+                    continue
+                text = f"{word} {value:.2f}x"
+                if self.label == "trace" and r.name in GOAL_TREES:
+                    goal = GOALS[column]
+                    met = value <= goal if column == "rss_per_block" else value >= goal
+                    text += f" ({'<=' if column == 'rss_per_block' else '>='} {goal:g}x: {'met' if met else 'NOT met'})"
+                parts.append(text)
+            if parts:
+                lines.append(f"ratio {r.name} / dynamo: " + ", ".join(parts))
+        for a, b in self.PAIRS:
+            parts = [f"{word} {v:.2f}x" for column, word in self.COLUMNS[:2] if (v := self.ratio(a, b, column)) is not None]
+            if parts:
+                lines.append(f"ratio {a} / {b}: " + ", ".join(parts))
         return lines
 
+    def goals_met(self) -> bool | None:
+        """Whether every goal holds for every goal tree (None: the binding is not there to compare with)."""
+        if self.row("dynamo") is None or self.row("dynamo").events_per_s is None:  # type: ignore[union-attr]
+            return None
+        for name in GOAL_TREES:
+            for column, goal in GOALS.items():
+                value = self.ratio(name, "dynamo", column)
+                if value is None:
+                    continue
+                if (value > goal) if column == "rss_per_block" else (value < goal):
+                    return False
+        return True
 
-def workload(streams: int, seed: int) -> tuple[list[tuple[str, int, Any]], list[list[int]]]:
-    ops: list[tuple[str, int, Any]] = []  # (method, worker id, encoded event or None)
-    queries: list[list[int]] = []
-    for index in range(streams):
-        stream = generate(seed, index)
-        base = 100 * (index + 1)
-        for op in stream.ops:
-            if isinstance(op, EventOp):
-                ops.append(("event", base + op.worker_id, encode_event(op.event)))
-            elif isinstance(op, RemoveWorkerOp):
-                ops.append(("remove_worker", base + op.worker_id, None))
-            else:
-                assert isinstance(op, ClearAllBlocksOp), op  # the bench's streams never remove single ranks
-                ops.append(("clear_all_blocks", base + op.worker_id, None))
-        queries.extend(q for qs in stream.queries[-3:] for q in qs)
-    return ops, queries
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
 
-
-def _apply_all(tree: Any, ops: list) -> None:
-    submit = getattr(tree, "submit", None)
-    for kind, worker, payload in ops:
-        if kind != "event":
-            getattr(tree, kind)(worker)
-        elif submit is not None:
-            submit(worker, payload)  # pipelined; errors stay in the acknowledgement
-        else:
-            try:
-                tree.apply_event(worker, payload)
-            except Exception:
-                pass  # rejected events are part of the workload
-    flush = getattr(tree, "flush", None)
-    if flush is not None:
-        flush()
+        return {"workload": self.label, "detail": self.detail, "events": self.events, "queries": self.queries,
+                "repeats": self.repeats, "goals_met": self.goals_met() if self.label == "trace" else None,
+                "rows": [asdict(r) | {f"{column}_to_dynamo": self.ratio(r.name, "dynamo", column) for column, _ in self.COLUMNS}
+                         for r in self.rows]}
 
 
-def measure(factory: Callable[[], Any], ops: list, queries: list[list[int]], repeats: int) -> tuple[float, float]:
-    event_rates, find_rates = [], []
-    for _ in range(repeats):
-        tree = factory()
-        try:
-            started = time.perf_counter()
-            _apply_all(tree, ops)
-            event_rates.append(len(ops) / (time.perf_counter() - started))
-            started = time.perf_counter()
-            for q in queries:
-                tree.find_matches(q)
-            find_rates.append(len(queries) / (time.perf_counter() - started))
-        finally:
-            targets.dispose(tree)
-    return statistics.median(event_rates), statistics.median(find_rates)
+def _pool(threads: int) -> Callable[[], Any]:
+    def make() -> Any:
+        from ...impl.indexer import ThreadPoolIndexer
+
+        return ThreadPoolIndexer(threads=threads)
+
+    return make
 
 
-def run_bench(streams: int = 60, seed: int = 1, repeats: int = 3) -> BenchReport:
-    from ...impl.indexer import ThreadPoolIndexer
+def _lanes() -> Any:
+    from ...impl.radix_tree import ConcurrentRadixTree
+
+    return targets.RoutedImpl(ConcurrentRadixTree(lanes=3), 3)
+
+
+def tree_factories() -> list[tuple[str, Callable[[], Any] | None, str]]:
+    """(name, factory or None, note) of every tree the bench measures, in the table's order."""
     from ...impl.radix_tree import ConcurrentRadixTree
     from ...reference import RadixTree
 
-    ops, queries = workload(streams, seed)
-    report = BenchReport(len(ops), len(queries), repeats)
     trees: list[tuple[str, Callable[[], Any] | None, str]] = [
         ("reference", RadixTree, ""),
         ("impl (1 lane)", ConcurrentRadixTree, ""),
-        ("pool x1", lambda: ThreadPoolIndexer(threads=1), "events pipelined, one flush"),
-        ("pool x4", lambda: ThreadPoolIndexer(threads=4), "events pipelined, one flush"),
+        ("impl (3 lanes)", _lanes, "one lane per worker, one thread"),
+        ("pool x1", _pool(1), "events pipelined, one flush"),
+        ("pool x4", _pool(4), "events pipelined, one flush"),
     ]
     dynamo, reason = targets.dynamo_tree_factory()
     trees.append(("dynamo", dynamo, "" if dynamo else f"skipped: {reason}"))
-    for name, factory, note in trees:
+    return trees
+
+
+MEMORY_NAMES = {"reference": "reference", "impl (1 lane)": "impl (1 lane)", "impl (3 lanes)": "impl (3 lanes)",
+                "pool x4": "pool x4", "dynamo": "dynamo"}
+"""The bench's trees that ``memory.TREES`` can rebuild in a child process (pool x1 is not one of them)."""
+
+
+def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchReport:
+    """Measure every tree on ``load``; bytes per cached block too when ``memory`` and the workload knows its pairs."""
+    from .memory import measure_workload
+
+    report = BenchReport(load.label, load.detail, load.events, len(load.queries), repeats)
+    factories = tree_factories()
+    rss: dict[str, float | None] = {}
+    if memory and load.pairs:
+        names = tuple(MEMORY_NAMES[n] for n, f, _ in factories if f is not None and n in MEMORY_NAMES)
+        for row in measure_workload(load.ops, load.pairs, names, traced=False):
+            rss[row.name] = row.rss_per_block
+    for name, factory, note in factories:
         if factory is None:
             report.rows.append(BenchRow(name, note=note))
             continue
-        events, finds = measure(factory, ops, queries, repeats)
-        report.rows.append(BenchRow(name, events, finds, note))
+        events, finds = measure(factory, load, repeats)
+        report.rows.append(BenchRow(name, events, finds, rss.get(MEMORY_NAMES.get(name, "")), note))
     return report
+
+
+def run_bench(trace: Path | None, requests: int | None = None, workers: int = 8, capacity: int = 2000,
+              streams: int = 60, seed: int = 1, repeats: int = 3, memory: bool = True) -> list[BenchReport]:
+    """The trace workload (when ``trace`` is given), then the synthetic one (when ``streams``), each measured in turn."""
+    reports = []
+    if trace is not None:
+        reports.append(run_workload(trace_workload(trace, requests, workers, capacity), repeats, memory))
+    if streams:
+        reports.append(run_workload(synthetic_workload(streams, seed), repeats, memory=False))
+    return reports

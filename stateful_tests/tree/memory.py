@@ -34,9 +34,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ...spec.events import encode_event
 from ..harness import measure, targets
-from .streams import ClearAllBlocksOp, EventOp, RemoveWorkerDpRankOp, RemoveWorkerOp
+from .streams import encode_op
 from .traffic import MOONCAKE_TRACE, NO_CHURN, Fleet, mooncake_requests, synthetic_requests
 
 HEADERS = ("tree", "bytes/block (tracemalloc)", "bytes/block (RSS)", "RSS / dynamo", "note")
@@ -104,16 +103,7 @@ def workload(requests: int, seed: int, workers: int, capacity: int, trace: Path 
     served = 0
     for request in islice(stream, requests):
         served += 1
-        for op in fleet.serve(request):
-            if isinstance(op, EventOp):
-                ops.append(("event", op.worker_id, encode_event(op.event)))
-            elif isinstance(op, RemoveWorkerOp):
-                ops.append(("remove_worker", op.worker_id, None))
-            elif isinstance(op, RemoveWorkerDpRankOp):
-                ops.append(("remove_worker_dp_rank", op.worker_id, op.dp_rank))
-            else:
-                assert isinstance(op, ClearAllBlocksOp), op
-                ops.append(("clear_all_blocks", op.worker_id, None))
+        ops.extend(encode_op(op) for op in fleet.serve(request))
     live = fleet.live()
     return Workload(source, served, ops, live.pairs, live.blocks, live.ranks)
 
@@ -213,30 +203,41 @@ class MemoryReport:
                 "rows": [asdict(r) | {"rss_ratio_to_dynamo": self.rss_ratio(r.name)} for r in self.rows]}
 
 
-def run_memory_bench(requests: int = 12031, seed: int = 1, workers: int = 8, capacity: int = 10**9,
-                     trace: Path | None = MOONCAKE_TRACE, trees: tuple[str, ...] = tuple(TREES)) -> MemoryReport:
-    """Build every tree in ``trees`` from one workload, each measurement in its own child process."""
-    load = workload(requests, seed, workers, capacity, trace)
-    report = MemoryReport(load.source, load.requests, len(load.ops), load.pairs, load.blocks, load.ranks)
+def measure_workload(ops: list[tuple[str, int, Any]], pairs: int, trees: tuple[str, ...] = tuple(TREES),
+                     traced: bool = True) -> list[MemoryRow]:
+    """Build every tree in ``trees`` from ``ops``, each measurement in its own child process; bytes per held pair.
+
+    RSS always; tracemalloc too when ``traced`` and the tree is Python.
+    """
+    rows = []
     with tempfile.TemporaryDirectory(prefix="kvproof-memory-") as tmp:
         ops_file = Path(tmp) / "ops.pickle"
-        ops_file.write_bytes(pickle.dumps(load.ops, protocol=pickle.HIGHEST_PROTOCOL))
+        ops_file.write_bytes(pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL))
         for name in trees:
             _, traceable = TREES[name]
             row = MemoryRow(name)
             rss, why = measure.measure_in_child(__name__, name, "rss", str(ops_file))
             if rss is None:
                 row.note = f"skipped: {why}"
-                report.rows.append(row)
+                rows.append(row)
                 continue
-            row.rss_per_block = rss / max(load.pairs, 1)
-            if traceable:
-                traced, why = measure.measure_in_child(__name__, name, "tracemalloc", str(ops_file))
-                row.traced_per_block = None if traced is None else traced / max(load.pairs, 1)
+            row.rss_per_block = rss / max(pairs, 1)
+            if traceable and traced:
+                measured, why = measure.measure_in_child(__name__, name, "tracemalloc", str(ops_file))
+                row.traced_per_block = None if measured is None else measured / max(pairs, 1)
                 row.note = why
-            else:
+            elif not traceable:
                 row.note = "Rust: RSS only"
-            report.rows.append(row)
+            rows.append(row)
+    return rows
+
+
+def run_memory_bench(requests: int = 12031, seed: int = 1, workers: int = 8, capacity: int = 10**9,
+                     trace: Path | None = MOONCAKE_TRACE, trees: tuple[str, ...] = tuple(TREES)) -> MemoryReport:
+    """Build every tree in ``trees`` from one workload, each measurement in its own child process."""
+    load = workload(requests, seed, workers, capacity, trace)
+    report = MemoryReport(load.source, load.requests, len(load.ops), load.pairs, load.blocks, load.ranks)
+    report.rows.extend(measure_workload(load.ops, load.pairs, trees))
     return report
 
 

@@ -32,7 +32,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
+from ...spec.events import Cleared, KvCacheEvent, Removed, Stored, encode_event
 from ...spec.primitives import Block, Rank
 from ..harness import targets
 from ..harness.paths import ext, held_prefix
@@ -83,6 +83,21 @@ def apply_op(tree: Any, op: Op) -> str:
     if isinstance(op, RemoveWorkerDpRankOp):
         return targets.outcome_of_call(lambda: tree.remove_worker_dp_rank(op.worker_id, op.dp_rank))
     return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
+
+
+Encoded = tuple[str, int, Any]
+"""An operation ready to replay fast: (method, worker id, the event's JSON bytes / the dp rank / None)."""
+
+
+def encode_op(op: Op) -> Encoded:
+    """Return ``op`` as the method to call, its worker id and its argument (an event pre-encoded to bytes)."""
+    if isinstance(op, EventOp):
+        return ("event", op.worker_id, encode_event(op.event))
+    if isinstance(op, RemoveWorkerOp):
+        return ("remove_worker", op.worker_id, None)
+    if isinstance(op, RemoveWorkerDpRankOp):
+        return ("remove_worker_dp_rank", op.worker_id, op.dp_rank)
+    return ("clear_all_blocks", op.worker_id, None)
 
 
 def describe(op: Op) -> str:

@@ -163,6 +163,7 @@ CONTROLS = [
     RowControl("bad input is rejected, harmless", TREE_MUTANTS + "AcceptsGarbage", None, "quick", "accepted"),
     RowControl("hostile input (fuzz)", "impl", _front_door_without_a_type_check, "quick", "Dynamo refused it"),
     RowControl("differential vs Dynamo", TREE_MUTANTS + "SplitDropsCarriedCutoffs", None, "quick", "streams differ"),
+    RowControl("the Mooncake trace, routed", TREE_MUTANTS + "IgnoresRemovalBatches", None, "quick", "over-credits"),
     RowControl("equals reference (3 lanes, lockstep)", "impl", _broken_concurrent_tree_in_the_twin, "quick", "TwinMismatch"),
     RowControl("pool: pipelined streams, one flush", POOLS + "RoutesByEvent", None, "quick", "the reference says"),
     RowControl("interleavings: explorer + linearizability", POOLS + "FanoutWithoutGate", None, "quick", "not linearizable"),

@@ -347,6 +347,33 @@ def _fuzz(ctx: Context, row: Row) -> None:
         raise Skip(report.unavailable["dynamo"])
 
 
+TRACE_PLAN = {"workers": 8, "capacity": 500}
+"""The fleet of the trace row: small caches, so the slice's requests evict (removal batches) as well as store."""
+
+
+def _trace(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.tree.router import RouterPlan
+    from ..stateful_tests.tree.trace_check import check_trace
+    from ..stateful_tests.tree.traffic import default_trace, mooncake_requests
+
+    oracle_name, oracle, why = conformance_oracle(ctx)
+    if oracle is None:
+        raise Skip(why)
+    path, limit = default_trace(), ctx.profile.tree.trace_requests
+    subject = ctx.target_name if ctx.target_name != oracle_name else f"{ctx.target_name} (target)"
+    report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(**TRACE_PLAN), {subject: ctx.factory, oracle_name: oracle},
+                         {}, oracle=oracle_name)
+    verdict = next(t for t in report.trees if t.name == subject)
+    row.examples, row.checks = report.stats.requests, verdict.queries + report.stats.event_count
+    if verdict.tolerated:
+        row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
+    if not verdict.ok:
+        row.replay = (f"kvproof trace {path} --workers {TRACE_PLAN['workers']} --capacity {TRACE_PLAN['capacity']} "
+                      f"--requests {limit} --trees {ctx.target_name},{oracle_name} --oracle {oracle_name} --trackers ''")
+        raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
+                     f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")
+
+
 def _conformance_applies(ctx: Context) -> str | None:
     _, oracle, why = conformance_oracle(ctx)
     return None if oracle is not None else why
@@ -369,6 +396,10 @@ CHECKS: list[Check] = [
                'Dynamo alike except the recorded differences (docs/hostile-input.md)'),
     Check("tree", "conformance", "differential vs Dynamo", _conformance, _conformance_applies,
           what='the target against an oracle tree (Dynamo; the reference under the release\'s rule set when the target is Dynamo) on random streams: every difference classified (contract, outcome, score, dump, early-exit)'),
+    Check("tree", "traffic", "the Mooncake trace, routed", _trace, _conformance_applies,
+          what='requests of the Mooncake conversation trace through the router simulation (8 workers, 500-block caches, '
+               'LRU eviction): every routing query asked of the target and the oracle in both early_exit modes before '
+               'routing, scores equal and never above what the engine holds (no over-credit)'),
     Check("tree", "impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=embedded_only,
           what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
     Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,

@@ -433,7 +433,7 @@ class RadixTree(TreeReads):
         """Delete the rank's lookup entries for blocks it no longer covers (remembering them for this event)."""
         for ext in stale:
             lookup.pop(ext, None)
-            scrubbed.add(ext)
+        scrubbed.update(stale)
 
     def _release_if_dead(self, node: Node) -> None:
         """Release a leaf nobody holds at eviction time, then its parent if that is left so too (a branch).

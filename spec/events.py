@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
@@ -306,6 +306,7 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
 _MAKE_BLOCK = partial(tuple.__new__, Block)
 _BLOCK_PAIR = attrgetter("tokens_hash", "block_hash")
 _BLOCK_MM = attrgetter("mm_extra_info")
+_BLOCK_EXT = itemgetter(1)  # Block.ext
 _DIGIT_RUNS = bytes(57 if chr(c).isdigit() and c < 128 else 32 for c in range(256))  # digits -> "9", the rest -> " "
 _TWENTY_DIGITS = b"9" * 20
 
@@ -539,7 +540,7 @@ def is_self_parented(stored: Stored) -> bool:
     Such a store is rejected with ``InvalidBlockSequence`` before anything changes (the plain
     RadixTree's rule; crtc.md §12 item 1, experiment E14).
     """
-    return stored.parent_hash is not None and any(b.ext == stored.parent_hash for b in stored.blocks)
+    return stored.parent_hash is not None and stored.parent_hash in map(_BLOCK_EXT, stored.blocks)
 
 
 def check_not_self_parented(stored: Stored) -> None:

@@ -62,6 +62,33 @@ def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> C
     return click.option("--seed", type=int, default=default, show_default=default is not None, help=help_text)
 
 
+def _parse_shard(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    from .stateful_tests.harness.shards import WHOLE, Shard, ShardError
+
+    if value is None:
+        return WHOLE
+    try:
+        return Shard.parse(value)
+    except ShardError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def shard_options(work: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--shard K/N``, ``--processes P`` and ``--executor local|ray``: the campaign split (stateful_tests/harness/shards.py)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        f = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                         help="run the parts in a local process pool, or as Ray tasks (RAY_ADDRESS, else ray.init() here; "
+                              "the [ray] extra)")(f)
+        f = click.option("--processes", type=click.IntRange(1), default=1, show_default=True,
+                         help=f"split this shard's {work} over this many processes (or Ray tasks)")(f)
+        return click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
+                            help=f"run only shard K of N: the {work} numbered i with i % N == K-1 (the shards' union "
+                                 "is the whole run)")(f)
+
+    return decorate
+
+
 json_option = click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None,
                            help="also write the report as JSON (with a schema version) to this file")
 allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when something was skipped (a skip is never a pass)")
@@ -211,10 +238,11 @@ def conform() -> None:
 @strict_shape_option
 @click.option("--failures", "failures_dir", type=click.Path(file_okay=False), default="kvproof-failures", show_default=True,
               help="where each reported difference is written: events (.jsonl), summary (.json) and a pytest regression test")
+@shard_options("streams")
 @json_option
 def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, rank_removal: float,
                  dp_ranks: int | None, rules: str | None, strict: bool, strict_shape: bool, failures_dir: str,
-                 json_path: str | None) -> None:
+                 shard: Any, processes: int, executor: str, json_path: str | None) -> None:
     """Random event streams through the subject and the oracle; every difference classified, the worst shrunk.
 
     Kinds: contract (always a bug), outcome, score, dump, early-exit (reported; fails only
@@ -252,11 +280,24 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
                             extra))
 
     profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
-    result = run_conform(subject_f, oracle_f, streams, seed, profile,
-                         only_stream=stream,
-                         subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
-                         on_progress=out.Progress("conform tree", "streams"), strict=strict, strict_shape=strict_shape,
-                         rules=rule_set.name)
+    if stream is None and (processes > 1 or executor != "local"):
+        from .stateful_tests.harness.shards import ShardError
+        from .stateful_tests.tree.conformance import ConformTask, conform_sharded
+
+        task = ConformTask(target.name, oracle.name, rule_set.name, streams, seed, profile, strict, strict_shape)
+        click.echo(f"conform tree: shard {shard} of {streams} streams in {processes} parts ({executor})")
+        try:
+            result = conform_sharded(task, shard, processes, executor)
+        except ShardError as exc:
+            raise click.ClickException(str(exc)) from None
+        for m in result.mismatches + result.tolerated[:1]:
+            on_mismatch(m)
+    else:
+        result = run_conform(subject_f, oracle_f, streams, seed, profile,
+                             only_stream=stream,
+                             subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
+                             on_progress=out.Progress("conform tree", "streams"), strict=strict, strict_shape=strict_shape,
+                             rules=rule_set.name, shard=shard)
     if result.mismatches or result.tolerated:
         for path in write_failure_files(result, Path(failures_dir)):
             click.echo(f"wrote {path}")

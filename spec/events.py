@@ -311,7 +311,7 @@ _DIGIT_RUNS = bytes(57 if chr(c).isdigit() and c < 128 else 32 for c in range(25
 _TWENTY_DIGITS = b"9" * 20
 
 
-def _may_exceed_u64(payload: bytes) -> bool:
+def _may_exceed_u64(payload: bytes | bytearray) -> bool:
     """Check if ``payload`` holds a run of 20 digits or more: only such a literal can exceed ``U64_MAX``."""
     return _TWENTY_DIGITS in payload.translate(_DIGIT_RUNS)
 

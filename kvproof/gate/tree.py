@@ -347,7 +347,7 @@ def _fuzz(ctx: Context, row: Row) -> None:
         raise Skip(report.unavailable["dynamo"])
 
 
-TRACE_PLAN = {"workers": 8, "capacity": 500}
+TRACE_WORKERS, TRACE_CAPACITY = 8, 500
 """The fleet of the trace row: small caches, so the slice's requests evict (removal batches) as well as store."""
 
 
@@ -361,14 +361,14 @@ def _trace(ctx: Context, row: Row) -> None:
         raise Skip(why)
     path, limit = default_trace(), ctx.profile.tree.trace_requests
     subject = ctx.target_name if ctx.target_name != oracle_name else f"{ctx.target_name} (target)"
-    report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(**TRACE_PLAN), {subject: ctx.factory, oracle_name: oracle},
+    report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(workers=TRACE_WORKERS, capacity=TRACE_CAPACITY), {subject: ctx.factory, oracle_name: oracle},
                          {}, oracle=oracle_name)
     verdict = next(t for t in report.trees if t.name == subject)
     row.examples, row.checks = report.stats.requests, verdict.queries + report.stats.event_count
     if verdict.tolerated:
         row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
     if not verdict.ok:
-        row.replay = (f"kvproof trace {path} --workers {TRACE_PLAN['workers']} --capacity {TRACE_PLAN['capacity']} "
+        row.replay = (f"kvproof trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
                       f"--requests {limit} --trees {ctx.target_name},{oracle_name} --oracle {oracle_name} --trackers ''")
         raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
                      f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")

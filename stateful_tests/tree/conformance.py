@@ -45,6 +45,7 @@ from ...spec.primitives import Rank
 from ...spec.rules import RULE_SETS, RuleSet
 from ..harness import targets
 from ..harness.paths import held_prefix
+from ..harness.shards import WHOLE, Shard, run_parts
 from ..harness.targets import dump_entries
 from .log import file_safe, judging_options, ops_to_lines
 from .streams import (
@@ -410,6 +411,8 @@ class TreeConformReport:
     rules: str = ""
     strict: bool = False
     strict_shape: bool = False
+    shard: str = "1/1"  # the part of the run this report covers (harness.shards)
+    stream_indices: list[int] = field(default_factory=list)  # the streams compared, in order
 
     def options(self) -> str:
         """The command-line options that judge a replay the same way (``--rules``, ``--strict``, ``--strict-shape``)."""
@@ -419,7 +422,34 @@ class TreeConformReport:
         return (
             f"conform: streams={self.streams} events={self.events} queries={self.queries} "
             f"mismatches={len(self.mismatches)} tolerated={len(self.tolerated)} ({self.kinds.line()})"
+            + ("" if self.shard == "1/1" else f" shard={self.shard}")
         )
+
+    @classmethod
+    def merge(cls, parts: list[TreeConformReport], shard: str = "1/1") -> TreeConformReport:
+        """The report of the union of ``parts`` (disjoint shards of one run): counts added, failures in stream order.
+
+        Each part shrinks its own first failures, so the merged report may hold more shrunk
+        reproductions than an unsharded run; what is compared and counted is the same.
+        """
+        first = parts[0]
+        merged = cls(first.subject, first.oracle, first.seed, sum(p.streams for p in parts), rules=first.rules,
+                     strict=first.strict, strict_shape=first.strict_shape, shard=shard)
+        for part in parts:
+            merged.events += part.events
+            merged.queries += part.queries
+            merged.mismatches += part.mismatches
+            merged.tolerated += part.tolerated
+            merged.stream_indices += part.stream_indices
+            for kind, n in part.kinds.counts.items():
+                merged.kinds.counts[kind] = merged.kinds.counts.get(kind, 0) + n
+            for name, n in part.kinds.known.items():
+                merged.kinds.known[name] = merged.kinds.known.get(name, 0) + n
+            merged.seconds = max(merged.seconds, part.seconds)
+        merged.mismatches.sort(key=lambda m: m.stream)
+        merged.tolerated.sort(key=lambda m: m.stream)
+        merged.stream_indices.sort()
+        return merged
 
     def to_json(self) -> dict:
         return {
@@ -435,6 +465,8 @@ class TreeConformReport:
             "kinds": self.kinds.counts,
             "known": self.kinds.known,
             "seconds": round(self.seconds, 3),
+            "shard": self.shard,
+            "stream_indices": self.stream_indices,
             "failures": [m.to_json() for m in self.mismatches],
             "tolerated_differences": [m.to_json() for m in self.tolerated],
         }
@@ -467,17 +499,18 @@ def conform(
     strict: bool = False,
     strict_shape: bool = False,
     rules: str = "",
+    shard: Shard = WHOLE,
 ) -> TreeConformReport:
-    """Run ``streams`` streams of run ``seed`` (or just ``only_stream``) through both trees.
+    """Run the streams of run ``seed`` that ``shard`` owns of ``streams`` (or just ``only_stream``) through both trees.
 
     The first ``max_reported`` failing streams are shrunk (and so is the first tolerated
     one, so a maintainer sees an example of what was tolerated). ``on_progress(done,
     total, seconds)`` is called before each stream (a progress display).
     """
     started = time.perf_counter()
-    indices = [only_stream] if only_stream is not None else range(streams)
+    indices = [only_stream] if only_stream is not None else shard.of(streams)
     report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules, strict=strict,
-                               strict_shape=strict_shape)
+                               strict_shape=strict_shape, shard=str(shard), stream_indices=list(indices))
     for done, index in enumerate(indices, 1):
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
@@ -502,6 +535,45 @@ def conform(
                 on_mismatch(m)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass(frozen=True)
+class ConformTask:
+    """One conformance run by target names, picklable: ``task(shard)`` runs that shard's streams (``harness.shards``).
+
+    The trees are resolved in the process that runs it (``targets.load_target``, the reference
+    under ``rules``), so the task can cross to a pool process or a Ray worker.
+    """
+
+    subject: str
+    oracle: str
+    rules: str
+    streams: int
+    seed: int
+    profile: StreamProfile = DEFAULT_PROFILE
+    strict: bool = False
+    strict_shape: bool = False
+
+    def __call__(self, shard: Shard) -> TreeConformReport:
+        from ...spec.rules import DEFAULT_RULES, rule_set_named
+        from ..harness.targets import load_target
+
+        rule_set = rule_set_named(self.rules) if self.rules else DEFAULT_RULES
+        made = []
+        for name in (self.subject, self.oracle):
+            target = load_target(name, rule_set) if name == "reference" else load_target(name)
+            if target.factory is None:
+                raise RuntimeError(f"{name} is unavailable: {target.reason}")
+            made.append(target.factory)
+        return conform(made[0], made[1], self.streams, self.seed, self.profile, subject_name=self.subject,
+                       oracle_name=self.oracle, strict=self.strict, strict_shape=self.strict_shape, rules=self.rules,
+                       shard=shard)
+
+
+def conform_sharded(task: ConformTask, shard: Shard = WHOLE, processes: int = 1, executor: str = "local") -> TreeConformReport:
+    """Run ``shard`` of ``task`` split over ``processes`` parts (or as Ray tasks), merged into one report."""
+    parts = shard.split(max(1, processes))
+    return TreeConformReport.merge(run_parts(task, parts, processes, executor), shard=str(shard))
 
 
 def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[FilePath]:

@@ -619,18 +619,19 @@ def vectors(target: Any) -> None:
               help="instead: run one saved case (kvproof-failures/fuzz/*.json) again and show what each tree did")
 @click.option("--save", "save_dir", type=click.Path(file_okay=False), default="kvproof-failures/fuzz", show_default=True,
               help="where a failing case is saved, shrunk")
+@shard_options("cases")
 @json_option
 def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple[str, ...], replay_file: str | None,
-         save_dir: str, json_path: str | None) -> None:
+         save_dir: str, shard: Any, processes: int, executor: str, json_path: str | None) -> None:
     """Hostile input: grammar-aware and byte-level cases over every tree at once (docs/hostile-input.md).
 
     After each case: a typed error or an acceptance, the state byte-identical after a rejection, check()
     holding, every kvproof tree deciding as the reference does, Dynamo too except the recorded
     differences. The last line is `fuzz: inputs=N targets=T untyped=0 problems=0 known=...`.
     """
-    from .stateful_tests.fuzz.campaign import SAID, TARGETS, FuzzFileError, replay, summary_line
-    from .stateful_tests.fuzz.campaign import fuzz as run_fuzz
+    from .stateful_tests.fuzz.campaign import SAID, TARGETS, FuzzFileError, FuzzTask, fuzz_sharded, replay, summary_line
     from .stateful_tests.harness.profiles import profile_named
+    from .stateful_tests.harness.shards import ShardError
 
     fleet = tuple(dict.fromkeys(("reference", *names))) if names else TARGETS
     if replay_file:
@@ -651,7 +652,10 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
         click.echo(f"kvproof fuzz: seed={seed} (replay with --seed {seed})")
     count = inputs if inputs is not None else chosen.tree.fuzz_inputs
     started = time.monotonic()
-    report = run_fuzz(count, seed, fleet, save_dir)
+    try:
+        report = fuzz_sharded(FuzzTask(count, seed, fleet, save_dir), shard, processes, executor)
+    except ShardError as exc:
+        raise click.ClickException(str(exc)) from None
     seconds = time.monotonic() - started
     outcomes = sorted({o for c in report.outcomes.values() for o in c}, key=lambda o: (o != "ok", o))
     columns = list(report.outcomes)
@@ -672,8 +676,9 @@ def fuzz(inputs: int | None, seed: int | None, profile: str | None, names: tuple
         out.write_json(json_path, "fuzz", {"seed": seed, "inputs": report.inputs, "seconds": round(seconds, 2),
                                            "outcomes": {n: dict(c) for n, c in report.outcomes.items()},
                                            "known": dict(report.known), "problems": [p.line() for p in report.problems],
-                                           "file": report.file, "unavailable": report.unavailable})
-    click.echo(f"{summary_line(report)} seconds={seconds:.1f} seed={seed}")
+                                           "file": report.file, "unavailable": report.unavailable,
+                                           "shard": report.shard, "cases_run": report.ordinals})
+    click.echo(f"{summary_line(report)} seconds={seconds:.1f} seed={seed}" + ("" if shard.whole else f" shard={shard}"))
     sys.exit(EXIT_FAIL if report.problems else EXIT_PASS)
 
 

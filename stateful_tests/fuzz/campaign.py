@@ -43,6 +43,7 @@ from ...spec.events import KvCacheEvent, Stored, encode_event
 from ...spec.primitives import Block, show
 from ..harness import targets
 from ..harness.files import write_json_atomically
+from ..harness.shards import WHOLE, Shard, run_parts
 from ..harness.targets import canonical
 from . import codec, grammar
 from .mutate import apply_mutations, mutations
@@ -369,13 +370,37 @@ class FuzzReport:
     file: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    shard: str = "1/1"
+    ordinals: list[int] = field(default_factory=list)  # the numbers of the generated cases this report ran
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
+    @classmethod
+    def merge(cls, parts: list[FuzzReport], shard: str = "1/1") -> FuzzReport:
+        """The report of the union of ``parts`` (disjoint shards of one run); the first problem by case number leads."""
+        merged = cls(parts[0].seed, shard=shard)
+        for part in sorted(parts, key=_failing_case):
+            merged.inputs += part.inputs
+            for name, counts in part.outcomes.items():
+                merged.outcomes.setdefault(name, Counter()).update(counts)
+            merged.known.update(part.known)
+            merged.unavailable |= part.unavailable
+            merged.notes += part.notes
+            merged.ordinals += part.ordinals
+            if part.problems and not merged.problems:
+                merged.problems, merged.case, merged.file = part.problems, part.case, part.file
+        merged.ordinals.sort()
+        return merged
+
     def untyped(self) -> int:
         return sum(n for c in self.outcomes.values() for o, n in c.items() if o.startswith("untyped"))
+
+
+def _failing_case(report: FuzzReport) -> float:
+    """The number of the case a report stopped at (a run stops at its first problem), or infinity."""
+    return report.ordinals[-1] if report.problems and report.ordinals else float("inf")
 
 
 def run_case(fleet: Fleet, case: Case, known: Counter[str] | None = None) -> tuple[dict[str, Observed], list[Problem]]:
@@ -387,18 +412,30 @@ def run_case(fleet: Fleet, case: Case, known: Counter[str] | None = None) -> tup
 
 
 def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str | Path | None = "kvproof-failures/fuzz",
-         extra: dict[str, Callable[[], Any]] | None = None) -> FuzzReport:
-    """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it."""
-    report = FuzzReport(seed)
+         extra: dict[str, Callable[[], Any]] | None = None, shard: Shard = WHOLE) -> FuzzReport:
+    """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it.
+
+    With ``shard`` K/N, every case is generated (the sequence is a function of the seed alone) but
+    only those numbered ``i % N == K-1`` run, so the shards together run exactly the cases of the
+    whole run (``harness.shards``); once a problem is found every shrinking candidate runs.
+    """
+    report = FuzzReport(seed, shard=str(shard))
     fleet = Fleet(names, extra)
     report.unavailable = dict(fleet.unavailable)
     first: list[Problem] = []
+    generated = [0]
 
     @settings(max_examples=inputs, database=None, deadline=None, derandomize=False, print_blob=False,
               phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
     @hypothesis_seed(seed)
     @given(case=cases())
     def one(case: Case) -> None:
+        if not first:
+            ordinal = generated[0]
+            generated[0] += 1
+            if not shard.owns(ordinal):
+                return
+            report.ordinals.append(ordinal)
         seen, problems = run_case(fleet, case, report.known if not first else Counter())
         if not first:
             report.inputs += 1
@@ -423,6 +460,24 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
     if report.case is not None and save_dir is not None:
         report.file = str(save_case(report.case, report.problems[0], seed, save_dir))
     return report
+
+
+@dataclass(frozen=True)
+class FuzzTask:
+    """One fuzz run, picklable: ``task(shard)`` runs that shard's cases in whatever process it lands in."""
+
+    inputs: int
+    seed: int
+    names: tuple[str, ...] = TARGETS
+    save_dir: str | None = "kvproof-failures/fuzz"
+
+    def __call__(self, shard: Shard) -> FuzzReport:
+        return fuzz(self.inputs, self.seed, self.names, self.save_dir, shard=shard)
+
+
+def fuzz_sharded(task: FuzzTask, shard: Shard = WHOLE, processes: int = 1, executor: str = "local") -> FuzzReport:
+    """Run ``shard`` of ``task`` split over ``processes`` parts (or as Ray tasks), merged into one report."""
+    return FuzzReport.merge(run_parts(task, shard.split(processes), processes, executor), shard=str(shard))
 
 
 @contextmanager

@@ -156,3 +156,44 @@ def test_a_check_failure_is_excused_only_out_of_contract():
     finally:
         fleet.close()
     assert not [p for p in problems if p.kind == "check"] and known[campaign.OUT_OF_CONTRACT] == 1
+
+
+# ------------------------------------------------------------------ shards (harness.shards)
+
+
+def cases_run(monkeypatch, shard, inputs=40):
+    """The cases a (sharded) run executes, by their description, and its report."""
+    from kvproof.stateful_tests.fuzz import campaign
+
+    seen = []
+    real = campaign.run_case
+
+    def recording(fleet, case, known=None):
+        seen.append(case.describe())
+        return real(fleet, case, known)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(campaign, "run_case", recording)
+        report = campaign.fuzz(inputs, 5, ("reference", "impl"), None, shard=shard)
+    return seen, report
+
+
+def test_fuzz_shards_together_run_exactly_the_cases_of_the_whole_run(monkeypatch):
+    from kvproof.stateful_tests.fuzz.campaign import FuzzReport
+    from kvproof.stateful_tests.harness.shards import WHOLE, Shard
+
+    whole, whole_report = cases_run(monkeypatch, WHOLE)
+    halves = [cases_run(monkeypatch, Shard(k, 2)) for k in (1, 2)]
+    assert sorted(halves[0][0] + halves[1][0]) == sorted(whole) and len(whole) == 40
+    assert halves[0][1].ordinals == list(range(0, 40, 2)) and halves[1][1].ordinals == list(range(1, 40, 2))
+    merged = FuzzReport.merge([h[1] for h in halves])
+    assert merged.inputs == whole_report.inputs and merged.outcomes == whole_report.outcomes
+    assert merged.known == whole_report.known and merged.ordinals == whole_report.ordinals
+
+
+def test_fuzz_over_two_processes_counts_what_one_process_counts():
+    from kvproof.stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
+
+    task = FuzzTask(30, 5, ("reference", "impl"), None)
+    one, two = fuzz_sharded(task), fuzz_sharded(task, processes=2)
+    assert (two.inputs, two.outcomes, two.known, two.ordinals) == (one.inputs, one.outcomes, one.known, one.ordinals)

@@ -141,9 +141,10 @@ def main() -> None:
 @rules_option()
 @strict_option
 @strict_shape_option
+@shard_options("rows")
 def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
           json_path: str | None, junit_path: str | None, allow_skip: bool, rules: str | None, strict: bool,
-          strict_shape: bool) -> None:
+          strict_shape: bool, shard: Any, processes: int, executor: str) -> None:
     """Run the gate: every check against one target, one row per check.
 
     Against Dynamo the reference follows the rule set of the installed release (printed at the
@@ -160,10 +161,11 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         from .stateful_tests.harness.targets import load_target
 
         factory = load_target("reference", rule_set_named(rules)).factory
-    ctx, selection = plan(target.name, factory, chosen, seed, only, FAMILIES if "all" in families else families or None,
-                          rules, strict, strict_shape)
+    wanted = FAMILIES if "all" in families else families or None
+    ctx, selection = plan(target.name, factory, chosen, seed, only, wanted, rules, strict, strict_shape, shard)
     console = out.console()
-    console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}")
+    console.print(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}"
+                  + ("" if shard.whole else f" shard={shard} ({len(selection.checks)} rows)"))
     console.print(f"kvproof check: {ctx.rules_note}", markup=False)
     if not selection.checks:
         raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(selection.families)}")
@@ -175,7 +177,22 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         console.print(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
                       f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
-    report = run_gate(ctx, selection, progress)
+    if processes > 1 or executor != "local":
+        from .gate import GateTask, merge_gate
+        from .stateful_tests.harness.shards import ShardError, run_parts
+
+        task = GateTask(target.name, chosen.name, ctx.seed, only, wanted, rules, strict, strict_shape)
+        console.print(f"kvproof check: {len(selection.checks)} rows in {processes} parts ({executor})")
+        try:
+            parts = run_parts(task, shard.split(processes), processes, executor)
+        except ShardError as exc:
+            raise click.ClickException(str(exc)) from None
+        report = merge_gate(parts, [c.key for c in selection.checks])
+        report.left_out = [(c.key, why) for c, why in selection.left_out]
+        for done, row in enumerate(report.rows, 1):
+            progress(row, done, len(report.rows))
+    else:
+        report = run_gate(ctx, selection, progress)
     console.print()
     out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:

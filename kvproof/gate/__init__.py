@@ -26,6 +26,7 @@ from typing import Any
 
 from ..spec.rules import DEFAULT_RULES, RuleSet
 from ..stateful_tests.harness.profiles import Profile
+from ..stateful_tests.harness.shards import WHOLE, Shard
 
 FAMILIES = ("tree", "sequences", "deepinfer", "proofs")
 EMBEDDED = ("impl", "impl-lanes", "impl-pool")
@@ -239,11 +240,57 @@ def plan(
     rules: str | None = None,
     strict: bool = False,
     strict_shape: bool = False,
+    shard: Shard = WHOLE,
 ) -> tuple[Context, Selection]:
     """The run's context and its rows: the families (default: ``default_families``), then those whose
-    family, layer or name contains ``only``."""
+    family, layer or name contains ``only``, then those ``shard`` owns."""
     ctx = make_context(target_name, factory, profile, seed, rules, strict, strict_shape)
-    return ctx, select(ctx, families or default_families(target_name), only)
+    return ctx, shard_of(select(ctx, families or default_families(target_name), only), shard)
+
+
+def shard_of(selection: Selection, shard: Shard) -> Selection:
+    """The rows of ``selection`` that ``shard`` owns (row ``i`` of the selection: ``i % N == K-1``); the rest left out."""
+    if shard.whole:
+        return selection
+    mine = [c for i, c in enumerate(selection.checks) if shard.owns(i)]
+    others = [(c, f"shard {shard}: another shard runs it") for i, c in enumerate(selection.checks) if not shard.owns(i)]
+    return Selection(selection.families, mine, selection.left_out + others)
+
+
+@dataclass(frozen=True)
+class GateTask:
+    """One gate run by target name, picklable: ``task(shard)`` plans and runs that shard's rows where it lands."""
+
+    target_name: str
+    profile: str
+    seed: int
+    only: str | None = None
+    families: tuple[str, ...] | None = None
+    rules: str | None = None
+    strict: bool = False
+    strict_shape: bool = False
+
+    def __call__(self, shard: Shard) -> GateReport:
+        from ..spec.rules import rule_set_named
+        from ..stateful_tests.harness.profiles import profile_named
+        from ..stateful_tests.harness.targets import load_target
+
+        target = load_target(self.target_name, rule_set_named(self.rules)) if self.target_name == "reference" and self.rules \
+            else load_target(self.target_name)
+        if target.factory is None:
+            raise RuntimeError(f"{self.target_name} is unavailable: {target.reason}")
+        ctx, selection = plan(self.target_name, target.factory, profile_named(self.profile), self.seed, self.only,
+                              self.families, self.rules, self.strict, self.strict_shape, shard)
+        return run_gate(ctx, selection)
+
+
+def merge_gate(parts: list[GateReport], order: list[str]) -> GateReport:
+    """One report of disjoint shards' reports: rows in ``order`` (row keys), the rows no shard ran left out."""
+    first = parts[0]
+    rows = sorted((r for p in parts for r in p.rows), key=lambda r: order.index(f"{r.family}: {r.name}"))
+    ran = {f"{r.family}: {r.name}" for r in rows}
+    left_out = [(key, why) for key, why in first.left_out if key not in ran and not why.startswith("shard ")]
+    return GateReport(first.target, first.profile, first.seed, first.families, rows, left_out, first.rules, first.rules_note)
 
 
 def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None) -> GateReport:

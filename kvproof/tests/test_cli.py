@@ -98,3 +98,30 @@ def test_vectors_pass_on_the_reference(kvproof_cli):
 def test_stress_sequences_replays_by_command(kvproof_cli):
     ran = kvproof_cli("stress", "sequences", "--ops", "60", "--seed", "3")
     assert ran.code == EXIT_PASS and ran.last == "stress sequences: rounds=1 ops=480 problems=0"  # 60 per thread
+
+
+def gate_rows(kvproof_cli, tmp_path, *args):
+    out = tmp_path / f"gate{len(list(tmp_path.iterdir()))}.json"
+    ran = kvproof_cli("check", "--profile", "quick", "--family", "all", "--only", "bad input", "--json", str(out), *args)
+    assert ran.code == EXIT_PASS, ran.out
+    return [(r["family"], r["name"], r["result"]) for r in json.loads(out.read_text())["rows"]], ran.out
+
+
+def test_gate_shards_together_run_exactly_the_rows_of_the_whole_gate(kvproof_cli, tmp_path):
+    whole, _ = gate_rows(kvproof_cli, tmp_path)
+    first, said = gate_rows(kvproof_cli, tmp_path, "--shard", "1/2")
+    second, _ = gate_rows(kvproof_cli, tmp_path, "--shard", "2/2")
+    assert len(whole) == 2 and sorted(first + second) == sorted(whole) and first and second
+    assert "shard=1/2 (1 rows)" in said and "left out tree: bad input is rejected, harmless" not in said.split("shard=1/2")[0]
+
+
+def test_gate_rows_over_two_processes_are_the_rows_of_one_process(kvproof_cli, tmp_path):
+    whole, _ = gate_rows(kvproof_cli, tmp_path)
+    pooled, said = gate_rows(kvproof_cli, tmp_path, "--processes", "2")
+    assert pooled == whole and "2 rows in 2 parts (local)" in said
+
+
+def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
+    assert kvproof_cli("check", "--shard", "3/2").code == EXIT_USAGE
+    assert kvproof_cli("conform", "tree", "--shard", "x").code == EXIT_USAGE
+    assert kvproof_cli("fuzz", "--shard", "0/1").code == EXIT_USAGE

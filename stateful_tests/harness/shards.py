@@ -129,6 +129,7 @@ def _run_on_ray(task: Callable[[Shard], R], parts: Sequence[Shard]) -> list[R]:
     why = ray_unavailable()
     if why:
         raise ShardError(why)
+    import logging
     import os
 
     import ray
@@ -136,8 +137,8 @@ def _run_on_ray(task: Callable[[Shard], R], parts: Sequence[Shard]) -> list[R]:
     started_here = not ray.is_initialized()
     if started_here:
         address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 **({} if address else {"num_cpus": os.cpu_count() or 1}))
+        ray.init(address=address, num_cpus=None if address else os.cpu_count() or 1, include_dashboard=False,
+                 logging_level=logging.ERROR, log_to_driver=False)
     try:
         remote = ray.remote(max_retries=0)(_call)
         return list(ray.get([remote.remote(task, part) for part in parts]))

@@ -718,33 +718,35 @@ def stress() -> None:
 @click.option("--yield-sleep", type=float, default=0.02, show_default=True, help="chance a yield point gives up the interpreter lock")
 @click.option("--mutant", default=None, help="stress a deliberately broken tree (a negative control)")
 @click.option("--runs", type=int, default=1, show_default=True, help="repeat with seeds seed, seed+1, ... and count detections")
+@shard_options("runs (each mode of each seed, numbered run-major)")
 @json_option
 def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, check_every: int, yield_sleep: float,
-                mutant: str | None, runs: int, json_path: str | None) -> None:
+                mutant: str | None, runs: int, shard: Any, processes: int, executor: str, json_path: str | None) -> None:
     """The concurrent tree under 8 writers and 4 readers; last line `stress: ops=N reads=R overcounts=0 parity_breaks=0`."""
+    from .stateful_tests.harness.shards import ShardError
     from .stateful_tests.tree.impl_mutants import IMPL_MUTANTS
-    from .stateful_tests.tree.stress import StressConfig, run_stress
+    from .stateful_tests.tree.stress import StressTask, stress_sharded
 
-    tree_class = None
-    if mutant:
-        tree_class = next((m for m in IMPL_MUTANTS if m.__name__ == mutant), None)
-        if tree_class is None:
-            raise click.BadParameter(f"unknown mutant {mutant!r}; one of {[m.__name__ for m in IMPL_MUTANTS]}", param_hint="--mutant")
-    modes = ["strict", "chaos"] if mode == "both" else [mode]
-    runs, caught, reports = max(1, runs), 0, []
-    for run in range(runs):
-        for m in modes:
-            config = StressConfig(ops=ops // len(modes), seed=seed + run, writers=writers, readers=readers, mode=m,
-                                  check_every=check_every, yield_sleep=yield_sleep)
-            result = run_stress(config, tree_class) if tree_class else run_stress(config)
-            reports.append(result)
-            caught += result.failed
-            click.echo(f"run {run + 1}/{runs} {m} seed={config.seed}: {result.summary_line()} ({result.seconds:.1f} s)")
-            for problem in result.problems[:5]:
-                click.echo(f"  problem: {problem}")
+    if mutant and not any(m.__name__ == mutant for m in IMPL_MUTANTS):
+        raise click.BadParameter(f"unknown mutant {mutant!r}; one of {[m.__name__ for m in IMPL_MUTANTS]}", param_hint="--mutant")
+    modes = ("strict", "chaos") if mode == "both" else (mode,)
+    task = StressTask(ops, seed, modes, writers, readers, check_every, yield_sleep, max(1, runs), mutant)
+    try:
+        done = stress_sharded(task, shard, processes, executor)
+    except ShardError as exc:
+        raise click.ClickException(str(exc)) from None
+    reports = [result for _, result in done]
+    caught = sum(r.failed for r in reports)
+    for item, result in done:
+        config = result.config
+        click.echo(f"run {item // len(modes) + 1}/{task.runs} {config.mode} seed={config.seed}: {result.summary_line()} "
+                   f"({result.seconds:.1f} s)")
+        for problem in result.problems[:5]:
+            click.echo(f"  problem: {problem}")
     if json_path:
-        out.write_json(json_path, "stress-tree", {"runs": [r.to_json() for r in reports]})
-    if tree_class is not None:
+        out.write_json(json_path, "stress-tree", {"runs": [r.to_json() | {"item": item} for item, r in done],
+                                                  "shard": str(shard)})
+    if mutant is not None:
         click.echo(f"mutant {mutant}: caught in {caught} of {len(reports)} runs ({mode}, {ops} ops each)")
         sys.exit(EXIT_PASS if caught else EXIT_FAIL)
     stats: dict[str, int] = {}
@@ -758,7 +760,8 @@ def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, chec
     if failed:
         click.echo(f"replay the workload: kvproof stress tree --ops {ops} --seed {seed} --mode {mode} --yield-sleep {yield_sleep}")
     click.echo(f"stress: ops={sum(r.ops for r in reports)} reads={sum(r.reads for r in reports)} "
-               f"overcounts={sum(r.overcounts for r in reports)} parity_breaks={sum(r.parity_breaks for r in reports)}")
+               f"overcounts={sum(r.overcounts for r in reports)} parity_breaks={sum(r.parity_breaks for r in reports)}"
+               + ("" if shard.whole else f" shard={shard}"))
     sys.exit(EXIT_FAIL if failed else EXIT_PASS)
 
 

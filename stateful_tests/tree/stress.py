@@ -48,6 +48,7 @@ from ...spec import contract as law
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block, Rank
 from ..harness.paths import ext, held_prefix
+from ..harness.shards import WHOLE, Shard, run_parts
 
 Path = tuple[int, ...]
 
@@ -93,6 +94,47 @@ class TreeStressReport:
         body["config"] = asdict(self.config)
         return body
 
+
+
+@dataclass(frozen=True)
+class StressTask:
+    """A stress campaign, picklable: ``runs`` runs (seeds ``seed``, ``seed + 1``, ...) of each mode, numbered run-major.
+
+    ``task(shard)`` runs the items the shard owns (``harness.shards``) and returns them with their
+    numbers, so the shards together run exactly the whole campaign's items. (Each run is real
+    threads: its interleaving is the machine's, only its seed and size are the campaign's.)
+    """
+
+    ops: int
+    seed: int
+    modes: tuple[str, ...] = ("strict", "chaos")
+    writers: int = 8
+    readers: int = 4
+    check_every: int = 250
+    yield_sleep: float = 0.02
+    runs: int = 1
+    mutant: str | None = None  # a class of stateful_tests/tree/impl_mutants.py: a negative control
+
+    def items(self) -> list[StressConfig]:
+        return [StressConfig(ops=self.ops // len(self.modes), seed=self.seed + run, writers=self.writers, readers=self.readers,
+                             mode=mode, check_every=self.check_every, yield_sleep=self.yield_sleep)
+                for run in range(self.runs) for mode in self.modes]
+
+    def __call__(self, shard: Shard) -> list[tuple[int, TreeStressReport]]:
+        tree_class: type = ConcurrentRadixTree
+        if self.mutant:
+            from .impl_mutants import IMPL_MUTANTS
+
+            tree_class = next(m for m in IMPL_MUTANTS if m.__name__ == self.mutant)
+        items = self.items()
+        return [(i, run_stress(items[i], tree_class)) for i in shard.of(len(items))]
+
+
+def stress_sharded(task: StressTask, shard: Shard = WHOLE, processes: int = 1,
+                   executor: str = "local") -> list[tuple[int, TreeStressReport]]:
+    """Run ``shard`` of ``task`` over ``processes`` parts (or as Ray tasks); the items in their campaign order."""
+    return sorted((item for part in run_parts(task, shard.split(processes), processes, executor) for item in part),
+                  key=lambda item: item[0])
 
 
 def prompt_pool(seed: int) -> list[Path]:

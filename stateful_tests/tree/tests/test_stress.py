@@ -39,3 +39,15 @@ def test_summary_line_format():
     assert report.summary_line() == (
         f"stress: ops={report.ops} reads={report.reads} overcounts={report.overcounts} parity_breaks={report.parity_breaks}"
     )
+
+
+def test_stress_shards_together_run_exactly_the_campaigns_runs():
+    """Items are (seed, mode) pairs numbered run-major; shard 1/2 and 2/2 together run each once."""
+    from kvproof.stateful_tests.harness.shards import WHOLE, Shard
+    from kvproof.stateful_tests.tree.stress import StressTask, stress_sharded
+
+    task = StressTask(ops=200, seed=4, runs=2, writers=2, readers=1, check_every=50)
+    whole = [(i, r.config.seed, r.config.mode) for i, r in stress_sharded(task, WHOLE)]
+    halves = [(i, r.config.seed, r.config.mode) for k in (1, 2) for i, r in stress_sharded(task, Shard(k, 2))]
+    assert whole == [(0, 4, "strict"), (1, 4, "chaos"), (2, 5, "strict"), (3, 5, "chaos")]
+    assert sorted(halves) == whole

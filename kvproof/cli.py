@@ -1318,6 +1318,49 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
     sys.exit(EXIT_PASS)
 
 
+@bench.command("shards")
+@click.option("--streams", type=int, default=200, show_default=True, help="conformance streams of the campaign")
+@click.option("--inputs", type=int, default=400, show_default=True, help="fuzz cases of the campaign")
+@click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@json_option
+def bench_shards(streams: int, inputs: int, processes: int, executor: str, json_path: str | None) -> None:
+    """The campaigns run whole in one process, then split over --processes, in one run: wall seconds and the speed-up.
+
+    Conformance (the concurrent tree against the reference, --streams streams) and fuzz (--inputs cases over
+    the reference and the concurrent tree); each parallel run must count exactly what the serial one counts.
+    """
+    from .stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
+    from .stateful_tests.harness.shards import WHOLE
+    from .stateful_tests.tree.conformance import ConformTask, conform_sharded
+
+    conform_task = ConformTask("impl", "reference", "dynamo-1.6", streams, 1)
+    fuzz_task = FuzzTask(inputs, 1, ("reference", "impl"), None)
+    campaigns = [
+        ("conform tree", lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
+         lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches))),
+        ("fuzz", lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
+         lambda r: (r.inputs, r.outcomes, r.known, len(r.problems))),
+    ]
+    rows, body, same = [], [], True
+    for name, run, counts in campaigns:
+        timed = []
+        for p in (1, processes):
+            started = time.perf_counter()
+            result = run(p)
+            timed.append((time.perf_counter() - started, counts(result)))
+        (one, a), (many, b) = timed
+        same &= a == b
+        rows.append((name, f"{one:.1f}", f"{many:.1f}", f"{one / many:.2f}x", "yes" if a == b else "NO"))
+        body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b})
+    click.echo(f"machine: {os.cpu_count()} cores; parallel: {processes} processes ({executor})")
+    out.print_table(("campaign", "1 process (s)", f"{processes} processes (s)", "speed-up", "same counts"), rows,
+                    numeric=(1, 2, 3))
+    if json_path:
+        out.write_json(json_path, "bench-shards", {"processes": processes, "executor": executor, "rows": body})
+    sys.exit(EXIT_PASS if same else EXIT_FAIL)
+
+
 @bench.command("memory")
 @click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
               help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")

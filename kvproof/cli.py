@@ -1308,6 +1308,8 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
         out.print_table(BenchReport.HEADERS, report.table_rows(), numeric=(1, 2, 3))
         for line in report.ratio_lines():
             click.echo(line)
+        if report.decode_line():
+            click.echo(report.decode_line())
         if report.label == "trace":
             met = report.goals_met()
             click.echo("goals (>= 1x events/s and find_matches/s, <= 1.5x bytes/block, for reference and impl): "

@@ -96,7 +96,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     first, second = ran.out.split("\n\n")[:2]
     assert first.startswith("workload 1 (trace; the representative one): mooncake_conversation_1k.jsonl, 40 requests")
     assert second.startswith("workload 2 (synthetic; a regression row, not traffic): 2 generated streams")
-    assert "bytes/block (RSS)" in first and "goals (>= 1x events/s" in first
+    assert "bytes/block (RSS)" in first and "goals (>= 1x events/s" in first and "decoding (every tree's front door)" in first
     body = json.loads(out.read_text())
     assert body["schema"] == "kvproof.bench-trees/1"
     trace, synthetic = body["workloads"]
@@ -105,6 +105,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     reference = trace["rows"][0]
     assert reference["events_per_s"] > 0 and reference["finds_per_s"] > 0 and reference["rss_per_block"] is not None
     assert trace["events"] > 40 and trace["queries"] == 40 and synthetic["workload"] == "synthetic"
+    assert trace["decode_us"]["fast"] > 0 and trace["decode_us"]["strict"] > 0
     assert all(r["rss_per_block"] is None for r in synthetic["rows"])  # no holdings known: no memory column
 
 

@@ -147,6 +147,7 @@ class BenchReport:
     queries: int
     repeats: int
     rows: list[BenchRow] = field(default_factory=list)
+    decode_us: dict[str, float] = field(default_factory=dict)  # microseconds per event: fast path, strict reading
 
     HEADERS = ("tree", "events/s", "find_matches/s", "bytes/block (RSS)", "note")
     COLUMNS = (("events_per_s", "events"), ("finds_per_s", "find_matches"), ("rss_per_block", "bytes/block"))
@@ -192,6 +193,14 @@ class BenchReport:
                 lines.append(f"ratio {a} / {b}: " + ", ".join(parts))
         return lines
 
+    def decode_line(self) -> str | None:
+        """The front door's cost per event: ``decode_event`` (fast path) against the strict reading alone."""
+        if not self.decode_us:
+            return None
+        fast, strict = self.decode_us["fast"], self.decode_us["strict"]
+        return (f"decoding (every tree's front door): {fast:.1f} us per event with the fast path, {strict:.1f} us "
+                f"by the strict reading alone ({strict / fast:.1f}x)")
+
     def goals_met(self) -> bool | None:
         """Whether every goal holds for every goal tree (None: the binding is not there to compare with)."""
         if self.row("dynamo") is None or self.row("dynamo").events_per_s is None:  # type: ignore[union-attr]
@@ -208,7 +217,7 @@ class BenchReport:
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"workload": self.label, "detail": self.detail, "events": self.events, "queries": self.queries,
+        return {"workload": self.label, "detail": self.detail, "decode_us": self.decode_us, "events": self.events, "queries": self.queries,
                 "repeats": self.repeats, "goals_met": self.goals_met() if self.label == "trace" else None,
                 "rows": [asdict(r) | {f"{column}_to_dynamo": self.ratio(r.name, "dynamo", column) for column, _ in self.COLUMNS}
                          for r in self.rows]}
@@ -251,6 +260,23 @@ MEMORY_NAMES = {"reference": "reference", "impl (1 lane)": "impl (1 lane)", "imp
 """The bench's trees that ``memory.TREES`` can rebuild in a child process (pool x1 is not one of them)."""
 
 
+def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
+    """Microseconds per event payload of ``decode_event`` (fast path first) and of ``decode_event_strictly``; best of ``repeats``."""
+    from ...spec.events import decode_event, decode_event_strictly
+
+    payloads = [p for kind, _, p in load.ops if kind == "event"]
+    costs = {}
+    for name, decode in (("fast", decode_event), ("strict", decode_event_strictly)):
+        best = float("inf")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            for payload in payloads:
+                decode(payload)
+            best = min(best, time.perf_counter() - started)
+        costs[name] = best * 1e6 / max(len(payloads), 1)
+    return costs
+
+
 def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchReport:
     """Measure every tree on ``load``; bytes per cached block too when ``memory`` and the workload knows its pairs."""
     from .memory import measure_workload
@@ -268,6 +294,8 @@ def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchRepo
             continue
         events, finds = measure(factory, load, repeats)
         report.rows.append(BenchRow(name, events, finds, rss.get(MEMORY_NAMES.get(name, "")), note))
+    if load.label == "trace":
+        report.decode_us = decode_costs(load, repeats)
     return report
 
 

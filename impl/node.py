@@ -74,12 +74,13 @@ class Node:
         self.id = next(_ids)
         self.gate = _sync.RWGate(f"node{self.id}.shape_gate")
         self.version = 0  # even when stable; see the module docstring
-        self.state_lock = _sync.Lock(f"node{self.id}.state")
-        self.children_lock = _sync.Lock(f"node{self.id}.children")
-        # Every suffix split off this node, in order (appended under the exclusive gate). Blocks only
+        self.state_lock = _sync.lock(lambda: f"node{self.id}.state")
+        self.children_lock = _sync.lock(lambda: f"node{self.id}.children")
+        # Every suffix split off this node, in order (a new tuple published under the exclusive gate, so a
+        # reader's copy never changes under it; none kept for the many nodes never split). Blocks only
         # ever leave an edge through a split, so a block that was on this edge is on this node or on
         # a node reachable through these links, whether or not that node is still attached.
-        self.splits: list[Node] = []
+        self.splits: tuple[Node, ...] = ()
         # The node whose child map holds this one (None: the root, or released). Written under that
         # parent's exclusive gate (a split re-parents the children it moves to its suffix), read without
         # a lock: a releaser revalidates it under the parent's gate, so a stale value only skips a release.

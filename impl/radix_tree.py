@@ -403,7 +403,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         for moved in suffix.children.values():
             moved.parent = suffix
         suffix.internal = node.internal  # as the reference (and Dynamo's RadixTree) do
-        node.splits.append(suffix)
+        node.splits += (suffix,)
         node.begin_shape_change()
         node.children = {suffix_state.edge[0].local: suffix}
         node.internal = True

@@ -184,10 +184,17 @@ class Lock:
         self._lock.release()
 
 
-def lock(name: Callable[[], str]) -> Any:
+def lock(name: Callable[[], str], like: Any = None) -> Any:
     """Return a lock for ``with``, for structures that hold very many: the standard library's bare lock when
-    no scheduler controls this thread (no wrapper, no name kept), else a ``Lock`` named ``name()``."""
-    return threading.Lock() if _active() is None else Lock(name())
+    no scheduler controls this thread (no wrapper, no name kept), else a ``Lock`` named ``name()``.
+
+    ``like`` (another lock this function returned) makes the two one bare lock natively, for two locks
+    that are never held together: each guards what it did, only more coarsely. Under a scheduler they
+    stay two named locks, so the explorer's decision points do not change.
+    """
+    if _active() is None:
+        return threading.Lock() if like is None else like
+    return Lock(name())
 
 
 @dataclass(frozen=True)
@@ -258,44 +265,19 @@ class RWGate:
         while not ready():
             cond.wait()
 
+    # The rules of the four transitions are written once, in the holds below (what ``with`` runs).
+
     def acquire_shared(self) -> None:
-        if self._controller is not None:
-            self._controller.yield_point(self._shared_point)
-        with self._lock:
-            if self._writer or self._writers_waiting:
-                self._readers_waiting += 1
-                self._await(self._may_share, self._shared_point)
-                self._readers_waiting -= 1
-            self._readers += 1
-            self._shared_count += 1
+        _SharedHold(self).__enter__()
 
     def release_shared(self) -> None:
-        with self._lock:
-            assert self._readers > 0, f"{self.name}: shared release without a shared hold"
-            self._readers -= 1
-            if self._readers == 0 and self._writers_waiting:
-                self._cond.notify_all()
+        _SharedHold(self).__exit__()
 
     def acquire_exclusive(self) -> None:
-        if self._controller is not None:
-            self._controller.yield_point(self._exclusive_point)
-        with self._lock:
-            if self._writer or self._readers:
-                self._writers_waiting += 1
-                self._await(self._may_own, self._exclusive_point)
-                self._writers_waiting -= 1
-            self._writer = True
-            self._owner = current_thread_id()
-            self._exclusive_count += 1
+        _ExclusiveHold(self).__enter__()
 
     def release_exclusive(self) -> None:
-        with self._lock:
-            assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
-            assert self._owner == current_thread_id(), f"{self.name}: exclusive release by a thread that does not hold it"
-            self._writer = False
-            self._owner = None
-            if self._writers_waiting or self._readers_waiting:
-                self._cond.notify_all()
+        _ExclusiveHold(self).__exit__()
 
     def shared(self) -> _SharedHold:
         """``with gate.shared():`` holds the gate in shared mode."""
@@ -322,7 +304,7 @@ class RWGate:
 
 
 class _SharedHold:
-    """``with gate.shared():``: one small object per use (no generator, nothing kept on the gate)."""
+    """``with gate.shared():`` (one small object per use, nothing kept on the gate; the shared side's rules)."""
 
     __slots__ = ("_gate",)
 
@@ -330,14 +312,28 @@ class _SharedHold:
         self._gate = gate
 
     def __enter__(self) -> None:
-        self._gate.acquire_shared()
+        gate = self._gate
+        if gate._controller is not None:
+            gate._controller.yield_point(gate._shared_point)
+        with gate._lock:
+            if gate._writer or gate._writers_waiting:
+                gate._readers_waiting += 1
+                gate._await(gate._may_share, gate._shared_point)
+                gate._readers_waiting -= 1
+            gate._readers += 1
+            gate._shared_count += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._gate.release_shared()
+        gate = self._gate
+        with gate._lock:
+            assert gate._readers > 0, f"{gate.name}: shared release without a shared hold"
+            gate._readers -= 1
+            if gate._readers == 0 and gate._writers_waiting:
+                gate._cond.notify_all()
 
 
 class _ExclusiveHold:
-    """``with gate.exclusive():``: one small object per use (no generator, nothing kept on the gate)."""
+    """``with gate.exclusive():`` (one small object per use, nothing kept on the gate; the exclusive side's rules)."""
 
     __slots__ = ("_gate",)
 
@@ -345,10 +341,29 @@ class _ExclusiveHold:
         self._gate = gate
 
     def __enter__(self) -> None:
-        self._gate.acquire_exclusive()
+        gate = self._gate
+        if gate._controller is not None:
+            gate._controller.yield_point(gate._exclusive_point)
+        me = _get_ident() if _controller is None else current_thread_id()
+        with gate._lock:
+            if gate._writer or gate._readers:
+                gate._writers_waiting += 1
+                gate._await(gate._may_own, gate._exclusive_point)
+                gate._writers_waiting -= 1
+            gate._writer = True
+            gate._owner = me
+            gate._exclusive_count += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._gate.release_exclusive()
+        gate = self._gate
+        me = _get_ident() if _controller is None else current_thread_id()
+        with gate._lock:
+            assert gate._writer, f"{gate.name}: exclusive release without an exclusive hold"
+            assert gate._owner == me, f"{gate.name}: exclusive release by a thread that does not hold it"
+            gate._writer = False
+            gate._owner = None
+            if gate._writers_waiting or gate._readers_waiting:
+                gate._cond.notify_all()
 
 
 class Event:
@@ -439,9 +454,12 @@ def local() -> Any:
     return threading.local() if controller is None else controller.local()
 
 
+_get_ident = threading.get_ident
+
+
 def current_thread_id() -> int:
     """Return an identifier of the running thread (the logical thread's under a scheduler)."""
     if _controller is None:
-        return threading.get_ident()
+        return _get_ident()
     controller = _active()
     return threading.get_ident() if controller is None else controller.current()

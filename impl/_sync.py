@@ -131,6 +131,12 @@ class _NoLock:
     def notify_all(self) -> None:
         pass
 
+    def __enter__(self) -> bool:
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
 
 _NO_LOCK = _NoLock()
 
@@ -178,6 +184,19 @@ class Lock:
         self._lock.release()
 
 
+def lock(name: Callable[[], str], like: Any = None) -> Any:
+    """Return a lock for ``with``, for structures that hold very many: the standard library's bare lock when
+    no scheduler controls this thread (no wrapper, no name kept), else a ``Lock`` named ``name()``.
+
+    ``like`` (another lock this function returned) makes the two one bare lock natively, for two locks
+    that are never held together: each guards what it did, only more coarsely. Under a scheduler they
+    stay two named locks, so the explorer's decision points do not change.
+    """
+    if _active() is None:
+        return threading.Lock() if like is None else like
+    return Lock(name())
+
+
 @dataclass(frozen=True)
 class GateStatistics:
     """Counters of one ``RWGate``: acquisitions by mode."""
@@ -198,15 +217,17 @@ class RWGate:
 
     __slots__ = (
         "_lock", "_cond", "_readers", "_writer", "_owner", "_writers_waiting", "_readers_waiting",
-        "_shared_count", "_exclusive_count", "name", "_shared_cm", "_exclusive_cm", "_controller",
-        "_shared_point", "_exclusive_point",
+        "_shared_count", "_exclusive_count", "name", "_controller",
     )
 
     def __init__(self, name: str = "gate") -> None:
+        # Small on purpose: every tree node has one. The condition variable is made by the first
+        # thread that has to wait (under the internal lock), the decision points' names only under
+        # a scheduler, and the ``with`` holds per use (``shared()`` / ``exclusive()``).
         self._controller = controller = _active()
         if controller is None:
             self._lock: Any = threading.Lock()
-            self._cond: Any = threading.Condition(self._lock)
+            self._cond: Any = None
         else:
             self._lock = self._cond = _NO_LOCK
         self._readers = 0
@@ -217,9 +238,14 @@ class RWGate:
         self._shared_count = 0
         self._exclusive_count = 0
         self.name = name
-        self._shared_point, self._exclusive_point = f"{name}.shared", f"{name}.exclusive"
-        self._shared_cm = _Hold(self.acquire_shared, self.release_shared)
-        self._exclusive_cm = _Hold(self.acquire_exclusive, self.release_exclusive)
+
+    @property
+    def _shared_point(self) -> str:
+        return f"{self.name}.shared"
+
+    @property
+    def _exclusive_point(self) -> str:
+        return f"{self.name}.exclusive"
 
     def _may_share(self) -> bool:
         return not (self._writer or self._writers_waiting)
@@ -233,63 +259,33 @@ class RWGate:
         if controller is not None:
             controller.block_until(ready, point)
             return
+        cond = self._cond
+        if cond is None:  # the first wait on this gate (the internal lock is held: no other thread makes one)
+            cond = self._cond = threading.Condition(self._lock)
         while not ready():
-            self._cond.wait()
+            cond.wait()
+
+    # The rules of the four transitions are written once, in the holds below (what ``with`` runs).
 
     def acquire_shared(self) -> None:
-        if self._controller is not None:
-            self._controller.yield_point(self._shared_point)
-        lock = self._lock
-        lock.acquire()
-        if self._writer or self._writers_waiting:
-            self._readers_waiting += 1
-            self._await(self._may_share, self._shared_point)
-            self._readers_waiting -= 1
-        self._readers += 1
-        self._shared_count += 1
-        lock.release()
+        _SharedHold(self).__enter__()
 
     def release_shared(self) -> None:
-        lock = self._lock
-        lock.acquire()
-        assert self._readers > 0, f"{self.name}: shared release without a shared hold"
-        self._readers -= 1
-        if self._readers == 0 and self._writers_waiting:
-            self._cond.notify_all()
-        lock.release()
+        _SharedHold(self).__exit__()
 
     def acquire_exclusive(self) -> None:
-        if self._controller is not None:
-            self._controller.yield_point(self._exclusive_point)
-        lock = self._lock
-        lock.acquire()
-        if self._writer or self._readers:
-            self._writers_waiting += 1
-            self._await(self._may_own, self._exclusive_point)
-            self._writers_waiting -= 1
-        self._writer = True
-        self._owner = current_thread_id()
-        self._exclusive_count += 1
-        lock.release()
+        _ExclusiveHold(self).__enter__()
 
     def release_exclusive(self) -> None:
-        lock = self._lock
-        lock.acquire()
-        assert self._writer, f"{self.name}: exclusive release without an exclusive hold"
-        assert self._owner == current_thread_id(), f"{self.name}: exclusive release by a thread that does not hold it"
-        self._writer = False
-        self._owner = None
-        if self._writers_waiting or self._readers_waiting:
-            self._cond.notify_all()
-        lock.release()
+        _ExclusiveHold(self).__exit__()
 
-    def shared(self) -> _Hold:
+    def shared(self) -> _SharedHold:
         """``with gate.shared():`` holds the gate in shared mode."""
-        return self._shared_cm
+        return _SharedHold(self)
 
-    def exclusive(self) -> _Hold:
+    def exclusive(self) -> _ExclusiveHold:
         """``with gate.exclusive():`` holds the gate in exclusive mode."""
-        return self._exclusive_cm
+        return _ExclusiveHold(self)
 
     def held_exclusive(self) -> bool:
         """Check if any thread holds the exclusive side."""
@@ -307,19 +303,67 @@ class RWGate:
         return GateStatistics(self._shared_count, self._exclusive_count)
 
 
-class _Hold:
-    """A reusable context manager around an acquire/release pair (no generator per use)."""
+class _SharedHold:
+    """``with gate.shared():`` (one small object per use, nothing kept on the gate; the shared side's rules)."""
 
-    __slots__ = ("_acquire", "_release")
+    __slots__ = ("_gate",)
 
-    def __init__(self, acquire: Callable[[], None], release: Callable[[], None]) -> None:
-        self._acquire, self._release = acquire, release
+    def __init__(self, gate: RWGate) -> None:
+        self._gate = gate
 
     def __enter__(self) -> None:
-        self._acquire()
+        gate = self._gate
+        if gate._controller is not None:
+            gate._controller.yield_point(gate._shared_point)
+        with gate._lock:
+            if gate._writer or gate._writers_waiting:
+                gate._readers_waiting += 1
+                gate._await(gate._may_share, gate._shared_point)
+                gate._readers_waiting -= 1
+            gate._readers += 1
+            gate._shared_count += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._release()
+        gate = self._gate
+        with gate._lock:
+            assert gate._readers > 0, f"{gate.name}: shared release without a shared hold"
+            gate._readers -= 1
+            if gate._readers == 0 and gate._writers_waiting:
+                gate._cond.notify_all()
+
+
+class _ExclusiveHold:
+    """``with gate.exclusive():`` (one small object per use, nothing kept on the gate; the exclusive side's rules)."""
+
+    __slots__ = ("_gate",)
+
+    def __init__(self, gate: RWGate) -> None:
+        self._gate = gate
+
+    def __enter__(self) -> None:
+        gate = self._gate
+        if gate._controller is not None:
+            gate._controller.yield_point(gate._exclusive_point)
+        me = _get_ident() if _controller is None else current_thread_id()
+        with gate._lock:
+            if gate._writer or gate._readers:
+                gate._writers_waiting += 1
+                gate._await(gate._may_own, gate._exclusive_point)
+                gate._writers_waiting -= 1
+            gate._writer = True
+            gate._owner = me
+            gate._exclusive_count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self._gate
+        me = _get_ident() if _controller is None else current_thread_id()
+        with gate._lock:
+            assert gate._writer, f"{gate.name}: exclusive release without an exclusive hold"
+            assert gate._owner == me, f"{gate.name}: exclusive release by a thread that does not hold it"
+            gate._writer = False
+            gate._owner = None
+            if gate._writers_waiting or gate._readers_waiting:
+                gate._cond.notify_all()
 
 
 class Event:
@@ -410,9 +454,12 @@ def local() -> Any:
     return threading.local() if controller is None else controller.local()
 
 
+_get_ident = threading.get_ident
+
+
 def current_thread_id() -> int:
     """Return an identifier of the running thread (the logical thread's under a scheduler)."""
     if _controller is None:
-        return threading.get_ident()
+        return _get_ident()
     controller = _active()
     return threading.get_ident() if controller is None else controller.current()

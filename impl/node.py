@@ -38,7 +38,6 @@ Source: seed 004 "Node State", "Concurrency Model"; crtc.md §2, §7 "Per-node p
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 from ..spec.coverage import EdgeState, holders
 from ..spec.invariants import edge_index_of
@@ -47,12 +46,19 @@ from . import _sync
 _ids = itertools.count(1)
 
 
-@dataclass(frozen=True, slots=True)
 class NodeView:
-    """An edge state with its index (external hash -> last position), published as one object."""
+    """An edge state with its index (external hash -> last position), published as one object.
 
-    state: EdgeState
-    index: dict[int, int]
+    Immutable by contract: never written after construction (a writer publishes a new view). A plain
+    slotted class rather than a frozen dataclass: one is built on every coverage change, and a frozen
+    dataclass's ``__init__`` costs three times as much.
+    """
+
+    __slots__ = ("state", "index")
+
+    def __init__(self, state: EdgeState, index: dict[int, int]) -> None:
+        self.state = state
+        self.index = index
 
     @staticmethod
     def of(state: EdgeState, previous: NodeView | None = None) -> NodeView:
@@ -74,12 +80,14 @@ class Node:
         self.id = next(_ids)
         self.gate = _sync.RWGate(f"node{self.id}.shape_gate")
         self.version = 0  # even when stable; see the module docstring
-        self.state_lock = _sync.Lock(f"node{self.id}.state")
-        self.children_lock = _sync.Lock(f"node{self.id}.children")
-        # Every suffix split off this node, in order (appended under the exclusive gate). Blocks only
+        # Never held together (nothing takes one while holding the other), so natively one bare lock is both.
+        self.state_lock = _sync.lock(lambda: f"node{self.id}.state")
+        self.children_lock = _sync.lock(lambda: f"node{self.id}.children", like=self.state_lock)
+        # Every suffix split off this node, in order (a new tuple published under the exclusive gate, so a
+        # reader's copy never changes under it; none kept for the many nodes never split). Blocks only
         # ever leave an edge through a split, so a block that was on this edge is on this node or on
         # a node reachable through these links, whether or not that node is still attached.
-        self.splits: list[Node] = []
+        self.splits: tuple[Node, ...] = ()
         # The node whose child map holds this one (None: the root, or released). Written under that
         # parent's exclusive gate (a split re-parents the children it moves to its suffix), read without
         # a lock: a releaser revalidates it under the parent's gate, so a stale value only skips a release.

@@ -21,9 +21,10 @@ rebuild; a missed one would cost wrong routing.]
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Concatenate, ParamSpec, TypeVar
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from types import TracebackType
+from typing import Concatenate, Literal, ParamSpec, TypeVar
 
 from ..spec.errors import KvProofError, Poisoned
 
@@ -41,20 +42,36 @@ class Poisonable:
         if self.poisoned is not None:
             raise Poisoned(str(self.poisoned))
 
-    @contextmanager
-    def guard(self, call: str) -> Iterator[None]:
+    def guard(self, call: str) -> AbstractContextManager[None]:
         """Run one public call: refuse if poisoned; on a fault, poison the structure when it no longer checks."""
-        self.refuse_if_poisoned()
-        try:
-            yield
-        except KvProofError:
-            raise
-        except Exception as fault:
-            self.poisoned = self.poisoned or _verdict(self.check, call, fault)
-            raise
-        except BaseException as fault:
-            self.poisoned = self.poisoned or Poisoned(_interrupted(call, fault) + "; no check could run after it")
-            raise
+        return _Guard(self, call)
+
+
+class _Guard:
+    """``with structure.guard(call):`` (a plain context manager: no generator per call, it runs on every event).
+
+    On entry it refuses a poisoned structure. On exit, a typed rejection (``KvProofError``) passes
+    untouched; any other ``Exception`` poisons the structure if its ``check()`` fails; any other
+    ``BaseException`` poisons it at once. The exception always propagates (``__exit__`` returns False).
+    """
+
+    __slots__ = ("_owner", "_call")
+
+    def __init__(self, owner: Poisonable, call: str) -> None:
+        self._owner, self._call = owner, call
+
+    def __enter__(self) -> None:
+        self._owner.refuse_if_poisoned()
+
+    def __exit__(self, kind: type[BaseException] | None, fault: BaseException | None, _tb: TracebackType | None) -> Literal[False]:
+        if kind is None or fault is None or isinstance(fault, KvProofError):
+            return False
+        owner, call = self._owner, self._call
+        if isinstance(fault, Exception):
+            owner.poisoned = owner.poisoned or _verdict(owner.check, call, fault)
+        else:
+            owner.poisoned = owner.poisoned or Poisoned(_interrupted(call, fault) + "; no check could run after it")
+        return False
 
 
 P = ParamSpec("P")

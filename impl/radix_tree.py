@@ -403,7 +403,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         for moved in suffix.children.values():
             moved.parent = suffix
         suffix.internal = node.internal  # as the reference (and Dynamo's RadixTree) do
-        node.splits.append(suffix)
+        node.splits += (suffix,)
         node.begin_shape_change()
         node.children = {suffix_state.edge[0].local: suffix}
         node.internal = True
@@ -474,9 +474,10 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 node.publish(state)  # coverage first, then the entries: a fault in between leaves an entry, never a hole
                 if state.worker_cutoffs.get(rank):
                     lane.stats["cutoffs_set"] += 1
-            for h in hashes[i:j]:
-                if lookup.get(h) in owners:
-                    del lookup[h]
+            if lookup.get(hashes[i]) in owners:
+                del lookup[hashes[i]]
+            for h in hashes[i + 1 : j]:  # the run took these because their entries name one of owners (distinct hashes)
+                del lookup[h]
             self._scrub(lookup, stale_hashes(view.state.edge, uncovered, hashes[i]), scrubbed)
             self._clear_children_if_unheld(lane, node)
         self._release_if_dead(lane, node)
@@ -486,7 +487,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         """Delete the rank's entries for blocks it no longer covers, by hash (as the reference does)."""
         for ext in stale:
             lookup.pop(ext, None)
-            scrubbed.add(ext)
+        scrubbed.update(stale)
 
     def _clear_children_if_unheld(self, lane: Lane, node: Node) -> None:
         """Drop the children of a node no rank holds in full (exclusive gate held); internal stays set."""

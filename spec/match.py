@@ -51,7 +51,7 @@ def matched_length(state: EdgeState, query: Sequence[int], pos: int) -> int:
     edge = state.edge
     limit = min(len(edge), len(query) - pos)
     m = 1
-    while m < limit and edge[m].local == query[pos + m]:
+    while m < limit and edge[m][0] == query[pos + m]:  # edge[m].local
         m += 1
     return m
 
@@ -69,19 +69,24 @@ def find_matches_walk(root: RootView, query: Sequence[int], early_exit: bool = F
     depth = 0
     pos = 0
     first = True
-    while node is not None and pos < len(query):
+    length = len(query)
+    while node is not None and pos < length:
         state = node.edge_state()
         m = matched_length(state, query, pos)
         if first:
             active = set(state.full_edge_workers)
             for rank, k in state.worker_cutoffs.items():
-                if min(k, m) > 0:
-                    scores[rank] = min(k, m)
+                held = k if k < m else m  # min(cutoff, matched)
+                if held > 0:
+                    scores[rank] = held
             first = False
         else:
             kept = active & state.full_edge_workers
-            for rank in active - kept:
-                scores[rank] = depth + min(state.worker_cutoffs.get(rank, 0), m)
+            if len(kept) != len(active):
+                cutoff = state.worker_cutoffs.get
+                for rank in active - kept:
+                    k = cutoff(rank, 0)
+                    scores[rank] = depth + (k if k < m else m)
             active = kept
         if not active:
             break
@@ -91,7 +96,7 @@ def find_matches_walk(root: RootView, query: Sequence[int], early_exit: bool = F
         pos += m
         if early_exit and len(active) == 1:
             break
-        node = node.child(query[pos]) if pos < len(query) else None
+        node = node.child(query[pos]) if pos < length else None
     for rank in active:
         scores[rank] = depth
     return scores

@@ -1528,6 +1528,7 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     from .stateful_tests.mutation.equivalents import EquivalentsError, load_equivalents
     from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
     from .stateful_tests.mutation.scores import HEADERS, median_ttd
+    from .stateful_tests.mutation.workspace import WORK_ROOT
 
     root = Path(__file__).resolve().parent.parent
     if not (root / "pyproject.toml").is_file() or not (root / "spec").is_dir():
@@ -1547,7 +1548,9 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     click.echo(f"kvproof mutate: profile={profile} layers={','.join(layers)} modules={len(targets)} shard={shard} "
                f"max-children={max_children}")
     try:
-        run = run_mutation(root, targets, shard, max_children, equivalents, timeout,
+        # one workspace per profile and shard, so the shards of a matrix can run side by side on one machine
+        work = root / WORK_ROOT / f"{profile}-{shard.index}-of-{shard.count}"
+        run = run_mutation(root, targets, shard, max_children, equivalents, timeout, work=work,
                            say=lambda line: click.echo(f"  {line}", err=True))
     except MutateError as exc:
         click.echo(f"kvproof mutate: FAILED: {exc}")

@@ -15,7 +15,8 @@ def canned(killed: int, survived: int, gaps: int = 0):
     mutants += [Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)]
     mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33) for i in range(gaps)]
 
-    def fake(root, targets, shard, max_children, equivalents, timeout, **kwargs):
+    def fake(root, targets, shard, max_children, equivalents, timeout, work, **kwargs):
+        assert work.name == f"quick-{shard.index}-of-{shard.count}" and work.parent.name == ".kvproof-mutate"
         return driver.Run(Report(mutants), Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
 
     return fake

@@ -5,7 +5,7 @@ puts its mutated ``mutants/src`` first on ``sys.path``. The checkout's layers li
 folders (``spec/`` is ``kvproof.spec`` through setuptools' package-dir), so the workspace
 rebuilds the import layout with real copies (mutmut does not follow symlinks into a tree):
 
-    .kvproof-mutate/work/
+    .kvproof-mutate/<name>/     (kvproof mutate names it <profile>-<K>-of-<N>)
         pyproject.toml          the checkout's, with [tool.mutmut] appended
         conftest.py
         stateful_tests/         the tests, at the paths the test selection names
@@ -75,7 +75,10 @@ def mutmut_config(targets: Sequence[Target], pytest_args: Sequence[str] = ()) ->
 
 
 def build(root: Path, targets: Sequence[Target], pytest_args: Sequence[str] = (), work: Path | None = None) -> Workspace:
-    """Copy the checkout at ``root`` into a fresh workspace (default ``root/.kvproof-mutate/work``) and configure mutmut."""
+    """Copy the checkout at ``root`` into a fresh workspace (default ``root/.kvproof-mutate/work``) and configure mutmut.
+
+    ``work`` must lie in a folder of its own: whatever is there is removed first.
+    """
     path = work or root / WORK_ROOT / "work"
     if path.exists():
         shutil.rmtree(path)

@@ -8,7 +8,8 @@
    of a CI matrix partition the mutants;
 2. runs ``python -m mutmut run --max-children J [NAMES...]`` in the workspace, its output going to
    ``mutmut.log`` there, with ``KVPROOF_TTD_FILE`` set so the ``ttd`` plugin records each mutant;
-3. reads each target's ``.meta`` file (exit code and duration per mutant), joins the times to
+3. reads each target's ``.meta`` file (also after the time limit stopped mutmut: the mutants it
+   had not reached read "not checked", and the report fails saying the run was stopped) (exit code and duration per mutant), joins the times to
    detection, and asks mutmut (one more child) for the survivors' diffs.
 
 Every child runs in its own process group with a parent-death signal
@@ -40,6 +41,10 @@ from .ttd import TTD_FILE_ENV
 
 class MutateError(KvProofError, RuntimeError):
     """mutmut is not installed, failed (its clean test run failed, say), or ran past the time limit."""
+
+
+class MutateTimeout(MutateError):
+    """A child ran past the time limit (and was killed with its whole group)."""
 
 
 def mutmut_unavailable() -> str | None:
@@ -80,7 +85,7 @@ def run_child(cmd: Sequence[str], cwd: Path, log: Path, env: dict[str, str], tim
         try:
             rc = proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise MutateError(f"{cmd[2] if len(cmd) > 2 else cmd[0]} ran past {timeout:.0f} s; see {log}") from None
+            raise MutateTimeout(f"{cmd[2] if len(cmd) > 2 else cmd[0]} ran past {timeout:.0f} s; see {log}") from None
         finally:
             GUARD.kill(proc, grace=2.0)  # the leader has ended or is ended now; its workers go with the group
     return rc, log.read_text()
@@ -140,11 +145,16 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         if not names:
             return Run(Report([]), workspace, [], time.monotonic() - started, log)
     say(f"mutmut run in {workspace.path} ({len(names) if names else 'all'} mutants, {max_children} children; log {log})")
-    rc, text = run_child([python, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
-                         workspace.path, log, env, left())
-    if rc != 0:
-        tail = "\n".join(text.splitlines()[-15:])
-        raise MutateError(f"mutmut run failed (exit {rc}); see {log}; its last lines:\n{tail}")
+    stopped = None
+    try:
+        rc, text = run_child([python, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
+                             workspace.path, log, env, left())
+    except MutateTimeout as exc:
+        stopped = str(exc)  # what mutmut had judged stands; the rest reads "not checked" and fails the run
+    else:
+        if rc != 0:
+            tail = "\n".join(text.splitlines()[-15:])
+            raise MutateError(f"mutmut run failed (exit {rc}); see {log}; its last lines:\n{tail}")
     mutants = read_results(workspace, root, set(names) if names else None)
     join_ttd(mutants, read_ttd(workspace.ttd_file))
     survivors = [m.name for m in mutants if m.status == SURVIVED]
@@ -152,11 +162,11 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
     for m in mutants:
         m.equivalent = valid.get(m.name)
     if survivors:
-        rc, text = run_child([python, "-c", DIFFS, *survivors], workspace.path, log, env, left())
+        rc, text = run_child([python, "-c", DIFFS, *survivors], workspace.path, log, env, None if stopped else left())
         diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
         for m in mutants:
             m.diff = diffs.get(m.name, "") or m.diff
-    return Run(Report(mutants, stale=stale), workspace, names, time.monotonic() - started, log)
+    return Run(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log)
 
 
 def read_results(workspace: ws.Workspace, root: Path, only: set[str] | None) -> list[Mutant]:

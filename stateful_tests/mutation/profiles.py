@@ -58,7 +58,6 @@ SEQUENCES = "stateful_tests/sequences/tests/"
 
 QUICK = (
     Target("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py")),
-    Target("spec/hit_length.py", (DEEPINFER + "test_spec_hit_length.py",)),
     Target("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
     Target("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
 )

@@ -136,6 +136,7 @@ class Report:
     mutants: list[Mutant]
     goals: Mapping[str, float] = field(default_factory=lambda: dict(GOALS))
     stale: list[Equivalent] = field(default_factory=list)
+    stopped: str | None = None  # why the run ended early (the time limit), if it did
 
     @property
     def modules(self) -> list[Tally]:
@@ -151,6 +152,8 @@ class Report:
     def failures(self) -> list[str]:
         """Why the run does not meet its goals, one line each (empty: it does)."""
         problems = []
+        if self.stopped:
+            problems.append(f"the run was stopped before every mutant was judged: {self.stopped}")
         if not self.mutants:
             problems.append("no mutants were run")
         for layer in self.layers:
@@ -173,7 +176,7 @@ class Report:
 
     def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         ttd = median_ttd(self.mutants)
-        return {**(extra or {}), "passed": not self.failures(), "failures": self.failures(),
+        return {**(extra or {}), "passed": not self.failures(), "failures": self.failures(), "stopped": self.stopped,
                 "goals": dict(self.goals), "median_ttd_s": ttd,
                 "modules": [t.to_json() for t in self.modules], "layers": [t.to_json() for t in self.layers],
                 "survivors": [m.to_json() for m in self.of(SURVIVED)],

@@ -80,6 +80,8 @@ def test_timeouts_count_as_detected_and_unjudged_mutants_fail_the_run():
     broken = Report([*mutants("spec/a.py", killed=10), Mutant("kvproof.spec.a.x_g__mutmut_1", "spec/a.py", None)])
     assert any("no verdict" in f for f in broken.failures())
     assert any("no mutants" in f for f in Report([]).failures())
+    stopped = Report(mutants("spec/a.py", killed=10), stopped="mutmut ran past 60 s")
+    assert stopped.failures() == ["the run was stopped before every mutant was judged: mutmut ran past 60 s"]
 
 
 def test_a_listed_equivalent_leaves_the_score_only_while_current():

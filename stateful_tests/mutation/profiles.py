@@ -6,9 +6,10 @@ tests once to learn which test reaches which function, then runs only those test
 so a wider test list costs one longer first pass, not a slower mutant.
 
 - ``quick``: a few spec modules, each with the test files written for it (minutes on 2 cores);
-- ``ci``: every module of spec/, reference/ and impl/, judged by the tree, sequences and
-  deepinfer test folders without their slow campaigns (soak, stress, the Dynamo oracle,
-  release replays, the memory and timing benches).
+- ``ci``: every module of spec/, reference/ and impl/, each layer judged by the test files
+  written for it in the tree, sequences and deepinfer folders (``test_spec_*.py``,
+  ``test_reference_*.py``, ``test_impl_*.py``) and the rule laws (``test_laws.py``), without the
+  slow campaigns (soak, stress, the Dynamo oracle, release replays, the memory and timing benches).
 
 ``GOALS`` is the score each layer must reach: killed / (killed + survived), after reviewed
 equivalents are set aside (``equivalents``).
@@ -65,12 +66,23 @@ QUICK = (
 PROFILES = ("quick", "ci")
 
 
-def ci_tests(root: Path) -> tuple[str, ...]:
-    """The test files of the ci profile: every ``test_*.py`` of ``TEST_FOLDERS`` without the slow ones."""
+LAW_FILES = ("test_laws.py",)
+"""Besides a layer's own test files (``test_<layer>_*.py``), the rule laws judge every layer."""
+
+
+def ci_tests(root: Path, layer: str | None = None) -> tuple[str, ...]:
+    """The test files of the ci profile for ``layer``: ``test_<layer>_*.py`` and the law files of ``TEST_FOLDERS``.
+
+    With no layer: every ``test_*.py`` there. The slow ones (``SLOW_TEST_WORDS``) are left out
+    either way. The whole folders under mutmut's tracing take longer than a CI job on 2 cores
+    (the first pass alone ran past 15 minutes), so a layer is judged by the files written for it.
+    """
     found = []
     for folder in TEST_FOLDERS:
         for path in sorted((root / folder).glob("test_*.py")):
-            if not any(word in path.stem for word in SLOW_TEST_WORDS):
+            if any(word in path.stem for word in SLOW_TEST_WORDS):
+                continue
+            if layer is None or path.name.startswith(f"test_{layer}_") or path.name in LAW_FILES:
                 found.append(path.relative_to(root).as_posix())
     return tuple(found)
 
@@ -88,8 +100,7 @@ def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tup
     if profile == "quick":
         chosen = tuple(t for t in QUICK if t.layer in layers)
     elif profile == "ci":
-        tests = ci_tests(root)
-        chosen = tuple(Target(m, tests) for layer in LAYERS if layer in layers for m in layer_modules(root, layer))
+        chosen = tuple(Target(m, ci_tests(root, layer)) for layer in LAYERS if layer in layers for m in layer_modules(root, layer))
     else:
         raise MutateProfileError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")
     for target in chosen:

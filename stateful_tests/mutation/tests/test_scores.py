@@ -171,6 +171,9 @@ def test_profiles_name_real_files_and_the_config_selects_them():
     assert targets_for("quick", ROOT, ["impl"]) == ()
     tests = ci_tests(ROOT)
     assert tests and not any("soak" in t or "stress" in t or "oracle" in t for t in tests)
+    spec_tests = ci_tests(ROOT, "spec")
+    assert "stateful_tests/tree/tests/test_spec_coverage.py" in spec_tests and "stateful_tests/tree/tests/test_laws.py" in spec_tests
+    assert not any("test_impl_" in t or "test_reference_" in t for t in spec_tests) and set(spec_tests) < set(tests)
     ci = targets_for("ci", ROOT, ["reference"])
     assert {t.module for t in ci} >= {"reference/radix_tree.py"} and all(t.layer == "reference" for t in ci)
     config = mutmut_config(quick)

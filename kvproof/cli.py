@@ -1534,6 +1534,98 @@ def deepinfer_labs() -> None:
     sys.exit(EXIT_FAIL if bad else EXIT_PASS)
 
 
+# ----------------------------------------------------------------------------- mutate
+
+
+def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from .stateful_tests.mutation.profiles import LAYERS
+
+    chosen = [part.strip().strip("/") for v in value for part in v.replace(",", " ").split()]
+    unknown = [c for c in chosen if c not in LAYERS]
+    if unknown:
+        raise click.BadParameter(f"{unknown[0]!r}: choose from {', '.join(LAYERS)}")
+    return tuple(dict.fromkeys(chosen)) or LAYERS
+
+
+@main.command()
+@click.option("--paths", "layers", multiple=True, callback=_layers, metavar="LAYERS",
+              help="mutate only these layers: spec, reference, impl (repeat, or comma-separate); default: all three")
+@click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
+              help="quick: a few spec modules with the tests written for them; ci: every module of the layers, "
+                   "judged by the tree, sequences and deepinfer tests without their slow campaigns")
+@click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
+              help="run only shard K of N: the mutants, sorted by name, numbered i with i % N == K-1")
+@click.option("--max-children", type=click.IntRange(1), default=1, show_default=True, help="mutmut's parallel test workers")
+@click.option("--timeout", type=click.FloatRange(1), default=None, help="stop mutmut (and fail) after this many seconds")
+@click.option("--equivalents", "equivalents_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="the reviewed equivalent mutants (default: docs/mutation-equivalents.toml)")
+@json_option
+def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
+           equivalents_path: str | None, json_path: str | None) -> None:
+    """Mutation testing with mutmut: does the suite notice a changed rule? (stateful_tests/mutation/)
+
+    Prints the score per module and layer (killed / (killed + survived); mutants no test reaches are
+    a gap, in their own column, never killed), every survivor's diff, and the median time to detection.
+    Exit 0 when spec/ and reference/ score at least 95% and impl/ 90%, 1 when not, 2 when mutmut
+    is not installed (the [mutate] extra). Works in a copy under .kvproof-mutate/ of a checkout.
+    """
+    from .stateful_tests.mutation.driver import MutateError, mutmut_unavailable, run_mutation
+    from .stateful_tests.mutation.equivalents import EquivalentsError, load_equivalents
+    from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
+    from .stateful_tests.mutation.scores import HEADERS, median_ttd
+    from .stateful_tests.mutation.workspace import WORK_ROOT
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "pyproject.toml").is_file() or not (root / "spec").is_dir():
+        click.echo(f"kvproof mutate: needs a checkout (spec/, pyproject.toml); {root} is not one")
+        sys.exit(EXIT_USAGE)
+    why = mutmut_unavailable()
+    if why:
+        click.echo(f"kvproof mutate: {why}")
+        sys.exit(EXIT_USAGE)
+    try:
+        targets = targets_for(profile, root, layers)
+        equivalents = load_equivalents(root, Path(equivalents_path) if equivalents_path else None)
+    except (MutateProfileError, EquivalentsError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if not targets:
+        raise click.UsageError(f"profile {profile} has no modules in {', '.join(layers)}")
+    click.echo(f"kvproof mutate: profile={profile} layers={','.join(layers)} modules={len(targets)} shard={shard} "
+               f"max-children={max_children}")
+    try:
+        # one workspace per profile and shard, so the shards of a matrix can run side by side on one machine
+        work = root / WORK_ROOT / f"{profile}-{shard.index}-of-{shard.count}"
+        run = run_mutation(root, targets, shard, max_children, equivalents, timeout, work=work,
+                           say=lambda line: click.echo(f"  {line}", err=True))
+    except MutateError as exc:
+        click.echo(f"kvproof mutate: FAILED: {exc}")
+        sys.exit(EXIT_FAIL)
+    report = run.report
+    out.print_table(HEADERS, report.table_rows(), numeric=tuple(range(1, len(HEADERS))))
+    for m in report.of("survived"):
+        click.echo(f"\nSURVIVED {m.name} (function hash {m.function_hash})\n{m.diff or '  (no diff)'}")
+    for entry in report.stale:
+        click.echo(f"stale equivalent (its function changed; review again): {entry.mutant}")
+    gaps = report.of("no tests")
+    if gaps:
+        click.echo(f"\ngap: {len(gaps)} mutants reached by no selected test (not counted as killed), e.g. "
+                   + ", ".join(m.name for m in gaps[:3]))
+    ttd = median_ttd(report.mutants)
+    timed = sum(m.ttd_s is not None for m in report.of("killed"))
+    click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'} over {timed} killed mutants; "
+               f"{len(report.mutants)} mutants in {run.seconds:.1f} s")
+    if json_path:
+        out.write_json(json_path, "mutate", report.to_json({"profile": profile, "layers": list(layers), "shard": str(shard),
+                                                            "seconds": round(run.seconds, 2), "max_children": max_children}))
+    failures = report.failures()
+    for line in failures:
+        click.echo(f"GOAL NOT MET: {line}")
+    click.echo(f"mutate: {'FAIL' if failures else 'pass'} mutants={len(report.mutants)} "
+               + " ".join(f"{t.name}={'-' if t.score is None else f'{100 * t.score:.1f}%'}" for t in report.layers)
+               + ("" if shard.whole else f" shard={shard}"))
+    sys.exit(EXIT_FAIL if failures else EXIT_PASS)
+
+
 # ----------------------------------------------------------------------------- prove
 
 

@@ -30,10 +30,13 @@ MAY_IMPORT = {
                                "stateful_tests.sequences"},
     # the fuzzer throws hostile input at every tree through the harness's targets
     "stateful_tests.fuzz": {"spec", "reference", "impl", "stateful_tests.harness"},
+    # mutation testing runs mutmut over copies of the layers; it imports only the harness's shards and process guard
+    "stateful_tests.mutation": {"spec", "stateful_tests.harness"},
     "stateful_tests": {"spec", "reference", "impl", "stateful_tests.harness", "stateful_tests.tree",
-                       "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz"},
+                       "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz", "stateful_tests.mutation"},
     "kvproof": {"spec", "reference", "impl", "proofs", "stateful_tests", "stateful_tests.harness", "stateful_tests.tree",
-                "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz"},
+                "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz",
+                "stateful_tests.mutation"},
 }
 REFERENCE_CORES_IN_IMPL = {"kvproof.reference.sequences"}  # impl's slot tracker wraps the reference's ActiveSequences
 
@@ -71,7 +74,7 @@ def room_of(module: str) -> str | None:
     parts = module.split(".")[1:]
     if not parts or parts[0] not in LAYERS:
         return "kvproof"
-    if parts[0] == "stateful_tests" and len(parts) > 1 and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore", "fuzz"):
+    if parts[0] == "stateful_tests" and len(parts) > 1 and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore", "fuzz", "mutation"):
         return f"stateful_tests.{parts[1]}"
     return parts[0]
 

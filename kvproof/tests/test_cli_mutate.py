@@ -1,0 +1,47 @@
+"""kvproof mutate, with mutmut's run replaced by a canned report: the table, the survivors' diffs, the gap line,
+the JSON, and the exit code by the goals (a missed goal fails and says so; a missing mutmut is exit 2)."""
+
+import json
+from pathlib import Path
+
+from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+from kvproof.stateful_tests.mutation import driver
+from kvproof.stateful_tests.mutation.scores import Mutant, Report
+from kvproof.stateful_tests.mutation.workspace import Workspace
+
+
+def canned(killed: int, survived: int, gaps: int = 0):
+    mutants = [Mutant(f"kvproof.spec.coverage.x_f__mutmut_{i}", "spec/coverage.py", 1, ttd_s=0.25) for i in range(killed)]
+    mutants += [Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)]
+    mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33) for i in range(gaps)]
+
+    def fake(root, targets, shard, max_children, equivalents, timeout, work, **kwargs):
+        assert work.name == f"quick-{shard.index}-of-{shard.count}" and work.parent.name == ".kvproof-mutate"
+        return driver.Run(Report(mutants), Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
+
+    return fake
+
+
+def test_goals_met_exit_zero_with_the_table_and_json(kvproof_cli, monkeypatch, tmp_path):
+    monkeypatch.setattr(driver, "run_mutation", canned(killed=99, survived=1, gaps=4))
+    ran = kvproof_cli("mutate", "--profile", "quick", "--json", str(tmp_path / "m.json"))
+    assert ran.code == EXIT_PASS, ran.out
+    assert "spec/coverage.py" in ran.out and "99.0%" in ran.out and "SURVIVED kvproof.spec.coverage.x_g__mutmut_0" in ran.out
+    assert "gap: 4 mutants reached by no selected test" in ran.out and "median time to detection: 0.250 s" in ran.out
+    assert ran.last.startswith("mutate: pass mutants=104 spec=99.0%")
+    body = json.loads((tmp_path / "m.json").read_text())
+    assert body["schema"] == "kvproof.mutate/1" and body["passed"] and body["modules"][0]["no_tests"] == 4
+
+
+def test_a_missed_goal_fails_and_says_so(kvproof_cli, monkeypatch):
+    monkeypatch.setattr(driver, "run_mutation", canned(killed=90, survived=10))
+    ran = kvproof_cli("mutate", "--profile", "quick")
+    assert ran.code == EXIT_FAIL
+    assert "GOAL NOT MET: spec/: score 90.0% is below the goal 95%" in ran.out and ran.last.startswith("mutate: FAIL")
+
+
+def test_missing_mutmut_and_bad_layers_are_usage_errors(kvproof_cli, monkeypatch):
+    assert kvproof_cli("mutate", "--paths", "proofs").code == EXIT_USAGE
+    monkeypatch.setattr(driver, "mutmut_unavailable", lambda: "mutmut is not installed")
+    ran = kvproof_cli("mutate")
+    assert ran.code == EXIT_USAGE and "mutmut is not installed" in ran.out

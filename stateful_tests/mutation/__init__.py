@@ -1,0 +1,14 @@
+"""Mutation testing of spec/, reference/ and impl/ with mutmut: do the suite's tests notice a changed rule?
+
+mutmut changes one operator, constant or call at a time (a *mutant*) and runs the tests that
+reach the changed function; a failing test *kills* the mutant, passing tests let it *survive*.
+
+- ``profiles``: which modules each profile mutates and the tests that judge them, and the goals;
+- ``workspace``: the copy of the tree mutmut works in (under ``.kvproof-mutate/``) and its config;
+- ``driver``: mutmut run as a subprocess in that copy, a shard's mutant names, the results read back;
+- ``ttd``: the pytest plugin that records how long each mutant took to be detected;
+- ``equivalents``: the reviewed list of mutants that change nothing (docs/mutation-equivalents.toml);
+- ``scores``: the score per module, the survivors with their diffs, the gaps, and the JSON.
+
+Source: kvproof issue 14 ("Mutation testing").
+"""

@@ -1,0 +1,196 @@
+"""mutmut run as a subprocess in the workspace, one shard's mutants, and the verdicts read back.
+
+``run_mutation`` builds a fresh workspace, and then:
+
+1. for a shard other than the whole run, generates the mutants first (mutmut's own generation
+   step, in a short child process), lists every mutant name of the targets, and keeps the
+   shard's (``scores.sharded_names``: sorted, the ``i``-th when ``i % N == K-1``), so the shards
+   of a CI matrix partition the mutants;
+2. runs ``python -m mutmut run --max-children J [NAMES...]`` in the workspace, its output going to
+   ``mutmut.log`` there, with ``KVPROOF_TTD_FILE`` set so the ``ttd`` plugin records each mutant;
+3. reads each target's ``.meta`` file (also after the time limit stopped mutmut: the mutants it
+   had not reached read "not checked", and the report fails saying the run was stopped) (exit code and duration per mutant), joins the times to
+   detection, and asks mutmut (one more child) for the survivors' diffs.
+
+Every child runs in its own process group with a parent-death signal
+(``harness.process_guard.spawn_guarded``), and the whole group is killed when the child ends,
+times out or the caller is interrupted: no mutmut worker outlives the call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...spec.errors import KvProofError
+from ..harness.process_guard import GUARD, spawn_guarded
+from ..harness.shards import WHOLE, Shard
+from . import workspace as ws
+from .equivalents import Equivalent, function_hash, split_equivalents
+from .profiles import Target
+from .scores import SURVIVED, Mutant, Report, join_ttd, sharded_names, status_of
+from .ttd import TTD_FILE_ENV
+
+
+class MutateError(KvProofError, RuntimeError):
+    """mutmut is not installed, failed (its clean test run failed, say), or ran past the time limit."""
+
+
+class MutateTimeout(MutateError):
+    """A child ran past the time limit (and was killed with its whole group)."""
+
+
+def mutmut_unavailable() -> str | None:
+    """Why mutmut cannot run here (None when it imports)."""
+    if importlib.util.find_spec("mutmut") is None:
+        return "mutmut is not installed (pip install 'kvproof[mutate]', which pins mutmut 3.8.1)"
+    return None
+
+
+GENERATE = """
+import json, os, sys
+from pathlib import Path
+from mutmut.__main__ import copy_src_dir, copy_also_copy_files, setup_source_paths, create_mutants
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.utils.file_utils import walk_mutatable_files
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir(); copy_also_copy_files(); setup_source_paths(); create_mutants(int(sys.argv[1]))
+names = {}
+for path in walk_mutatable_files():
+    m = SourceFileMutationData(path=path); m.load(); names[str(path)] = sorted(m.exit_code_by_key)
+print("KVPROOF-NAMES " + json.dumps(names))
+"""
+"""The generation step of ``mutmut run`` (mutmut 3.8.1's own functions), then every mutant name by file."""
+
+DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+print("KVPROOF-DIFFS " + json.dumps({name: get_diff_for_mutant(name) for name in sys.argv[1:]}))
+"""
+
+
+def run_child(cmd: Sequence[str], cwd: Path, log: Path, env: dict[str, str], timeout: float | None) -> tuple[int, str]:
+    """Run ``cmd`` in its own guarded process group, output appended to ``log``; kill the group whatever happens."""
+    with log.open("a") as out:
+        out.write(f"\n$ {' '.join(cmd[:6])}{' ...' if len(cmd) > 6 else ''}\n")
+        out.flush()
+        proc = spawn_guarded(list(cmd), cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            rc = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise MutateTimeout(f"{cmd[2] if len(cmd) > 2 else cmd[0]} ran past {timeout:.0f} s; see {log}") from None
+        finally:
+            GUARD.kill(proc, grace=2.0)  # the leader has ended or is ended now; its workers go with the group
+    return rc, log.read_text()
+
+
+def marked_json(text: str, marker: str) -> dict:
+    for line in reversed(text.splitlines()):
+        if line.startswith(marker + " "):
+            return json.loads(line[len(marker) + 1:])
+    raise MutateError(f"mutmut's helper printed no {marker} line")
+
+
+@dataclass
+class Run:
+    """What ``run_mutation`` did: the report, the workspace, the names run, and the seconds it took."""
+
+    report: Report
+    workspace: ws.Workspace
+    names: list[str]
+    seconds: float
+    log: Path
+
+
+def child_env(workspace: ws.Workspace) -> dict[str, str]:
+    env = dict(os.environ)
+    env[TTD_FILE_ENV] = str(workspace.ttd_file)
+    env.setdefault("KVPROOF_PROFILE", "ci")  # the suite's deterministic profile, whatever the caller's shell says
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_children: int = 1,
+                 equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
+                 work: Path | None = None, pytest_args: Sequence[str] = (),
+                 say: Callable[[str], None] = lambda _: None) -> Run:
+    """Mutate ``targets`` in a fresh workspace and judge them (see the module's docstring)."""
+    why = mutmut_unavailable()
+    if why:
+        raise MutateError(why)
+    started = time.monotonic()
+    workspace = ws.build(root, targets, pytest_args, work)
+    log = workspace.path / "mutmut.log"
+    env = child_env(workspace)
+    python = sys.executable
+    deadline = None if timeout is None else started + timeout
+
+    def left() -> float | None:
+        return None if deadline is None else max(1.0, deadline - time.monotonic())
+
+    names: list[str] = []
+    if not shard.whole:
+        say(f"generating mutants to pick shard {shard}")
+        rc, text = run_child([python, "-c", GENERATE, str(max_children)], workspace.path, log, env, left())
+        if rc != 0:
+            raise MutateError(f"mutmut's mutant generation failed (exit {rc}); see {log}")
+        names = sharded_names((n for file in marked_json(text, "KVPROOF-NAMES").values() for n in file), shard)
+        if not names:
+            return Run(Report([]), workspace, [], time.monotonic() - started, log)
+    say(f"mutmut run in {workspace.path} ({len(names) if names else 'all'} mutants, {max_children} children; log {log})")
+    stopped = None
+    try:
+        rc, text = run_child([python, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
+                             workspace.path, log, env, left())
+    except MutateTimeout as exc:
+        stopped = str(exc)  # what mutmut had judged stands; the rest reads "not checked" and fails the run
+    else:
+        if rc != 0:
+            tail = "\n".join(text.splitlines()[-15:])
+            raise MutateError(f"mutmut run failed (exit {rc}); see {log}; its last lines:\n{tail}")
+    mutants = read_results(workspace, root, set(names) if names else None)
+    join_ttd(mutants, read_ttd(workspace.ttd_file))
+    survivors = [m.name for m in mutants if m.status == SURVIVED]
+    valid, stale = split_equivalents(equivalents, {m.name: m.function_hash for m in mutants})
+    for m in mutants:
+        m.equivalent = valid.get(m.name)
+    if survivors:
+        rc, text = run_child([python, "-c", DIFFS, *survivors], workspace.path, log, env, None if stopped else left())
+        diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
+        for m in mutants:
+            m.diff = diffs.get(m.name, "") or m.diff
+    return Run(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log)
+
+
+def read_results(workspace: ws.Workspace, root: Path, only: set[str] | None) -> list[Mutant]:
+    """Every mutant of the workspace's targets from mutmut's ``.meta`` files (only the names in ``only``, if given)."""
+    mutants = []
+    for target in workspace.targets:
+        meta_path = workspace.meta_of(target)
+        if not meta_path.is_file():
+            raise MutateError(f"mutmut wrote no results for {target.module} (no {meta_path})")
+        meta = json.loads(meta_path.read_text())
+        durations = meta.get("durations_by_key", {})
+        for name, code in meta["exit_code_by_key"].items():
+            if only is not None and name not in only:
+                continue
+            seconds = durations.get(name)
+            mutants.append(Mutant(name, target.module, code, None if seconds is None else round(float(seconds), 4),
+                                  function_hash=function_hash(root, name)))
+    return mutants
+
+
+def read_ttd(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+__all__ = ["MutateError", "Run", "mutmut_unavailable", "run_mutation", "status_of"]

@@ -1,0 +1,195 @@
+"""The mutation report: each mutant's verdict, the score per module and per layer, the goals.
+
+A mutant is
+
+- **killed** when a test failed with it in place (mutmut's exit codes 1 and 3), or when its tests
+  ran past mutmut's time limit (**timeout**: the suite did not pass, as Stryker counts it too);
+- **survived** when its tests all passed (exit code 0): a change the suite did not notice;
+- **equivalent** when it survived and is listed, still current, in the reviewed equivalents file;
+- **no tests** when no selected test reaches its function (exit codes 33 and 5): a *gap*, shown
+  in its own column and never counted as killed, nor in the score;
+- anything else (not checked, suspicious, segfault, skipped) is **other**, which fails the run.
+
+``score = killed / (killed + survived)``, equivalents left out of ``survived``. A layer passes when
+its score meets ``GOALS``; a layer whose mutants were all gaps has no score and does not pass.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .equivalents import Equivalent
+from .profiles import GOALS
+
+KILLED, SURVIVED, EQUIVALENT, NO_TESTS, TIMEOUT, OTHER = "killed", "survived", "equivalent", "no tests", "timeout", "other"
+
+STATUS_BY_EXIT_CODE: dict[int | None, str] = {1: KILLED, 3: KILLED, 0: SURVIVED, 33: NO_TESTS, 5: NO_TESTS,
+                                              36: TIMEOUT, 24: TIMEOUT, -24: TIMEOUT, 152: TIMEOUT, 255: TIMEOUT}
+"""mutmut 3.8.1's exit codes (mutmut/stats.py), read into this report's verdicts; the rest is OTHER."""
+
+
+def status_of(exit_code: int | None) -> str:
+    return STATUS_BY_EXIT_CODE.get(exit_code, OTHER)
+
+
+@dataclass
+class Mutant:
+    """One mutant's verdict; ``diff`` is filled for survivors, ``ttd_s`` for the killed that the plugin saw."""
+
+    name: str
+    module: str  # the checkout path, spec/coverage.py
+    exit_code: int | None
+    seconds: float | None = None
+    ttd_s: float | None = None
+    first_fail: str | None = None
+    diff: str = ""
+    function_hash: str | None = None
+    equivalent: Equivalent | None = None
+
+    @property
+    def status(self) -> str:
+        status = status_of(self.exit_code)
+        return EQUIVALENT if status == SURVIVED and self.equivalent is not None else status
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": self.name, "module": self.module, "status": self.status, "exit_code": self.exit_code,
+                                "seconds": self.seconds, "ttd_s": self.ttd_s, "first_fail": self.first_fail,
+                                "function_hash": self.function_hash}
+        if self.diff:
+            body["diff"] = self.diff
+        if self.equivalent is not None:
+            body["equivalent_reason"] = self.equivalent.reason
+        return body
+
+
+@dataclass
+class Tally:
+    """Counts of one module or layer."""
+
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, status: str) -> None:
+        self.counts[status] = self.counts.get(status, 0) + 1
+
+    def __getitem__(self, status: str) -> int:
+        return self.counts.get(status, 0)
+
+    @property
+    def detected(self) -> int:
+        return self[KILLED] + self[TIMEOUT]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def score(self) -> float | None:
+        """killed (timeouts included) / (killed + survived); None when no mutant was judged."""
+        judged = self.detected + self[SURVIVED]
+        return self.detected / judged if judged else None
+
+    def row(self) -> tuple[Any, ...]:
+        score = self.score
+        return (self.name, self.total, self[KILLED], self[TIMEOUT], self[SURVIVED], self[EQUIVALENT], self[NO_TESTS],
+                self[OTHER], "-" if score is None else f"{100 * score:.1f}%")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "total": self.total, **{k.replace(" ", "_"): self[k] for k in
+                (KILLED, TIMEOUT, SURVIVED, EQUIVALENT, NO_TESTS, OTHER)}, "score": self.score}
+
+
+HEADERS = ("module", "mutants", "killed", "timeout", "survived", "equivalent", "no tests (gap)", "other", "score")
+
+
+def layer_of(module: str) -> str:
+    return module.split("/", 1)[0]
+
+
+def tally(mutants: Iterable[Mutant], key: str) -> list[Tally]:
+    """Tallies by module (``key="module"``) or by layer (``key="layer"``), in name order."""
+    by: dict[str, Tally] = {}
+    for m in mutants:
+        name = m.module if key == "module" else layer_of(m.module)
+        by.setdefault(name, Tally(name)).add(m.status)
+    return [by[k] for k in sorted(by)]
+
+
+def median_ttd(mutants: Iterable[Mutant]) -> float | None:
+    """The median time to detection over the killed mutants the plugin timed (None: none timed)."""
+    times = [m.ttd_s for m in mutants if m.status == KILLED and m.ttd_s is not None]
+    return statistics.median(times) if times else None
+
+
+def sharded_names(names: Iterable[str], shard: Any) -> list[str]:
+    """The mutant names shard ``K/N`` owns: all names sorted, the ``i``-th kept when ``i % N == K-1``."""
+    return [name for i, name in enumerate(sorted(set(names))) if shard.owns(i)]
+
+
+@dataclass
+class Report:
+    """A run's verdicts and what follows from them."""
+
+    mutants: list[Mutant]
+    goals: Mapping[str, float] = field(default_factory=lambda: dict(GOALS))
+    stale: list[Equivalent] = field(default_factory=list)
+    stopped: str | None = None  # why the run ended early (the time limit), if it did
+
+    @property
+    def modules(self) -> list[Tally]:
+        return tally(self.mutants, "module")
+
+    @property
+    def layers(self) -> list[Tally]:
+        return tally(self.mutants, "layer")
+
+    def of(self, *statuses: str) -> list[Mutant]:
+        return sorted((m for m in self.mutants if m.status in statuses), key=lambda m: m.name)
+
+    def failures(self) -> list[str]:
+        """Why the run does not meet its goals, one line each (empty: it does)."""
+        problems = []
+        if self.stopped:
+            problems.append(f"the run was stopped before every mutant was judged: {self.stopped}")
+        if not self.mutants:
+            problems.append("no mutants were run")
+        for layer in self.layers:
+            goal, score = self.goals.get(layer.name), layer.score
+            if goal is None:
+                continue
+            if score is None:
+                problems.append(f"{layer.name}/: no mutant was judged ({layer[NO_TESTS]} without tests): no score")
+            elif score < goal:
+                problems.append(f"{layer.name}/: score {100 * score:.1f}% is below the goal {100 * goal:.0f}% "
+                                f"({layer[SURVIVED]} survivors)")
+        others = self.of(OTHER)
+        if others:
+            problems.append(f"{len(others)} mutants have no verdict (not checked, suspicious or crashed), e.g. {others[0].name}")
+        return problems
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        return [t.row() for t in self.modules] + [(f"{t.name}/ (goal {100 * self.goals[t.name]:.0f}%)", *t.row()[1:])
+                                                  for t in self.layers if t.name in self.goals]
+
+    def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        ttd = median_ttd(self.mutants)
+        return {**(extra or {}), "passed": not self.failures(), "failures": self.failures(), "stopped": self.stopped,
+                "goals": dict(self.goals), "median_ttd_s": ttd,
+                "modules": [t.to_json() for t in self.modules], "layers": [t.to_json() for t in self.layers],
+                "survivors": [m.to_json() for m in self.of(SURVIVED)],
+                "equivalents": [m.to_json() for m in self.of(EQUIVALENT)],
+                "stale_equivalents": [e.__dict__ for e in self.stale],
+                "no_tests": [m.name for m in self.of(NO_TESTS)],
+                "mutants": [m.to_json() for m in sorted(self.mutants, key=lambda m: m.name)]}
+
+
+def join_ttd(mutants: Sequence[Mutant], lines: Iterable[Mapping[str, Any]]) -> None:
+    """Fill each mutant's time to detection from the plugin's JSON lines (the first line per mutant wins)."""
+    by_name = {m.name: m for m in mutants}
+    for line in lines:
+        m = by_name.get(str(line.get("mutant")))
+        if m is not None and m.ttd_s is None and line.get("ttd_s") is not None:
+            m.ttd_s, m.first_fail = float(line["ttd_s"]), line.get("first_fail")

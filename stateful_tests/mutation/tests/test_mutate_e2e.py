@@ -1,0 +1,79 @@
+"""mutmut run for real on one tiny module (spec/arith.py, ten mutants), with a killer and a blind test.
+
+The killer test file checks each operation; the blind one calls each and checks nothing, the
+negative control: every mutant it reaches must survive, so a report that counted reached
+mutants as killed, or read the wrong results file, fails here. About 25 s on 2 cores.
+
+Without mutmut (the [mutate] extra) the test skips visibly, and fails under
+``KVPROOF_REQUIRE_MUTMUT=1``, as ``.ci/run`` sets.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, run_mutation
+from kvproof.stateful_tests.mutation.equivalents import Equivalent, split_equivalents
+from kvproof.stateful_tests.mutation.profiles import Target
+from kvproof.stateful_tests.mutation.scores import KILLED, NO_TESTS, SURVIVED, Report
+from kvproof.stateful_tests.mutation.workspace import WORK_ROOT
+
+ROOT = Path(__file__).resolve().parents[3]
+HERE = "stateful_tests/mutation/tests/"
+
+
+@pytest.fixture(scope="module")
+def mutmut_here():
+    why = mutmut_unavailable()
+    if why:
+        if os.environ.get("KVPROOF_REQUIRE_MUTMUT"):
+            pytest.fail(f"KVPROOF_REQUIRE_MUTMUT is set but {why}")
+        pytest.skip(why)
+
+
+def processes_in(folder: Path) -> list[int]:
+    """Live processes whose working directory is inside ``folder`` (mutmut's children run there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")).is_relative_to(folder):
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def mutate_arith(tests: str, work: Path):
+    return run_mutation(ROOT, [Target("spec/arith.py", (HERE + tests,))], max_children=2, timeout=120, work=work)
+
+
+def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(mutmut_here):
+    work = ROOT / WORK_ROOT / f"e2e-{os.getpid()}"
+    try:
+        run = mutate_arith("arith_killer.py", work / "killer")
+        report = run.report
+        assert len(report.mutants) >= 5 and all(m.module == "spec/arith.py" for m in report.mutants)
+        killed, survivors = report.of(KILLED), report.of(SURVIVED)
+        assert len(killed) >= 5 and not report.of(NO_TESTS)
+        assert all(m.ttd_s is not None and m.ttd_s < 30 for m in killed), "the ttd plugin timed every kill"
+        assert all(m.diff.startswith("--- src/kvproof/spec/arith.py") for m in survivors)
+        # what survives real checks is min's and max's `<=` / `>=` made strict: at a == b both branches give a
+        assert {m.diff.splitlines()[-1].strip() for m in survivors} <= {"+    return a if a < b else b", "+    return a if a > b else b"}
+        # listed as reviewed equivalents (with the function's current hash) they leave the score: 100%
+        entries = [Equivalent(m.name, str(m.function_hash), "strict comparison, same value at a == b") for m in survivors]
+        valid, stale = split_equivalents(entries, {m.name: m.function_hash for m in report.mutants})
+        for m in report.mutants:
+            m.equivalent = valid.get(m.name)
+        assert not stale and Report(report.mutants).modules[0].score == 1.0
+        assert not processes_in(work), "a mutmut process outlived the run"
+
+        blind = mutate_arith("arith_blind.py", work / "blind").report
+        assert {m.name for m in blind.mutants} == {m.name for m in report.mutants}
+        assert not blind.of(KILLED) and len(blind.of(SURVIVED)) == len(blind.mutants), "the negative control killed something"
+        assert blind.modules[0].score == 0.0 and blind.failures()
+        assert not processes_in(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

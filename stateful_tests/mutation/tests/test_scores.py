@@ -1,0 +1,184 @@
+"""The mutation report's arithmetic, without running mutmut: verdicts, scores, gaps, goals, equivalents, shards."""
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kvproof.stateful_tests.harness.shards import Shard
+from kvproof.stateful_tests.mutation.equivalents import (
+    Equivalent,
+    EquivalentsError,
+    MutantName,
+    function_hash,
+    function_source,
+    load_equivalents,
+    parse_equivalents,
+    split_equivalents,
+)
+from kvproof.stateful_tests.mutation.profiles import GOALS, MutateProfileError, ci_tests, targets_for
+from kvproof.stateful_tests.mutation.scores import (
+    EQUIVALENT,
+    KILLED,
+    NO_TESTS,
+    SURVIVED,
+    Mutant,
+    Report,
+    join_ttd,
+    median_ttd,
+    sharded_names,
+    status_of,
+)
+from kvproof.stateful_tests.mutation.workspace import mutmut_config
+
+ROOT = Path(__file__).resolve().parents[3]
+COV = "kvproof.spec.coverage.x_raised_cutoff__mutmut_"
+
+
+def mutants(module, killed=0, survived=0, no_tests=0, timeout=0):
+    out, n = [], 0
+    for code, count in ((1, killed), (0, survived), (33, no_tests), (36, timeout)):
+        for _ in range(count):
+            n += 1
+            out.append(Mutant(f"kvproof.{module.removesuffix('.py').replace('/', '.')}.x_f__mutmut_{n}", module, code))
+    return out
+
+
+def test_exit_codes_map_to_verdicts():
+    assert [status_of(c) for c in (1, 3, 0, 33, 5, 36, -24, None, 35, -11)] == [
+        KILLED, KILLED, SURVIVED, NO_TESTS, NO_TESTS, "timeout", "timeout", "other", "other", "other"]
+
+
+def test_score_is_killed_over_killed_and_survived_with_gaps_apart():
+    report = Report(mutants("spec/a.py", killed=19, survived=1, no_tests=30))
+    (row,) = report.modules
+    assert row.score == pytest.approx(0.95)  # the 30 gaps are neither killed nor in the denominator
+    assert row[NO_TESTS] == 30 and row.total == 50
+    assert report.failures() == []
+    assert "no tests (gap)" in __import__("kvproof.stateful_tests.mutation.scores", fromlist=["HEADERS"]).HEADERS
+
+
+def test_gaps_never_count_as_killed():
+    """Negative control: a module whose mutants no test reaches has no score and fails its layer."""
+    report = Report(mutants("spec/a.py", no_tests=10))
+    assert report.modules[0].score is None
+    assert any("no mutant was judged" in f for f in report.failures())
+
+
+def test_goals_per_layer():
+    report = Report(mutants("spec/a.py", killed=94, survived=6) + mutants("impl/b.py", killed=9, survived=1))
+    failures = report.failures()
+    assert len(failures) == 1 and failures[0].startswith("spec/: score 94.0% is below the goal 95%")
+    assert GOALS == {"spec": 0.95, "reference": 0.95, "impl": 0.90}
+    assert [t.name for t in report.layers] == ["impl", "spec"]
+
+
+def test_timeouts_count_as_detected_and_unjudged_mutants_fail_the_run():
+    report = Report(mutants("spec/a.py", killed=9, timeout=1))
+    assert report.modules[0].score == 1.0 and not report.failures()
+    broken = Report([*mutants("spec/a.py", killed=10), Mutant("kvproof.spec.a.x_g__mutmut_1", "spec/a.py", None)])
+    assert any("no verdict" in f for f in broken.failures())
+    assert any("no mutants" in f for f in Report([]).failures())
+    stopped = Report(mutants("spec/a.py", killed=10), stopped="mutmut ran past 60 s")
+    assert stopped.failures() == ["the run was stopped before every mutant was judged: mutmut ran past 60 s"]
+
+
+def test_a_listed_equivalent_leaves_the_score_only_while_current():
+    survivor = Mutant(COV + "7", "spec/coverage.py", 0, function_hash="aaa")
+    others = mutants("spec/coverage.py", killed=19)
+    entry = Equivalent(COV + "7", "aaa", "c >= n and c > n agree")
+    valid, stale = split_equivalents([entry], {survivor.name: "aaa"})
+    survivor.equivalent = valid.get(survivor.name)
+    report = Report([survivor, *others])
+    assert survivor.status == EQUIVALENT and report.modules[0].score == 1.0 and not stale
+    # the function was edited: its hash changed, the entry is stale and the survivor counts again
+    valid, stale = split_equivalents([entry], {survivor.name: "bbb"})
+    survivor.equivalent = valid.get(survivor.name)
+    assert survivor.status == SURVIVED and stale == [entry]
+    assert Report([survivor, *others]).modules[0].score == pytest.approx(19 / 20)
+
+
+def test_a_killed_mutant_is_never_made_equivalent():
+    killed = Mutant(COV + "1", "spec/coverage.py", 1, equivalent=Equivalent(COV + "1", "x", "listed by mistake"))
+    assert killed.status == KILLED
+
+
+def test_mutant_names_parse():
+    assert MutantName.parse(COV + "7") == MutantName("kvproof.spec.coverage", None, "raised_cutoff", 7)
+    method = MutantName.parse("kvproof.spec.coverage.xǁEdgeStateǁ__repr____mutmut_2")
+    assert (method.cls, method.function, method.number, method.qualname) == ("EdgeState", "__repr__", 2, "EdgeState.__repr__")
+    assert method.source_path(ROOT) == ROOT / "spec" / "coverage.py"
+    for bad in ("kvproof.spec.coverage.raised_cutoff", "x_f__mutmut_1", "kvproof.spec.f__mutmut_x"):
+        with pytest.raises(EquivalentsError):
+            MutantName.parse(bad)
+
+
+def test_function_hash_follows_the_function_text():
+    source = "class C:\n    def f(self):\n        return 1\n\ndef g(x):\n    return x\n"
+    assert function_source(source, "C", "f") == "def f(self):\n        return 1"
+    assert function_source(source, None, "g") == "def g(x):\n    return x"
+    assert function_source(source, None, "f") is None and function_source(source, "D", "f") is None
+    assert function_hash(ROOT, COV + "1") == function_hash(ROOT, COV + "99")  # one hash per function
+    assert function_hash(ROOT, COV + "1") != function_hash(ROOT, "kvproof.spec.coverage.x_covered_by__mutmut_1")
+    assert function_hash(ROOT, "kvproof.spec.nosuch.x_f__mutmut_1") is None
+
+
+def test_the_equivalents_file_parses_and_every_entry_has_a_reason(tmp_path):
+    text = textwrap.dedent(f'''
+        [[equivalent]]
+        mutant = "{COV}7"
+        function_hash = "abc"
+        reason = "both branches give n"
+    ''')
+    assert parse_equivalents(text) == [Equivalent(COV + "7", "abc", "both branches give n")]
+    with pytest.raises(EquivalentsError, match="reason"):
+        parse_equivalents(text.replace('reason = "both branches give n"', 'reason = ""'))
+    assert load_equivalents(tmp_path) == []  # no file: nothing set aside
+    for entry in load_equivalents(ROOT):  # the checkout's reviewed file: well-formed and current
+        assert entry.reason and function_hash(ROOT, entry.mutant) == entry.function_hash, entry.mutant
+
+
+def test_shards_partition_the_mutant_names():
+    names = [f"kvproof.spec.m.x_f__mutmut_{i}" for i in range(23)]
+    shards = [sharded_names(reversed(names), Shard(k, 4)) for k in range(1, 5)]
+    assert sorted(n for s in shards for n in s) == sorted(names)
+    assert not set(shards[0]) & set(shards[1])
+    assert sharded_names(names, Shard(1, 1)) == sorted(names)
+    assert sharded_names(names[:2], Shard(3, 3)) == []  # an empty shard is harmless
+
+
+def test_time_to_detection_joins_and_takes_the_median():
+    ms = mutants("spec/a.py", killed=3, survived=1)
+    join_ttd(ms, [{"mutant": ms[0].name, "ttd_s": 0.2, "first_fail": "t::a"}, {"mutant": ms[1].name, "ttd_s": 0.4},
+                  {"mutant": ms[2].name, "ttd_s": 0.9}, {"mutant": ms[3].name, "ttd_s": None}, {"mutant": "other", "ttd_s": 5}])
+    assert ms[0].first_fail == "t::a" and median_ttd(ms) == pytest.approx(0.4)
+    assert median_ttd(mutants("spec/a.py", survived=2)) is None
+
+
+def test_json_report_lists_survivors_with_diffs_and_gaps():
+    ms = mutants("spec/a.py", killed=1, survived=1, no_tests=1)
+    ms[1].diff = "-a\n+b"
+    body = json.loads(json.dumps(Report(ms).to_json({"profile": "quick"})))
+    assert body["profile"] == "quick" and body["passed"] is False
+    assert [s["diff"] for s in body["survivors"]] == ["-a\n+b"] and body["no_tests"] == [ms[2].name]
+    assert body["modules"][0]["no_tests"] == 1 and body["modules"][0]["score"] == 0.5
+
+
+def test_profiles_name_real_files_and_the_config_selects_them():
+    quick = targets_for("quick", ROOT)
+    assert quick and all(t.layer == "spec" for t in quick)
+    assert targets_for("quick", ROOT, ["impl"]) == ()
+    tests = ci_tests(ROOT)
+    assert tests and not any("soak" in t or "stress" in t or "oracle" in t for t in tests)
+    spec_tests = ci_tests(ROOT, "spec")
+    assert "stateful_tests/tree/tests/test_spec_coverage.py" in spec_tests and "stateful_tests/tree/tests/test_laws.py" in spec_tests
+    assert not any("test_impl_" in t or "test_reference_" in t for t in spec_tests) and set(spec_tests) < set(tests)
+    ci = targets_for("ci", ROOT, ["reference"])
+    assert {t.module for t in ci} >= {"reference/radix_tree.py"} and all(t.layer == "reference" for t in ci)
+    config = mutmut_config(quick)
+    assert 'only_mutate = ["src/kvproof/spec/coverage.py"' in config and "kvproof.stateful_tests.mutation.ttd" in config
+    with pytest.raises(MutateProfileError):
+        targets_for("deep", ROOT)
+    with pytest.raises(MutateProfileError):
+        targets_for("quick", ROOT, ["proofs"])

@@ -197,3 +197,15 @@ def test_fuzz_over_two_processes_counts_what_one_process_counts():
     task = FuzzTask(30, 5, ("reference", "impl"), None)
     one, two = fuzz_sharded(task), fuzz_sharded(task, processes=2)
     assert (two.inputs, two.outcomes, two.known, two.ordinals) == (one.inputs, one.outcomes, one.known, one.ordinals)
+
+
+def test_fuzz_catches_a_malformed_block_entry_raising_an_untyped_error(monkeypatch):
+    """Negative control (issue 14's named change): the decoder reading a block's fields by plain indexing, so a block
+    without ``tokens_hash`` raises ``KeyError`` instead of ``MalformedEvent``; the ci profile's fuzz budget finds it."""
+    from kvproof.spec import events
+    from kvproof.stateful_tests.fuzz.campaign import fuzz
+    from kvproof.stateful_tests.harness.profiles import profile_named
+
+    monkeypatch.setattr(events, "_field", lambda obj, key, path: obj[key])
+    report = fuzz(profile_named("ci").tree.fuzz_inputs, 1, ("reference", "impl"), None)
+    assert report.problems and "KeyError" in report.problems[0].line()

@@ -58,7 +58,7 @@ DEEPINFER = "stateful_tests/deepinfer/tests/"
 SEQUENCES = "stateful_tests/sequences/tests/"
 
 QUICK = (
-    Target("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py")),
+    Target("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py")),
     Target("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
     Target("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
 )

@@ -78,3 +78,34 @@ def test_one_decode_worker_absorbs_the_prefill_saving():
 def test_bad_configuration_is_a_typed_error(change, error):
     with pytest.raises(error):
         simulate(replace(ServiceConfig(), **change))
+
+
+COUNTS = ("requests", "prompt", "hit", "match_units", "transfer")
+POSITIVE = ("prefill_rate", "prefill_workers", "decode_workers", "decode_units")
+
+
+def test_every_field_at_its_boundary_is_in_the_domain():
+    """Counts may be 0, rates and pools 1; a hit equal to the prompt; same-rank decode with exactly one worker per prefill."""
+    ServiceConfig(**dict.fromkeys(COUNTS, 0), **dict.fromkeys(POSITIVE, 1)).check()
+    ServiceConfig(prompt=512, hit=512).check()
+    ServiceConfig(prefill_workers=2, decode_workers=2, decode_policy="same-rank").check()
+
+
+@pytest.mark.parametrize("name", COUNTS + POSITIVE)
+def test_a_field_below_its_domain_is_refused_by_name(name):
+    minimum = 1 if name in POSITIVE else 0
+    with pytest.raises(InvalidQuantity, match=rf"^{name} must be >= {minimum}, got {minimum - 1}$"):
+        replace(ServiceConfig(), **{name: minimum - 1}).check()
+    with pytest.raises(InvalidQuantityType, match=rf"^{name} must be an integer"):
+        replace(ServiceConfig(), **{name: 1.0}).check()
+
+
+def test_each_cross_field_rule_says_which_it_is():
+    with pytest.raises(InvalidQuantity, match=r"^hit 513 exceeds prompt 512$"):
+        ServiceConfig(prompt=512, hit=513).check()
+    with pytest.raises(InvalidQuantity, match=r"^shared must be a bool, got 1$"):
+        ServiceConfig(shared=1).check()  # type: ignore[arg-type]
+    with pytest.raises(InvalidQuantity, match=r"^unknown decode policy 'random'$"):
+        ServiceConfig(decode_policy="random").check()  # type: ignore[arg-type]
+    with pytest.raises(InvalidQuantity, match=r"^same-rank decode needs a decode worker per prefill worker$"):
+        ServiceConfig(prefill_workers=3, decode_workers=2, decode_policy="same-rank").check()

@@ -1,5 +1,7 @@
 """Named tests of spec.coverage: each rule with its source's worked values."""
 
+import pytest
+
 from kvproof.spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, promote, removal_cutoff, remove_at
 from kvproof.spec.primitives import Block, FrozenMap, Rank
 
@@ -68,3 +70,57 @@ def test_edge_state_repr_names_blocks_holders_and_cutoffs():
     state = EdgeState((Block(1, 100), Block(2, 200)), frozenset({Rank(7, 0)}), FrozenMap({Rank(8, 1): 1}))
     assert repr(state) == "EdgeState(edge=[(1, 100), (2, 200)], full_edge_workers={(7, 0)}, worker_cutoffs={(8, 1): 1})"
     assert repr(EdgeState((Block(3, 300),))) == "EdgeState(edge=[(3, 300)], full_edge_workers=set(), worker_cutoffs={})"
+
+
+EDGE_POSITIONS = {10: 0, 11: 1, 12: 2, 13: 3, 14: 4}  # an edge of five blocks, by external hash
+
+
+def run_of(hashes, cutoff=5, i=0, same_node=lambda h: True):
+    from kvproof.spec.coverage import removal_run
+
+    return removal_run(tuple(hashes), i, EDGE_POSITIONS, cutoff, same_node)
+
+
+@pytest.mark.parametrize(
+    "hashes, cutoff, i, expected",
+    [
+        ((14, 13, 12), 5, 0, (3, 2)),  # a chain listed tail first: one cut at its lowest position
+        ((10, 12, 11), 5, 0, (3, 0)),  # any order on the node: the cut at the minimum
+        ((14, 13, 14, 12), 5, 0, (2, 3)),  # a hash already in the run ends it
+        ((14, 99, 12), 5, 0, (1, 4)),  # a hash not on the edge ends it
+        ((12, 13), 3, 0, (1, 2)),  # a hash at the cutoff is not covered: it ends the run
+        ((12, 11), 3, 0, (2, 1)),  # one below the cutoff is covered: absorbed
+        ((13, 12), 3, 0, (1, 3)),  # an uncovered first hash is a run of itself
+        ((99, 14, 13), 5, 1, (3, 3)),  # a run may start anywhere in the batch
+    ],
+)
+def test_removal_run_absorbs_covered_following_hashes_of_the_node_and_cuts_at_the_lowest(hashes, cutoff, i, expected):
+    assert run_of(hashes, cutoff, i) == expected
+
+
+def test_removal_run_stops_at_a_hash_of_another_node():
+    assert run_of((14, 13, 12), same_node=lambda h: h != 13) == (1, 4)
+
+
+def test_removal_run_starts_on_the_edge():
+    with pytest.raises(AssertionError, match=r"^the run starts at a hash on the node's edge"):
+        run_of((99, 14))
+
+
+def test_a_removal_batch_reports_the_first_hash_the_rank_did_not_hold():
+    """Every held hash is removed first; then the first not held is named (E4, E39)."""
+    from kvproof.spec.coverage import remove_batch
+    from kvproof.spec.errors import BlockNotFound
+
+    removed = []
+
+    def remove_from(i, scrubbed):
+        h = (7, 5, 8, 6)[i]
+        if h in (5, 6):
+            return None
+        removed.append(h)
+        return 1
+
+    with pytest.raises(BlockNotFound, match=r"block 5 "):
+        remove_batch(Rank(1, 0), (7, 5, 8, 6), remove_from)
+    assert removed == [7, 8]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from ..harness.optional import skip_or_fail
 
 
 @pytest.fixture(scope="session")
@@ -12,11 +12,7 @@ def slot_tracker_oracle():
     """Skip visibly when ``python -m dynamo.slot_tracker`` (or pyzmq / msgpack) is missing; fail under KVPROOF_REQUIRE_DYNAMO=1."""
     from kvproof.stateful_tests.sequences.oracle import oracle_unavailable
 
-    reason = oracle_unavailable()
-    if reason:
-        if os.environ.get("KVPROOF_REQUIRE_DYNAMO"):
-            pytest.fail(f"KVPROOF_REQUIRE_DYNAMO is set but the slot tracker oracle {reason}")
-        pytest.skip(reason)
+    skip_or_fail(oracle_unavailable(), "KVPROOF_REQUIRE_DYNAMO", "the slot tracker oracle ")
     return True
 
 

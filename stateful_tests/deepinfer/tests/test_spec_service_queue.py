@@ -104,8 +104,8 @@ def test_each_cross_field_rule_says_which_it_is():
     with pytest.raises(InvalidQuantity, match=r"^hit 513 exceeds prompt 512$"):
         ServiceConfig(prompt=512, hit=513).check()
     with pytest.raises(InvalidQuantity, match=r"^shared must be a bool, got 1$"):
-        ServiceConfig(shared=1).check()  # type: ignore[arg-type]
+        ServiceConfig(shared=1).check()
     with pytest.raises(InvalidQuantity, match=r"^unknown decode policy 'random'$"):
-        ServiceConfig(decode_policy="random").check()  # type: ignore[arg-type]
+        ServiceConfig(decode_policy="random").check()
     with pytest.raises(InvalidQuantity, match=r"^same-rank decode needs a decode worker per prefill worker$"):
         ServiceConfig(prefill_workers=3, decode_workers=2, decode_policy="same-rank").check()

@@ -91,15 +91,10 @@ def test_conformance_over_two_processes_counts_what_one_process_counts():
 
 def test_the_ray_executor_gives_the_same_counts():
     """Ray tasks on a local ``ray.init()`` (the [ray] extra; skipped without it, a failure under ``KVPROOF_REQUIRE_RAY=1``, as in CI)."""
-    import os
-
+    from kvproof.stateful_tests.harness.optional import skip_or_fail
     from kvproof.stateful_tests.tree.conformance import conform_sharded
 
-    why = ray_unavailable()
-    if why:
-        if os.environ.get("KVPROOF_REQUIRE_RAY"):
-            pytest.fail(f"KVPROOF_REQUIRE_RAY is set: {why}")
-        pytest.skip(why)
+    skip_or_fail(ray_unavailable(), "KVPROOF_REQUIRE_RAY")
 
     task = conform_task(8)
     assert same_run(conform_sharded(task, processes=2, executor="ray"), conform_sharded(task))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from kvproof.stateful_tests.harness.optional import skip_or_fail
 from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, run_mutation
 from kvproof.stateful_tests.mutation.equivalents import Equivalent, split_equivalents
 from kvproof.stateful_tests.mutation.profiles import Target
@@ -26,11 +27,7 @@ HERE = "stateful_tests/mutation/tests/"
 
 @pytest.fixture(scope="module")
 def mutmut_here():
-    why = mutmut_unavailable()
-    if why:
-        if os.environ.get("KVPROOF_REQUIRE_MUTMUT"):
-            pytest.fail(f"KVPROOF_REQUIRE_MUTMUT is set but {why}")
-        pytest.skip(why)
+    skip_or_fail(mutmut_unavailable(), "KVPROOF_REQUIRE_MUTMUT")
 
 
 def processes_in(folder: Path) -> list[int]:

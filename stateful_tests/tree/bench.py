@@ -232,32 +232,20 @@ def _pool(threads: int) -> Callable[[], Any]:
     return make
 
 
-def _lanes() -> Any:
-    from ...impl.radix_tree import ConcurrentRadixTree
-
-    return targets.RoutedImpl(ConcurrentRadixTree(lanes=3), 3)
-
-
 def tree_factories() -> list[tuple[str, Callable[[], Any] | None, str]]:
     """(name, factory or None, note) of every tree the bench measures, in the table's order."""
-    from ...impl.radix_tree import ConcurrentRadixTree
-    from ...reference import RadixTree
+    from .memory import TREES
 
     trees: list[tuple[str, Callable[[], Any] | None, str]] = [
-        ("reference", RadixTree, ""),
-        ("impl (1 lane)", ConcurrentRadixTree, ""),
-        ("impl (3 lanes)", _lanes, "one lane per worker, one thread"),
+        ("reference", TREES["reference"][0], ""),
+        ("impl (1 lane)", TREES["impl (1 lane)"][0], ""),
+        ("impl (3 lanes)", TREES["impl (3 lanes)"][0], "one lane per worker, one thread"),
         ("pool x1", _pool(1), "events pipelined, one flush"),
-        ("pool x4", _pool(4), "events pipelined, one flush"),
+        ("pool x4", TREES["pool x4"][0], "events pipelined, one flush"),
     ]
     dynamo, reason = targets.dynamo_tree_factory()
     trees.append(("dynamo", dynamo, "" if dynamo else f"skipped: {reason}"))
     return trees
-
-
-MEMORY_NAMES = {"reference": "reference", "impl (1 lane)": "impl (1 lane)", "impl (3 lanes)": "impl (3 lanes)",
-                "pool x4": "pool x4", "dynamo": "dynamo"}
-"""The bench's trees that ``memory.TREES`` can rebuild in a child process (pool x1 is not one of them)."""
 
 
 def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
@@ -279,13 +267,13 @@ def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
 
 def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchReport:
     """Measure every tree on ``load``; bytes per cached block too when ``memory`` and the workload knows its pairs."""
-    from .memory import measure_workload
+    from .memory import TREES, measure_workload
 
     report = BenchReport(load.label, load.detail, load.events, len(load.queries), repeats)
     factories = tree_factories()
     rss: dict[str, float | None] = {}
     if memory and load.pairs:
-        names = tuple(MEMORY_NAMES[n] for n, f, _ in factories if f is not None and n in MEMORY_NAMES)
+        names = tuple(n for n, f, _ in factories if f is not None and n in TREES)  # pool x1 is not rebuilt there
         for row in measure_workload(load.ops, load.pairs, names, traced=False):
             rss[row.name] = row.rss_per_block
     for name, factory, note in factories:
@@ -293,7 +281,7 @@ def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchRepo
             report.rows.append(BenchRow(name, note=note))
             continue
         events, finds = measure(factory, load, repeats)
-        report.rows.append(BenchRow(name, events, finds, rss.get(MEMORY_NAMES.get(name, "")), note))
+        report.rows.append(BenchRow(name, events, finds, rss.get(name), note))
     if load.label == "trace":
         report.decode_us = decode_costs(load, repeats)
     return report

@@ -8,6 +8,9 @@ randomness, print_blob giving the replay decorator), the seed policy (``harness.
 under ``deep``, the tests marked ``slow`` (also ``--run-slow``). ``HYPOTHESIS_PROFILE`` still
 overrides the Hypothesis part alone (``debug`` is verbose).
 
+Every test runs inside ``seeding.history_free``: Hypothesis's draws for a test are then a function of
+its seed alone, not of which modules the process (a pytest-xdist worker, say) imported before it.
+
 Tests that need the real Dynamo package skip with the reason when it is absent; with
 ``KVPROOF_REQUIRE_DYNAMO=1`` (as ``.ci/run`` sets) they fail instead, so CI cannot pass
 a skipped conformance check off as a pass.
@@ -22,6 +25,7 @@ from hypothesis import HealthCheck, Verbosity, settings
 
 # The real slot tracker, started once per session for every test that needs it.
 from kvproof.stateful_tests.harness.profiles import profile_named
+from kvproof.stateful_tests.harness.seeding import history_free
 from kvproof.stateful_tests.sequences.fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
@@ -46,6 +50,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    with history_free():
+        return (yield)
 
 
 @pytest.fixture(scope="session")

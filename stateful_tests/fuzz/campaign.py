@@ -43,6 +43,7 @@ from ...spec.events import KvCacheEvent, Stored, encode_event
 from ...spec.primitives import Block, show
 from ..harness import targets
 from ..harness.files import write_json_atomically
+from ..harness.seeding import history_free
 from ..harness.shards import WHOLE, Shard, run_parts
 from ..harness.targets import canonical
 from . import codec, grammar
@@ -415,7 +416,8 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
          extra: dict[str, Callable[[], Any]] | None = None, shard: Shard = WHOLE) -> FuzzReport:
     """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it.
 
-    With ``shard`` K/N, every case is generated (the sequence is a function of the seed alone) but
+    With ``shard`` K/N, every case is generated (the sequence is a function of the seed alone,
+    ``seeding.history_free``, whatever process the shard lands in) but
     only those numbered ``i % N == K-1`` run, so the shards together run exactly the cases of the
     whole run (``harness.shards``); once a problem is found every shrinking candidate runs.
     """
@@ -448,7 +450,7 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
             raise AssertionError(problems[0].line())
 
     try:
-        with _quiet_hypothesis():
+        with _quiet_hypothesis(), history_free():
             one()
     except (AssertionError, HypothesisException, BaseExceptionGroup) as exc:
         if not report.problems:  # not a failure of ours: Hypothesis's own

@@ -11,6 +11,12 @@ machine and law is therefore run with an explicit seed (``hypothesis.seed``, whi
 - otherwise it is ``FIXED_SEED``.
 
 The gate passes its own ``--seed`` to the same helpers.
+
+A seed alone is not enough: Hypothesis (6.13x on) mixes into its draws the constants it finds in the
+source of every local module the process has imported, so the same seed drew other cases once
+another module had been loaded (found by ``kvproof bench shards``: fuzz shards in fresh processes
+did not add up to the whole run). ``history_free`` empties that pool for the length of a run;
+every helper here, and the fuzz campaign, runs inside it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from __future__ import annotations
 import os
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hypothesis import Phase, settings
@@ -44,10 +51,45 @@ def suite_seed() -> int:
     return FIXED_SEED
 
 
+class _NoConstants:
+    """A local-constant pool with nothing in it, for every choice type."""
+
+    def set_for_type(self, choice_type: object) -> tuple[()]:
+        return ()
+
+
+@contextmanager
+def history_free() -> Iterator[None]:
+    """Make the Hypothesis runs inside a function of their seed alone, whatever the process imported.
+
+    Law: the examples a seeded run draws do not depend on which modules were loaded before it
+    (``tests/test_seeding.py``, with the control that, outside, they do). Hypothesis's own global
+    constants, which are fixed, stay in play; only the pool read from local modules is emptied,
+    and its per-type cache is swapped for a fresh one and put back after, so nothing outside the
+    block is changed. A Hypothesis without the pool has nothing to pin.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis laid out otherwise
+        yield
+        return
+    if not (hasattr(providers, "_get_local_constants") and hasattr(providers, "CONSTANTS_CACHE")):
+        yield  # pragma: no cover - no pool in this Hypothesis
+        return
+    saved_get, saved_cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+    providers._get_local_constants = _NoConstants  # type: ignore[assignment]
+    providers.CONSTANTS_CACHE = {}  # type: ignore[assignment]  # read with `in`, [] and []= only, once the pool is ours
+    try:
+        yield
+    finally:
+        providers._get_local_constants, providers.CONSTANTS_CACHE = saved_get, saved_cache
+
+
 def run_machine(machine: type, the_settings: settings, seed: int | None = None) -> None:
     """Run a state machine class with an explicit seed (raises on a counterexample)."""
     hypothesis_seed(suite_seed() if seed is None else seed)(machine)
-    run_state_machine_as_test(machine, settings=the_settings)
+    with history_free():
+        run_state_machine_as_test(machine, settings=the_settings)
 
 
 def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None = None) -> None:
@@ -57,7 +99,8 @@ def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None
     second ``settings`` on the same function (``tree.laws.fresh`` and the sequence laws' factories
     build one per run).
     """
-    hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()
+    with history_free():
+        hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()
 
 
 def machine_settings(examples: int = 60, steps: int = 30) -> settings:

@@ -1325,37 +1325,55 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
 @click.option("--inputs", type=int, default=2000, show_default=True, help="fuzz cases of the campaign")
 @click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--suite", "suite_paths", default="stateful_tests/tree/tests", show_default=True,
+              help="test folders (space-separated, in the checkout) run by pytest alone and by pytest-xdist; '' for none")
 @json_option
-def bench_shards(streams: int, inputs: int, processes: int, executor: str, json_path: str | None) -> None:
+def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite_paths: str, json_path: str | None) -> None:
     """The campaigns run whole in one process, then split over --processes, in one run: wall seconds and the speed-up.
 
     Conformance (the concurrent tree against the reference, --streams streams) and fuzz (--inputs cases over
     the reference and the concurrent tree); each parallel run must count exactly what the serial one counts.
+    Then part of the test suite (--suite), by pytest in one process and over --processes pytest-xdist
+    workers: the same tests must pass, skip and fail.
     """
     from .stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
-    from .stateful_tests.harness.shards import WHOLE
+    from .stateful_tests.harness.shards import WHOLE, SuiteRunError, run_suite
     from .stateful_tests.tree.conformance import ConformTask, conform_sharded
 
     conform_task = ConformTask("impl", "reference", "dynamo-1.6", streams, 1)
     fuzz_task = FuzzTask(inputs, 1, ("reference", "impl"), None)
-    campaigns = [
+    campaigns: list[tuple[str, Callable[[int], Any], Callable[[Any], Any]]] = [
         ("conform tree", lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
          lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches))),
         ("fuzz", lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
          lambda r: (r.inputs, r.outcomes, r.known, len(r.problems))),
     ]
+    root = Path(__file__).resolve().parent.parent
+    folders = suite_paths.split()
+    if folders:
+        missing = [f for f in folders if not (root / f).is_dir()]
+        if missing:
+            raise click.BadParameter(f"{', '.join(missing)} is not a test folder of the checkout at {root}",
+                                     param_hint="--suite")
+        campaigns.append((f"pytest {' '.join(folders)}", lambda p: run_suite(root, folders, p), lambda r: r.counts))
     rows, body, same = [], [], True
     for name, run, counts in campaigns:
         timed = []
         for p in (1, processes):
             started = time.perf_counter()
-            result = run(p)
+            try:
+                result = run(p)
+            except SuiteRunError as exc:
+                raise click.ClickException(str(exc)) from None
             timed.append((time.perf_counter() - started, counts(result)))
         (one, a), (many, b) = timed
         same &= a == b
         rows.append((name, f"{one:.1f}", f"{many:.1f}", f"{one / many:.2f}x", "yes" if a == b else "NO"))
-        body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b})
-    click.echo(f"machine: {os.cpu_count()} cores; parallel: {processes} processes ({executor})")
+        body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b,
+                     "serial_counts": repr(a), "parallel_counts": repr(b)})
+        if a != b:
+            click.echo(f"{name}: counts differ: 1 process {a!r}, {processes} processes {b!r}")
+    click.echo(f"machine: {os.cpu_count()} cores; parallel: {processes} processes ({executor}; the suite: pytest-xdist)")
     out.print_table(("campaign", "1 process (s)", f"{processes} processes (s)", "speed-up", "same counts"), rows,
                     numeric=(1, 2, 3))
     if json_path:
@@ -1559,20 +1577,27 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 @click.option("--timeout", type=click.FloatRange(1), default=None, help="stop mutmut (and fail) after this many seconds")
 @click.option("--equivalents", "equivalents_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="the reviewed equivalent mutants (default: docs/mutation-equivalents.toml)")
+@click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="JSON",
+              help="run nothing: merge the --json reports of every shard K/N of one run (repeat) and judge the union")
 @json_option
 def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
-           equivalents_path: str | None, json_path: str | None) -> None:
+           equivalents_path: str | None, merge_paths: tuple[str, ...], json_path: str | None) -> None:
     """Mutation testing with mutmut: does the suite notice a changed rule? (stateful_tests/mutation/)
 
     Prints the score per module and layer (killed / (killed + survived); mutants no test reaches are
     a gap, in their own column, never killed), every survivor's diff, and the median time to detection.
     Exit 0 when spec/ and reference/ score at least 95% and impl/ 90%, 1 when not, 2 when mutmut
     is not installed (the [mutate] extra). Works in a copy under .kvproof-mutate/ of a checkout.
+
+    A CI matrix runs ``--shard K/N --json shard-K.json`` per job, then ``--merge shard-*.json``
+    judges the whole run: the shards must be all N of one run, disjoint, or the merge refuses.
     """
+    if merge_paths:
+        _merge_mutate(merge_paths, json_path)
+        return
     from .stateful_tests.mutation.driver import MutateError, mutmut_unavailable, run_mutation
     from .stateful_tests.mutation.equivalents import EquivalentsError, load_equivalents
     from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
-    from .stateful_tests.mutation.scores import HEADERS, median_ttd
     from .stateful_tests.mutation.workspace import WORK_ROOT
 
     root = Path(__file__).resolve().parent.parent
@@ -1600,7 +1625,34 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     except MutateError as exc:
         click.echo(f"kvproof mutate: FAILED: {exc}")
         sys.exit(EXIT_FAIL)
-    report = run.report
+    extra = {"profile": profile, "paths": list(layers), "shard": str(shard), "seconds": round(run.seconds, 2),
+             "max_children": max_children}
+    _show_mutate(run.report, run.seconds, "" if shard.whole else f" shard={shard}", json_path, extra)
+
+
+def _merge_mutate(paths: tuple[str, ...], json_path: str | None) -> None:
+    """``kvproof mutate --merge``: the union of a run's shard reports, judged as the whole run."""
+    from .stateful_tests.mutation.scores import MergeError, merge_shard_runs, read_shard_run
+
+    try:
+        runs = [read_shard_run(p) for p in paths]
+        report = merge_shard_runs(runs)
+    except MergeError as exc:
+        click.echo(f"kvproof mutate --merge: {exc}")
+        sys.exit(EXIT_USAGE)
+    runs.sort(key=lambda r: r.shard)
+    click.echo(f"kvproof mutate: merged {len(runs)} shards of profile={runs[0].profile} layers={','.join(runs[0].layers)}: "
+               + ", ".join(f"{r.shard} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
+    seconds = sum(r.seconds for r in runs)
+    extra = {"profile": runs[0].profile, "paths": list(runs[0].layers), "shard": "1/1", "seconds": round(seconds, 2),
+             "merged": [{"shard": str(r.shard), "file": r.path, "mutants": len(r.report.mutants)} for r in runs]}
+    _show_mutate(report, seconds, f" merged={len(runs)}", json_path, extra)
+
+
+def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None, extra: dict[str, Any]) -> None:
+    """Print a mutation report (table, survivors, gaps, time to detection, goals), write its JSON, exit by the goals."""
+    from .stateful_tests.mutation.scores import HEADERS, median_ttd
+
     out.print_table(HEADERS, report.table_rows(), numeric=tuple(range(1, len(HEADERS))))
     for m in report.of("survived"):
         click.echo(f"\nSURVIVED {m.name} (function hash {m.function_hash})\n{m.diff or '  (no diff)'}")
@@ -1613,16 +1665,15 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     ttd = median_ttd(report.mutants)
     timed = sum(m.ttd_s is not None for m in report.of("killed"))
     click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'} over {timed} killed mutants; "
-               f"{len(report.mutants)} mutants in {run.seconds:.1f} s")
+               f"{len(report.mutants)} mutants in {seconds:.1f} s")
     if json_path:
-        out.write_json(json_path, "mutate", report.to_json({"profile": profile, "layers": list(layers), "shard": str(shard),
-                                                            "seconds": round(run.seconds, 2), "max_children": max_children}))
+        out.write_json(json_path, "mutate", report.to_json(extra))
     failures = report.failures()
     for line in failures:
         click.echo(f"GOAL NOT MET: {line}")
     click.echo(f"mutate: {'FAIL' if failures else 'pass'} mutants={len(report.mutants)} "
                + " ".join(f"{t.name}={'-' if t.score is None else f'{100 * t.score:.1f}%'}" for t in report.layers)
-               + ("" if shard.whole else f" shard={shard}"))
+               + suffix)
     sys.exit(EXIT_FAIL if failures else EXIT_PASS)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from kvproof.stateful_tests.mutation import driver
-from kvproof.stateful_tests.mutation.scores import Mutant, Report
+from kvproof.stateful_tests.mutation.scores import Mutant, Report, sharded_names
 from kvproof.stateful_tests.mutation.workspace import Workspace
 
 
@@ -17,7 +17,9 @@ def canned(killed: int, survived: int, gaps: int = 0):
 
     def fake(root, targets, shard, max_children, equivalents, timeout, work, **kwargs):
         assert work.name == f"quick-{shard.index}-of-{shard.count}" and work.parent.name == ".kvproof-mutate"
-        return driver.Run(Report(mutants), Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
+        mine = set(sharded_names([m.name for m in mutants], shard))
+        return driver.Run(Report([m for m in mutants if m.name in mine]), Workspace(Path("/nonexistent"), tuple(targets)),
+                          [], 1.5, Path("/nonexistent/log"))
 
     return fake
 
@@ -45,3 +47,32 @@ def test_missing_mutmut_and_bad_layers_are_usage_errors(kvproof_cli, monkeypatch
     monkeypatch.setattr(driver, "mutmut_unavailable", lambda: "mutmut is not installed")
     ran = kvproof_cli("mutate")
     assert ran.code == EXIT_USAGE and "mutmut is not installed" in ran.out
+
+
+def test_the_merged_shards_print_the_whole_runs_table_and_verdict(kvproof_cli, monkeypatch, tmp_path):
+    monkeypatch.setattr(driver, "run_mutation", canned(killed=90, survived=10, gaps=3))
+    whole = kvproof_cli("mutate", "--profile", "quick")
+    files = []
+    for k in (1, 2, 3):
+        files.append(str(tmp_path / f"shard-{k}.json"))
+        part = kvproof_cli("mutate", "--profile", "quick", "--shard", f"{k}/3", "--json", files[-1])
+        assert part.last.endswith(f"shard={k}/3")
+    merged = kvproof_cli("mutate", "--merge", files[2], "--merge", files[0], "--merge", files[1],
+                         "--json", str(tmp_path / "merged.json"))
+    assert merged.code == whole.code == EXIT_FAIL
+    assert merged.last == whole.last + " merged=3", merged.out
+    table = [line for line in whole.out.splitlines() if "spec/coverage.py" in line]
+    assert table and all(line in merged.out for line in table)
+    assert "merged 3 shards of profile=quick layers=spec" in merged.out
+    body = json.loads((tmp_path / "merged.json").read_text())
+    assert [m["shard"] for m in body["merged"]] == ["1/3", "2/3", "3/3"] and len(body["mutants"]) == 103
+
+
+def test_a_merge_of_part_of_a_run_is_refused(kvproof_cli, monkeypatch, tmp_path):
+    monkeypatch.setattr(driver, "run_mutation", canned(killed=9, survived=1))
+    kvproof_cli("mutate", "--profile", "quick", "--shard", "1/2", "--json", str(tmp_path / "a.json"))
+    ran = kvproof_cli("mutate", "--merge", str(tmp_path / "a.json"))
+    assert ran.code == EXIT_USAGE and "shards 2/2 are missing" in ran.out and "Traceback" not in ran.out
+    (tmp_path / "b.json").write_text("{not json")
+    ran = kvproof_cli("mutate", "--merge", str(tmp_path / "a.json"), "--merge", str(tmp_path / "b.json"))
+    assert ran.code == EXIT_USAGE and "not a readable JSON report" in ran.out

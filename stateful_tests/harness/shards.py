@@ -17,14 +17,21 @@ the merged report is the same however it was run. No child outlives the call: th
 shut down (and its processes terminated on an interrupt), Ray is shut down if this call
 started it.
 
+The test suite spreads the same way with pytest-xdist (``pytest -n P``); ``run_suite`` runs part
+of it in one process or over ``P`` workers and counts the outcomes, for ``kvproof bench shards``.
+
 Source: kvproof issue 14 ("Beyond one machine").
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ...spec.errors import KvProofError
@@ -149,3 +156,55 @@ def _run_on_ray(task: Callable[[Shard], R], parts: Sequence[Shard]) -> list[R]:
 
 def _call(task: Callable[[Shard], Any], part: Shard) -> Any:
     return task(part)
+
+
+# ----------------------------------------------------------------------------- the suite, over pytest-xdist
+
+_OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected|warnings?)")
+
+
+class SuiteRunError(KvProofError, RuntimeError):
+    """pytest did not run the tests (a usage error, an interrupt, a collection failure, the time limit)."""
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """What ``pytest`` reported for some test folders run over ``processes`` workers (1: no xdist)."""
+
+    processes: int
+    counts: tuple[tuple[str, int], ...]  # ("passed", 120), ("skipped", 3), ... in name order
+    seconds: float
+
+
+def suite_counts(summary: str) -> tuple[tuple[str, int], ...]:
+    """The outcome counts of pytest's last summary line (``12 passed, 1 skipped in 3.2s``), warnings left out."""
+    found = {kind.rstrip("s") if kind.startswith(("error", "warning")) else kind: int(n)
+             for n, kind in _OUTCOME.findall(summary)}
+    found.pop("warning", None)
+    return tuple(sorted(found.items()))
+
+
+def run_suite(root: Path, folders: Sequence[str], processes: int, timeout: float = 1800.0) -> SuiteRun:
+    """Run ``pytest`` on ``folders`` of the checkout at ``root``, alone (``-n 0``) or over ``processes`` xdist workers.
+
+    pytest runs in its own process group, killed whole (workers included) if it passes ``timeout``,
+    so no worker outlives the call. Failing tests are counted, not raised: the caller compares counts.
+    """
+    from .process_guard import GUARD, spawn_guarded
+
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0" if processes == 1 else str(processes),
+           *folders]
+    started = time.perf_counter()
+    proc = spawn_guarded(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        GUARD.kill(proc)
+        proc.communicate()
+        raise SuiteRunError(f"pytest {' '.join(folders)} ran past {timeout:.0f} s and was stopped") from None
+    GUARD.kill(proc)  # the group: an xdist worker left behind goes with it
+    lines = [line for line in output.splitlines() if line.strip()]
+    if proc.returncode not in (0, 1) or not lines:
+        tail = "\n".join(lines[-8:])
+        raise SuiteRunError(f"pytest {' '.join(folders)} exited {proc.returncode} without a result:\n{tail}")
+    return SuiteRun(processes, suite_counts(lines[-1]), time.perf_counter() - started)

@@ -16,11 +16,15 @@ its score meets ``GOALS``; a layer whose mutants were all gaps has no score and 
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ...spec.errors import KvProofError
+from ..harness.shards import Shard, ShardError
 from .equivalents import Equivalent
 from .profiles import GOALS
 
@@ -53,6 +57,14 @@ class Mutant:
     def status(self) -> str:
         status = status_of(self.exit_code)
         return EQUIVALENT if status == SURVIVED and self.equivalent is not None else status
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Mutant:
+        """The mutant ``to_json`` wrote (its verdict is recomputed from the exit code and the equivalence)."""
+        reason = body.get("equivalent_reason")
+        equivalent = Equivalent(body["name"], str(body.get("function_hash")), reason) if reason else None
+        return cls(body["name"], body["module"], body["exit_code"], body.get("seconds"), body.get("ttd_s"),
+                   body.get("first_fail"), body.get("diff", ""), body.get("function_hash"), equivalent)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"name": self.name, "module": self.module, "status": self.status, "exit_code": self.exit_code,
@@ -193,3 +205,82 @@ def join_ttd(mutants: Sequence[Mutant], lines: Iterable[Mapping[str, Any]]) -> N
         m = by_name.get(str(line.get("mutant")))
         if m is not None and m.ttd_s is None and line.get("ttd_s") is not None:
             m.ttd_s, m.first_fail = float(line["ttd_s"]), line.get("first_fail")
+
+
+# ----------------------------------------------------------------------------- merging a matrix's shards
+
+SCHEMA = "kvproof.mutate/1"
+
+
+class MergeError(KvProofError, ValueError):
+    """Shard reports that are not the disjoint, complete shards of one run (or not mutate reports at all)."""
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    """One shard's ``kvproof mutate --json`` report, read back."""
+
+    path: str
+    profile: str
+    layers: tuple[str, ...]
+    shard: Shard
+    seconds: float
+    report: Report
+
+
+def read_shard_run(path: str | Path) -> ShardRun:
+    """Read a ``kvproof mutate --json`` file; ``MergeError`` naming the file for anything that is not one."""
+    try:
+        body = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MergeError(f"{path}: not a readable JSON report ({exc})") from None
+    if not isinstance(body, dict) or body.get("schema") != SCHEMA:
+        found = body.get("schema") if isinstance(body, dict) else type(body).__name__
+        raise MergeError(f"{path}: not a mutate report (schema {found!r}, expected {SCHEMA!r})")
+    try:
+        mutants = [Mutant.from_json(m) for m in body["mutants"]]
+        run = ShardRun(str(path), str(body["profile"]), tuple(body["paths"]), Shard.parse(str(body["shard"])),
+                       float(body.get("seconds") or 0.0),
+                       Report(mutants, goals=dict(body["goals"]), stopped=body.get("stopped"),
+                              stale=[Equivalent(**e) for e in body.get("stale_equivalents", [])]))
+    except (KeyError, TypeError, ValueError, ShardError) as exc:
+        raise MergeError(f"{path}: a mutate report without {exc}: write it with `kvproof mutate --json`") from None
+    return run
+
+
+def merge_shard_runs(runs: Sequence[ShardRun]) -> Report:
+    """The report of the whole run from its shards: the union of their verdicts.
+
+    Law: the shards must be the complete, disjoint shards ``1/N .. N/N`` of one run (same profile,
+    layers and goals, no mutant in two shards); anything else is a ``MergeError`` that says what is
+    missing or repeated, since a partial union would report a score for mutants never run. A shard
+    stopped early stops the merged run too (``Report.failures`` says so).
+    """
+    if not runs:
+        raise MergeError("no shard reports to merge")
+    first = runs[0]
+    for run in runs[1:]:
+        for what, mine, theirs in (("profile", run.profile, first.profile), ("--paths", run.layers, first.layers),
+                                   ("shard count", run.shard.count, first.shard.count),
+                                   ("goals", dict(run.report.goals), dict(first.report.goals))):
+            if mine != theirs:
+                raise MergeError(f"{run.path} is of another run than {first.path}: {what} {mine} against {theirs}")
+    seen: dict[int, str] = {}
+    for run in runs:
+        if run.shard.index in seen:
+            raise MergeError(f"shard {run.shard} is given twice: {seen[run.shard.index]} and {run.path}")
+        seen[run.shard.index] = run.path
+    missing = [f"{k}/{first.shard.count}" for k in range(1, first.shard.count + 1) if k not in seen]
+    if missing:
+        raise MergeError(f"shards {', '.join(missing)} are missing: a merge of part of a run has no score")
+    owner: dict[str, str] = {}
+    mutants: list[Mutant] = []
+    for run in runs:
+        for m in run.report.mutants:
+            if m.name in owner:
+                raise MergeError(f"mutant {m.name} is in {owner[m.name]} and in {run.path}: shards overlap")
+            owner[m.name] = run.path
+            mutants.append(m)
+    stopped = "; ".join(f"shard {r.shard}: {r.report.stopped}" for r in runs if r.report.stopped) or None
+    stale = list({e.mutant: e for r in runs for e in r.report.stale}.values())
+    return Report(mutants, goals=dict(first.report.goals), stopped=stopped, stale=stale)

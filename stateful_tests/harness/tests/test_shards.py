@@ -1,10 +1,20 @@
 """Named tests of harness.shards: shards partition a run, parts partition a shard, every executor merges alike."""
 
+import textwrap
 from operator import attrgetter
 
 import pytest
 
-from kvproof.stateful_tests.harness.shards import WHOLE, Shard, ShardError, ray_unavailable, run_parts
+from kvproof.stateful_tests.harness.shards import (
+    WHOLE,
+    Shard,
+    ShardError,
+    SuiteRunError,
+    ray_unavailable,
+    run_parts,
+    run_suite,
+    suite_counts,
+)
 
 
 def union_is_a_partition(shards, total):
@@ -98,3 +108,42 @@ def test_the_ray_executor_gives_the_same_counts():
 
     task = conform_task(8)
     assert same_run(conform_sharded(task, processes=2, executor="ray"), conform_sharded(task))
+
+
+def test_pytest_summaries_are_read_into_outcome_counts():
+    assert suite_counts("1746 passed, 53 skipped, 2 warnings in 294.53s (0:04:54)") == (("passed", 1746), ("skipped", 53))
+    assert suite_counts("1 failed, 3 passed, 1 error in 2.0s") == (("error", 1), ("failed", 1), ("passed", 3))
+
+
+def a_test_folder(tmp_path, body):
+    folder = tmp_path / "probe_suite"
+    folder.mkdir()
+    (folder / "test_probe.py").write_text(textwrap.dedent(body))
+    return folder
+
+
+def test_the_suite_over_xdist_workers_counts_what_one_process_counts(tmp_path):
+    a_test_folder(tmp_path, """
+        import pytest
+        @pytest.mark.parametrize("i", range(6))
+        def test_even(i):
+            assert i >= 0
+        def test_skipped():
+            pytest.skip("visibly")
+    """)
+    one, two = run_suite(tmp_path, ["probe_suite"], 1), run_suite(tmp_path, ["probe_suite"], 2)
+    assert one.counts == two.counts == (("passed", 6), ("skipped", 1))
+
+
+def test_control_a_test_that_passes_only_alone_makes_the_counts_differ(tmp_path):
+    a_test_folder(tmp_path, """
+        import os
+        def test_alone():
+            assert "PYTEST_XDIST_WORKER" not in os.environ
+    """)
+    assert run_suite(tmp_path, ["probe_suite"], 1).counts != run_suite(tmp_path, ["probe_suite"], 2).counts
+
+
+def test_pytest_that_runs_nothing_is_a_typed_error(tmp_path):
+    with pytest.raises(SuiteRunError, match="exited"):
+        run_suite(tmp_path, ["no_such_folder"], 1)

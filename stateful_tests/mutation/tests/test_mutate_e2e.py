@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from kvproof.report import write_json
 from kvproof.stateful_tests.harness.optional import skip_or_fail
+from kvproof.stateful_tests.harness.shards import WHOLE, Shard
 from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, run_mutation
 from kvproof.stateful_tests.mutation.equivalents import Equivalent, split_equivalents
 from kvproof.stateful_tests.mutation.profiles import Target
-from kvproof.stateful_tests.mutation.scores import KILLED, NO_TESTS, SURVIVED, Report
+from kvproof.stateful_tests.mutation.scores import KILLED, NO_TESTS, SURVIVED, Report, merge_shard_runs, read_shard_run
 from kvproof.stateful_tests.mutation.workspace import WORK_ROOT
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -43,8 +45,8 @@ def processes_in(folder: Path) -> list[int]:
     return found
 
 
-def mutate_arith(tests: str, work: Path):
-    return run_mutation(ROOT, [Target("spec/arith.py", (HERE + tests,))], max_children=2, timeout=120, work=work)
+def mutate_arith(tests: str, work: Path, shard: Shard = WHOLE):
+    return run_mutation(ROOT, [Target("spec/arith.py", (HERE + tests,))], shard, max_children=2, timeout=120, work=work)
 
 
 def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(mutmut_here):
@@ -71,6 +73,25 @@ def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(mutmut_her
         assert {m.name for m in blind.mutants} == {m.name for m in report.mutants}
         assert not blind.of(KILLED) and len(blind.of(SURVIVED)) == len(blind.mutants), "the negative control killed something"
         assert blind.modules[0].score == 0.0 and blind.failures()
+        assert not processes_in(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_the_shards_of_a_real_run_merge_into_the_whole_run(mutmut_here, tmp_path):
+    """Law (issue 14): shards 1/2 and 2/2, run apart and merged from their JSON, give the whole run's verdicts."""
+    work = ROOT / WORK_ROOT / f"e2e-shards-{os.getpid()}"
+    try:
+        whole = mutate_arith("arith_killer.py", work / "whole").report
+        files = []
+        for k in (1, 2):
+            part = mutate_arith("arith_killer.py", work / f"shard-{k}", Shard(k, 2)).report
+            assert part.mutants and len(part.mutants) < len(whole.mutants)
+            files.append(tmp_path / f"shard-{k}.json")
+            write_json(files[-1], "mutate", part.to_json({"profile": "e2e", "paths": ["spec"], "shard": f"{k}/2", "seconds": 1}))
+        merged = merge_shard_runs([read_shard_run(f) for f in reversed(files)])
+        assert {m.name: m.status for m in merged.mutants} == {m.name: m.status for m in whole.mutants}
+        assert merged.table_rows() == whole.table_rows()
         assert not processes_in(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kvproof.report import write_json
 from kvproof.stateful_tests.harness.shards import Shard
 from kvproof.stateful_tests.mutation.equivalents import (
     Equivalent,
@@ -23,10 +24,13 @@ from kvproof.stateful_tests.mutation.scores import (
     KILLED,
     NO_TESTS,
     SURVIVED,
+    MergeError,
     Mutant,
     Report,
     join_ttd,
     median_ttd,
+    merge_shard_runs,
+    read_shard_run,
     sharded_names,
     status_of,
 )
@@ -182,3 +186,63 @@ def test_profiles_name_real_files_and_the_config_selects_them():
         targets_for("deep", ROOT)
     with pytest.raises(MutateProfileError):
         targets_for("quick", ROOT, ["proofs"])
+
+
+def shard_files(tmp_path, ms, count, profile="ci", **changes):
+    """Write the ``--json`` report each shard K/``count`` of a run over ``ms`` would write."""
+    paths = []
+    for k in range(1, count + 1):
+        shard = Shard(k, count)
+        mine = set(sharded_names([m.name for m in ms], shard))
+        part = Report([m for m in ms if m.name in mine])
+        body = {"profile": profile, "paths": ["spec"], "shard": str(shard), "seconds": 2.0, **changes.get(k, {})}
+        paths.append(tmp_path / f"shard-{k}.json")
+        write_json(paths[-1], "mutate", part.to_json(body))
+    return paths
+
+
+def test_merged_shards_report_what_the_whole_run_reports(tmp_path):
+    ms = mutants("spec/a.py", killed=7, survived=2, no_tests=1, timeout=1) + mutants("spec/b.py", killed=4, survived=1)
+    ms[7].diff = "-a\n+b"
+    ms[8].equivalent = Equivalent(ms[8].name, "h", "same value")
+    merged = merge_shard_runs([read_shard_run(p) for p in shard_files(tmp_path, ms, 3)])
+    whole = Report(ms)
+    assert merged.table_rows() == whole.table_rows() and merged.failures() == whole.failures()
+    assert {m.name: (m.status, m.diff) for m in merged.mutants} == {m.name: (m.status, m.diff) for m in ms}
+
+
+@pytest.mark.parametrize("broken, message", [
+    ("missing", "shards 2/3 are missing"),
+    ("twice", "shard 1/3 is given twice"),
+    ("other profile", "profile quick against ci"),
+    ("overlap", "shards overlap"),
+    ("not a report", "not a mutate report"),
+])
+def test_a_merge_refuses_what_is_not_every_shard_of_one_run(tmp_path, broken, message):
+    """The control: each way a set of files can fail to be one whole run is refused, naming it."""
+    ms = mutants("spec/a.py", killed=6, survived=3)
+    paths = shard_files(tmp_path, ms, 3)
+    if broken == "missing":
+        paths = [paths[0], paths[2]]
+    elif broken == "twice":
+        paths = [paths[0], paths[0], paths[1], paths[2]]
+    elif broken == "other profile":
+        paths[1] = shard_files(tmp_path / "q", ms, 3, profile="quick")[1] if (tmp_path / "q").mkdir() is None else None
+    elif broken == "overlap":
+        body = json.loads(paths[1].read_text())
+        body["mutants"].append(json.loads(paths[0].read_text())["mutants"][0])
+        paths[1].write_text(json.dumps(body))
+    else:
+        paths[2].write_text(json.dumps({"schema": "kvproof.check/1"}))
+    with pytest.raises(MergeError, match=message):
+        merge_shard_runs([read_shard_run(p) for p in paths])
+
+
+def test_a_stopped_shard_stops_the_merged_run(tmp_path):
+    ms = mutants("spec/a.py", killed=4)
+    paths = shard_files(tmp_path, ms, 2)
+    body = json.loads(paths[1].read_text())
+    body["stopped"] = "the time limit (60 s)"
+    paths[1].write_text(json.dumps(body))
+    merged = merge_shard_runs([read_shard_run(p) for p in paths])
+    assert any("shard 2/2: the time limit" in line for line in merged.failures())

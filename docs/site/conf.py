@@ -25,6 +25,7 @@ exclude_patterns = ["site/_templates", "site/_static"]
 templates_path = ["_templates"]
 html_static_path = ["_static"]
 html_css_files = ["kvproof.css"]
+html_favicon = "_static/favicon.svg"  # else the browser asks for /favicon.ico, a 404
 html_theme = "alabaster"
 html_theme_options = {"page_width": "1180px", "sidebar_width": "230px", "show_relbars": True}
 html_title = "kvproof: the rules of a KV-cache-aware router"

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 CHROMIUM = os.environ.get("KVPROOF_CHROMIUM", "/usr/bin/chromium")
 
@@ -77,6 +78,29 @@ REDIRECTS = {"index.html": "site/index.html"}
 _IMAGES = "els => els.map(e => [e.getAttribute('src'), e.complete, e.naturalWidth])"
 
 
+def _listen(page: Any, check: PageCheck) -> None:
+    """Record on ``check`` every console error, uncaught error, failed request and error response of ``page``."""
+
+    def console(message: Any) -> None:
+        if message.type == "error":
+            check.problems.append(f"console {message.type}: {message.text}")
+
+    def page_error(error: Any) -> None:
+        check.problems.append(f"page error: {error}")
+
+    def request_failed(request: Any) -> None:
+        check.problems.append(f"request failed: {request.url} ({request.failure})")
+
+    def response(reply: Any) -> None:
+        if reply.status >= 400:
+            check.problems.append(f"HTTP {reply.status}: {reply.url}")
+
+    page.on("console", console)
+    page.on("pageerror", page_error)
+    page.on("requestfailed", request_failed)
+    page.on("response", response)
+
+
 def check_pages(html: Path, pages: list[str], screenshots: Path | None = None, timeout_ms: int = 20_000) -> list[PageCheck]:
     """Open each of ``pages`` (paths relative to ``html``) in Chromium; return what each did."""
     from playwright.sync_api import sync_playwright
@@ -91,10 +115,7 @@ def check_pages(html: Path, pages: list[str], screenshots: Path | None = None, t
             for name in pages:
                 check = PageCheck(name)
                 page = context.new_page()
-                page.on("console", lambda m, c=check: c.problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-                page.on("pageerror", lambda e, c=check: c.problems.append(f"page error: {e}"))
-                page.on("requestfailed", lambda r, c=check: c.problems.append(f"request failed: {r.url} ({r.failure})"))
-                page.on("response", lambda r, c=check: c.problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+                _listen(page, check)
                 response = page.goto(base + name, wait_until="load", timeout=timeout_ms)
                 if response is None or not response.ok:
                     check.problems.append(f"page did not load: {None if response is None else response.status}")

@@ -22,6 +22,7 @@ import contextlib
 import io
 import shutil
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,15 +70,17 @@ class DocsError(Exception):
 def _sphinx(builder: str, source: Path, conf: Path, doctrees: Path, out: Path, fresh: bool) -> tuple[int, list[str]]:
     from sphinx.cmd.build import build_main
 
-    warnings = out.parent / f"{builder}-warnings.txt"
+    warning_file = out.parent / f"{builder}-warnings.txt"
     out.mkdir(parents=True, exist_ok=True)
-    argv = ["-b", builder, "-W", "--keep-going", "-n", "-q", "-c", str(conf), "-d", str(doctrees), "-w", str(warnings)]
+    argv = ["-b", builder, "-W", "--keep-going", "-n", "-q", "-c", str(conf), "-d", str(doctrees), "-w", str(warning_file)]
     if fresh:
         argv.append("-E")
     stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        # myst-parser 5.2 reads an attribute Sphinx 9 deprecates for 11: the library's notice, not the site's warning
+        warnings.filterwarnings("ignore", message=".*MystReferenceResolver.app' is deprecated")
         code = build_main([*argv, str(source), str(out)])
-    lines = [line for line in (warnings.read_text() if warnings.exists() else stderr.getvalue()).splitlines() if line.strip()]
+    lines = [line for line in (warning_file.read_text() if warning_file.exists() else stderr.getvalue()).splitlines() if line.strip()]
     return code, lines
 
 

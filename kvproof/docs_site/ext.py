@@ -19,6 +19,7 @@ name) is a Sphinx error at the page and line, so a ``-W`` build fails on it.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ def _literal(text: str) -> nodes.literal:
     return nodes.literal(text, text)
 
 
-def table(headers: tuple[str, ...], rows: list[tuple[str, ...]], widths: tuple[int, ...] | None = None) -> nodes.table:
+def table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], widths: tuple[int, ...] | None = None) -> nodes.table:
     """A docutils table of plain-text cells (``code`` spans in backticks become literals)."""
     tab = nodes.table(classes=["kvproof-table"])
     group = nodes.tgroup(cols=len(headers))

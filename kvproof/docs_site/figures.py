@@ -87,8 +87,8 @@ def _holding_axes(ax: Any, h: Holding, ranks: tuple[Rank, ...], x0: float = 0.0,
                         color="white" if rank in h.full else "#1a365d")
         if labels:
             ax.text(x0 - 0.2, y + 0.42, repr(rank), ha="right", va="center", fontsize=8)
-        held = h.held.get(rank, 0)
-        note = "full" if rank in h.full else (f"cutoff {held}" if held else "-")
+        count = h.held.get(rank, 0)
+        note = "full" if rank in h.full else (f"cutoff {count}" if count else "-")
         ax.text(x0 + len(h.edge) + 0.1, y + 0.42, note, ha="left", va="center", fontsize=7, color="#4a5568")
     ax.text(x0, len(ranks) + 0.15, h.title, fontsize=9, weight="bold")
 
@@ -219,7 +219,7 @@ def _timeline(title: str, events: list[tuple[float, str, Callable[[Any, int], An
     ms: list[int] = []
     tokens: list[int] = []
     since: list[float | None] = []
-    for i in range(int(round(end / step)) + 1):
+    for i in range(round(end / step) + 1):
         t = i * step
         while pending and pending[0][0] <= t:
             at, _, handler = pending.pop(0)
@@ -330,7 +330,7 @@ def draw_ring(data: RingPicture) -> Any:
 
     fig = Figure(figsize=(10, 3.4))
     ax = fig.add_axes((0.01, 0.02, 0.98, 0.86))
-    lanes = [("cache ring (slot s holds position p, p mod R = s)", data.slots, 3.2, "slot"),
+    lanes: list[tuple[str, list[int] | list[int | None], float, str]] = [("cache ring (slot s holds position p, p mod R = s)", data.slots, 3.2, "slot"),
              ("transfer window (S rows, oldest first)", data.window, 1.6, "row"),
              ("ring after load into an empty ring", data.reloaded, 0.0, "slot")]
     in_window = set(data.window)

@@ -47,6 +47,7 @@ myst_enable_extensions = ["colon_fence"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
+autodoc_preserve_defaults = True  # `ops: Arith = PY`, not the object's repr
 autodoc_default_options = {"exclude-members": "__init__, __new__"}
 python_use_unqualified_type_names = True
 add_module_names = False

@@ -273,7 +273,7 @@ def draw_prefill(data: list[Timeline]) -> Any:
         right = ax.twinx()
         (tok,) = right.step(line.times, line.tokens, where="post", color=ACCENT, lw=1.5, ls="--", label="active prefill tokens")
         right.set_ylabel("tokens", color=ACCENT, fontsize=8)
-        right.set_ylim(0, max(line.tokens) * 1.35 + 1)
+        right.set_ylim(0, max(line.tokens) * 2.2 + 1)  # below the time line, so the two do not overlap where they are proportional
         for a in sorted({a for a in line.anchor_since if a is not None}):
             ax.axvline(a, color="#718096", lw=1, ls=":")
         top = ax.get_ylim()[1]

@@ -118,8 +118,10 @@ def test_bench_trees_refuses_a_missing_trace_and_bad_counts(kvproof_cli):
 def test_bench_shards_runs_each_campaign_serial_and_split_and_they_count_alike(tmp_path, kvproof_cli):
     """A smoke run (tiny campaigns); the speed-up is printed, never asserted."""
     out = tmp_path / "shards.json"
-    ran = kvproof_cli("bench", "shards", "--streams", "6", "--inputs", "10", "--json", str(out))
+    ran = kvproof_cli("bench", "shards", "--streams", "6", "--inputs", "10", "--suite", "", "--json", str(out))
     assert ran.code == EXIT_PASS, ran.out
     body = json.loads(out.read_text())
     assert [r["campaign"] for r in body["rows"]] == ["conform tree", "fuzz"]
     assert all(r["same_counts"] and r["serial_s"] > 0 and r["parallel_s"] > 0 for r in body["rows"])
+    wrong = kvproof_cli("bench", "shards", "--streams", "6", "--inputs", "10", "--suite", "no/such/tests")
+    assert wrong.code == EXIT_USAGE and "not a test folder of the checkout" in wrong.out and "Traceback" not in wrong.out

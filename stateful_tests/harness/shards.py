@@ -25,6 +25,7 @@ Source: kvproof issue 14 ("Beyond one machine").
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -194,8 +195,10 @@ def run_suite(root: Path, folders: Sequence[str], processes: int, timeout: float
 
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0" if processes == 1 else str(processes),
            *folders]
+    # a pytest started from inside an xdist worker must not think it is one
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_") and k != "PYTEST_CURRENT_TEST"}
     started = time.perf_counter()
-    proc = spawn_guarded(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = spawn_guarded(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

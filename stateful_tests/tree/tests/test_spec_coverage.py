@@ -87,6 +87,7 @@ def run_of(hashes, cutoff=5, i=0, same_node=lambda h: True):
         ((14, 13, 12), 5, 0, (3, 2)),  # a chain listed tail first: one cut at its lowest position
         ((10, 12, 11), 5, 0, (3, 0)),  # any order on the node: the cut at the minimum
         ((14, 13, 14, 12), 5, 0, (2, 3)),  # a hash already in the run ends it
+        ((14, 13, 13, 12), 5, 0, (2, 3)),  # so does a repeat of a hash the run absorbed, not only of its first
         ((14, 99, 12), 5, 0, (1, 4)),  # a hash not on the edge ends it
         ((12, 13), 3, 0, (1, 2)),  # a hash at the cutoff is not covered: it ends the run
         ((12, 11), 3, 0, (2, 1)),  # one below the cutoff is covered: absorbed

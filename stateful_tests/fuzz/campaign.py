@@ -412,32 +412,56 @@ def run_case(fleet: Fleet, case: Case, known: Counter[str] | None = None) -> tup
     return seen, judge(case, seen, Counter() if known is None else known)
 
 
+CASES_PER_BLOCK = 250
+"""The cases drawn from one seed. A run's cases are numbered ``0 .. inputs-1`` in blocks of this many;
+block ``b`` is drawn from its own seed (``block_seed``), so a shard draws only the blocks it owns."""
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The Hypothesis seed of block ``block`` of a run seeded ``seed``: a digest, so neighbouring blocks are unrelated."""
+    return int.from_bytes(hashlib.sha256(f"kvproof-fuzz:{seed}:{block}".encode()).digest()[:8], "big")
+
+
 def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str | Path | None = "kvproof-failures/fuzz",
-         extra: dict[str, Callable[[], Any]] | None = None, shard: Shard = WHOLE) -> FuzzReport:
+         extra: dict[str, Callable[[], Any]] | None = None, shard: Shard = WHOLE, block: int = CASES_PER_BLOCK) -> FuzzReport:
     """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it.
 
-    With ``shard`` K/N, every case is generated (the sequence is a function of the seed alone,
-    ``seeding.history_free``, whatever process the shard lands in) but
-    only those numbered ``i % N == K-1`` run, so the shards together run exactly the cases of the
-    whole run (``harness.shards``); once a problem is found every shrinking candidate runs.
+    The cases come in blocks of ``block``, each drawn by Hypothesis from its own seed
+    (``block_seed(seed, b)``), inside ``seeding.history_free``: a block's cases are a function of
+    the run's seed and the block's number alone, whatever process draws them. With ``shard`` K/N
+    a run draws and runs only the blocks ``b`` with ``b % N == K-1`` (``harness.shards``), so the
+    shards together run exactly the cases of the whole run, and none draws another's. A problem
+    stops the run; Hypothesis shrinks it within its block, keeping the problem's kind.
     """
     report = FuzzReport(seed, shard=str(shard))
     fleet = Fleet(names, extra)
     report.unavailable = dict(fleet.unavailable)
-    first: list[Problem] = []
-    generated = [0]
+    try:
+        for b in range(-(-inputs // block)):
+            if shard.owns(b):
+                size = min(block, inputs - b * block)
+                if _fuzz_block(fleet, report, size, block_seed(seed, b), b * block):
+                    break
+    finally:
+        fleet.close()
+    if report.case is not None and save_dir is not None:
+        report.file = str(save_case(report.case, report.problems[0], seed, save_dir))
+    return report
 
-    @settings(max_examples=inputs, database=None, deadline=None, derandomize=False, print_blob=False,
+
+def _fuzz_block(fleet: Fleet, report: FuzzReport, size: int, seed: int, first_ordinal: int) -> bool:
+    """Draw and run ``size`` cases from ``seed``, numbered from ``first_ordinal``, into ``report``; True at a problem."""
+    first: list[Problem] = []
+    generated = [first_ordinal]
+
+    @settings(max_examples=size, database=None, deadline=None, derandomize=False, print_blob=False,
               phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
     @hypothesis_seed(seed)
     @given(case=cases())
     def one(case: Case) -> None:
         if not first:
-            ordinal = generated[0]
+            report.ordinals.append(generated[0])
             generated[0] += 1
-            if not shard.owns(ordinal):
-                return
-            report.ordinals.append(ordinal)
         seen, problems = run_case(fleet, case, report.known if not first else Counter())
         if not first:
             report.inputs += 1
@@ -457,11 +481,7 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
             raise
         if not isinstance(exc, AssertionError):
             report.notes.append(f"Hypothesis could not shrink reliably: {type(exc).__name__}")
-    finally:
-        fleet.close()
-    if report.case is not None and save_dir is not None:
-        report.file = str(save_case(report.case, report.problems[0], seed, save_dir))
-    return report
+    return bool(report.problems)
 
 
 @dataclass(frozen=True)
@@ -472,9 +492,10 @@ class FuzzTask:
     seed: int
     names: tuple[str, ...] = TARGETS
     save_dir: str | None = "kvproof-failures/fuzz"
+    block: int = CASES_PER_BLOCK
 
     def __call__(self, shard: Shard) -> FuzzReport:
-        return fuzz(self.inputs, self.seed, self.names, self.save_dir, shard=shard)
+        return fuzz(self.inputs, self.seed, self.names, self.save_dir, shard=shard, block=self.block)
 
 
 def fuzz_sharded(task: FuzzTask, shard: Shard = WHOLE, processes: int = 1, executor: str = "local") -> FuzzReport:

@@ -174,7 +174,7 @@ def cases_run(monkeypatch, shard, inputs=40):
 
     with monkeypatch.context() as patch:
         patch.setattr(campaign, "run_case", recording)
-        report = campaign.fuzz(inputs, 5, ("reference", "impl"), None, shard=shard)
+        report = campaign.fuzz(inputs, 5, ("reference", "impl"), None, shard=shard, block=5)
     return seen, report
 
 
@@ -185,7 +185,8 @@ def test_fuzz_shards_together_run_exactly_the_cases_of_the_whole_run(monkeypatch
     whole, whole_report = cases_run(monkeypatch, WHOLE)
     halves = [cases_run(monkeypatch, Shard(k, 2)) for k in (1, 2)]
     assert sorted(halves[0][0] + halves[1][0]) == sorted(whole) and len(whole) == 40
-    assert halves[0][1].ordinals == list(range(0, 40, 2)) and halves[1][1].ordinals == list(range(1, 40, 2))
+    owned = [[i for b in range(k - 1, 8, 2) for i in range(b * 5, b * 5 + 5)] for k in (1, 2)]  # 40 cases in blocks of 5
+    assert halves[0][1].ordinals == owned[0] and halves[1][1].ordinals == owned[1]
     merged = FuzzReport.merge([h[1] for h in halves])
     assert merged.inputs == whole_report.inputs and merged.outcomes == whole_report.outcomes
     assert merged.known == whole_report.known and merged.ordinals == whole_report.ordinals
@@ -194,7 +195,7 @@ def test_fuzz_shards_together_run_exactly_the_cases_of_the_whole_run(monkeypatch
 def test_fuzz_over_two_processes_counts_what_one_process_counts():
     from kvproof.stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
 
-    task = FuzzTask(30, 5, ("reference", "impl"), None)
+    task = FuzzTask(30, 5, ("reference", "impl"), None, block=7)  # 5 blocks, the last of 2 cases
     one, two = fuzz_sharded(task), fuzz_sharded(task, processes=2)
     assert (two.inputs, two.outcomes, two.known, two.ordinals) == (one.inputs, one.outcomes, one.known, one.ordinals)
 
@@ -209,3 +210,19 @@ def test_fuzz_catches_a_malformed_block_entry_raising_an_untyped_error(monkeypat
     monkeypatch.setattr(events, "_field", lambda obj, key, path: obj[key])
     report = fuzz(profile_named("ci").tree.fuzz_inputs, 1, ("reference", "impl"), None)
     assert report.problems and "KeyError" in report.problems[0].line()
+
+
+def test_a_fuzz_shard_draws_only_its_own_blocks(monkeypatch):
+    """Each block is drawn from its own seed, so a shard never draws (and pays for) another shard's cases."""
+    from kvproof.stateful_tests.fuzz import campaign
+    from kvproof.stateful_tests.harness.shards import Shard
+
+    drawn = []
+    monkeypatch.setattr(campaign, "_fuzz_block", lambda fleet, report, size, seed, first: drawn.append((first, size, seed)))
+    campaign.fuzz(23, 9, ("reference",), None, shard=Shard(2, 2), block=5)
+    assert [(first, size) for first, size, _ in drawn] == [(5, 5), (15, 5)]
+    assert [seed for *_, seed in drawn] == [campaign.block_seed(9, 1), campaign.block_seed(9, 3)]
+    drawn.clear()
+    campaign.fuzz(23, 9, ("reference",), None, shard=Shard(1, 2), block=5)
+    assert [(first, size) for first, size, _ in drawn] == [(0, 5), (10, 5), (20, 3)]
+    assert len({campaign.block_seed(9, b) for b in range(100)}) == 100

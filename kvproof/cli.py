@@ -1321,8 +1321,8 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
 
 
 @bench.command("shards")
-@click.option("--streams", type=int, default=200, show_default=True, help="conformance streams of the campaign")
-@click.option("--inputs", type=int, default=2000, show_default=True, help="fuzz cases of the campaign")
+@click.option("--streams", type=int, default=1000, show_default=True, help="conformance streams of the campaign")
+@click.option("--inputs", type=int, default=10000, show_default=True, help="fuzz cases of the campaign (40 blocks of 250)")
 @click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--suite", "suite_paths", default="stateful_tests/tree/tests", show_default=True,

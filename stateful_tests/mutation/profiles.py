@@ -69,6 +69,11 @@ PROFILES = ("quick", "ci")
 LAW_FILES = ("test_laws.py",)
 """Besides a layer's own test files (``test_<layer>_*.py``), the rule laws judge every layer."""
 
+LAYER_EXTRAS = {"reference": ("test_vectors.py", "test_spec_rules.py"), "impl": ("test_vectors.py",)}
+"""Test files named for another subject that judge a layer all the same: the observed Dynamo behaviours
+run on the reference and the concurrent tree, and the rule-variant tests run the reference under each
+rule set (its ``RadixTree.__init__`` reads the variants; the layer's own files use the default only)."""
+
 
 def ci_tests(root: Path, layer: str | None = None) -> tuple[str, ...]:
     """The test files of the ci profile for ``layer``: ``test_<layer>_*.py`` and the law files of ``TEST_FOLDERS``.
@@ -82,7 +87,8 @@ def ci_tests(root: Path, layer: str | None = None) -> tuple[str, ...]:
         for path in sorted((root / folder).glob("test_*.py")):
             if any(word in path.stem for word in SLOW_TEST_WORDS):
                 continue
-            if layer is None or path.name.startswith(f"test_{layer}_") or path.name in LAW_FILES:
+            if (layer is None or path.name.startswith(f"test_{layer}_") or path.name in LAW_FILES
+                    or path.name in LAYER_EXTRAS.get(layer, ())):
                 found.append(path.relative_to(root).as_posix())
     return tuple(found)
 

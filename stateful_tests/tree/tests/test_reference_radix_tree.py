@@ -25,6 +25,18 @@ def test_statistics_count_the_shape_rules():
     assert stats.leaf_extensions >= 1 and stats.demotions >= 1 and stats.splits >= 1 and stats.reuses >= 1
 
 
+def test_debug_dump_draws_each_edge_its_holders_cutoffs_and_internal_mark_in_child_order():
+    """The picture failure messages print (E18: an extension, a demotion, a split), exactly, and the empty tree's."""
+    tree = RadixTree()
+    assert tree.debug_dump() == "tree:\n  (empty)"
+    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
+        run_step(tree, step, 0)
+    assert tree.debug_dump() == ("tree:\n"
+                                 "  [1 2 3] full=[(1, 0), (2, 0)] internal\n"
+                                 "    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n"
+                                 "    [5] full=[(2, 0)]")
+
+
 @pytest.mark.parametrize("index", range(30))
 def test_dump_rebuilds_an_equal_tree(index):
     assert check_dump_rebuild(RadixTree, generate(11, index)) == []

@@ -161,7 +161,7 @@ def _call(task: Callable[[Shard], Any], part: Shard) -> Any:
 
 # ----------------------------------------------------------------------------- the suite, over pytest-xdist
 
-_OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected|warnings?)")
+_OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|error|xfailed|xpassed|deselected)")  # "errors" reads as error
 
 
 class SuiteRunError(KvProofError, RuntimeError):
@@ -179,10 +179,7 @@ class SuiteRun:
 
 def suite_counts(summary: str) -> tuple[tuple[str, int], ...]:
     """The outcome counts of pytest's last summary line (``12 passed, 1 skipped in 3.2s``), warnings left out."""
-    found = {kind.rstrip("s") if kind.startswith(("error", "warning")) else kind: int(n)
-             for n, kind in _OUTCOME.findall(summary)}
-    found.pop("warning", None)
-    return tuple(sorted(found.items()))
+    return tuple(sorted((kind, int(n)) for n, kind in _OUTCOME.findall(summary)))
 
 
 def run_suite(root: Path, folders: Sequence[str], processes: int, timeout: float = 1800.0) -> SuiteRun:

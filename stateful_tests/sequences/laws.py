@@ -86,20 +86,9 @@ def histories(modeled_only: bool = False, whole_ms: bool = True, workers: int = 
     return st.lists(op, min_size=min(6, max_ops), max_size=max_ops)
 
 
-def credit_histories() -> st.SearchStrategy:
-    """Draw a history that opens with the credit experiment's shape: a long anchor, a shorter prefill
-    queued behind it, a wait, and the queued one completed or freed; random operations follow.
-
-    Source: sequences.md §3 "Credit" (the capped and uncapped tests), experiments R5, R6, R19.
-    """
-    whole = lambda *ms: st.sampled_from(ms).map(millis)
-    opening = st.tuples(
-        st.tuples(st.just("add"), st.just("a"), st.just(0), st.integers(1, 1000), whole(4000, 6000, 10_000), st.just((1,)), st.just(True)),
-        st.tuples(st.just("add"), st.just("b"), st.just(0), st.integers(1, 1000), whole(500, 1000, 2000), st.just((2,)), st.just(True)),
-        st.tuples(st.just("wait"), whole(100, 600, 1500, 2500)),
-        st.tuples(st.sampled_from(["mark", "free"]), st.just("b")),
-    ).map(list)
-    return st.tuples(opening, histories(modeled_only=True, max_ops=12)).map(lambda p: p[0] + p[1])
+def _whole_ms(*ms: int) -> st.SearchStrategy[int]:
+    """One of these whole-millisecond times, in nanoseconds."""
+    return st.sampled_from(ms).map(millis)
 
 
 def _add(rid: str, tokens: st.SearchStrategy, duration: st.SearchStrategy, block: int) -> st.SearchStrategy:
@@ -112,16 +101,28 @@ def _opening(steps: st.SearchStrategy, rest: st.SearchStrategy) -> st.SearchStra
     return st.tuples(steps.map(list), rest).map(lambda p: p[0] + p[1])
 
 
+def credit_histories() -> st.SearchStrategy:
+    """Draw a history that opens with the credit experiment's shape: a long anchor, a shorter prefill
+    queued behind it, a wait, and the queued one completed or freed; random operations follow.
+
+    Source: sequences.md §3 "Credit" (the capped and uncapped tests), experiments R5, R6, R19.
+    """
+    return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(4000, 6000, 10_000), 1),
+                              _add("b", st.integers(1, 1000), _whole_ms(500, 1000, 2000), 2),
+                              st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
+                              st.tuples(st.sampled_from(["mark", "free"]), st.just("b"))),
+                    histories(modeled_only=True, max_ops=12))
+
+
 def reanchor_histories() -> st.SearchStrategy:
     """Draw a history that opens with the re-anchor experiment's shape: two queued prefills, a wait, and the
     anchor completed or freed (so the second becomes the anchor at that time); random operations follow.
 
     Source: sequences.md §2 "Prefill removal" step 5; experiments R7, R18, R21.
     """
-    whole = lambda *ms: st.sampled_from(ms).map(millis)
-    return _opening(st.tuples(_add("a", st.integers(1, 1000), whole(1000, 4000, 10_000), 1),
-                              _add("b", st.integers(1, 1000), whole(500, 2000, 6000), 2),
-                              st.tuples(st.just("wait"), whole(100, 600, 1500, 2500)),
+    return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(1000, 4000, 10_000), 1),
+                              _add("b", st.integers(1, 1000), _whole_ms(500, 2000, 6000), 2),
+                              st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
                               st.tuples(st.sampled_from(["mark", "free"]), st.just("a"))),
                     histories(max_ops=12))
 
@@ -154,7 +155,7 @@ def anchor_only_histories() -> st.SearchStrategy:
 
     Source: sequences.md §4 step 3 and "Rounding"; experiment R24b; seed 000 (unmodeled requests do not decay).
     """
-    return _opening(st.tuples(_add("a", st.sampled_from([3, 7, 333]), st.sampled_from([1000, 3000, 7000]).map(millis), 1),
+    return _opening(st.tuples(_add("a", st.sampled_from([3, 7, 333]), _whole_ms(1000, 3000, 7000), 1),
                               _add("b", st.integers(1, 1000), st.none(), 2)),
                     histories(whole_ms=False, max_ops=12))
 

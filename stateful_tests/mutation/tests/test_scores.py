@@ -227,7 +227,8 @@ def test_a_merge_refuses_what_is_not_every_shard_of_one_run(tmp_path, broken, me
     elif broken == "twice":
         paths = [paths[0], paths[0], paths[1], paths[2]]
     elif broken == "other profile":
-        paths[1] = shard_files(tmp_path / "q", ms, 3, profile="quick")[1] if (tmp_path / "q").mkdir() is None else None
+        (tmp_path / "q").mkdir()
+        paths[1] = shard_files(tmp_path / "q", ms, 3, profile="quick")[1]
     elif broken == "overlap":
         body = json.loads(paths[1].read_text())
         body["mutants"].append(json.loads(paths[0].read_text())["mutants"][0])

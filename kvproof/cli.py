@@ -1559,15 +1559,16 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
     from .stateful_tests.mutation.profiles import LAYERS
 
     chosen = [part.strip().strip("/") for v in value for part in v.replace(",", " ").split()]
-    unknown = [c for c in chosen if c not in LAYERS]
+    unknown = [c for c in chosen if c.split("/", 1)[0] not in LAYERS or ("/" in c and not c.endswith(".py"))]
     if unknown:
-        raise click.BadParameter(f"{unknown[0]!r}: choose from {', '.join(LAYERS)}")
+        raise click.BadParameter(f"{unknown[0]!r}: choose from {', '.join(LAYERS)}, or a module of one (reference/sequences.py)")
     return tuple(dict.fromkeys(chosen)) or LAYERS
 
 
 @main.command()
 @click.option("--paths", "layers", multiple=True, callback=_layers, metavar="LAYERS",
-              help="mutate only these layers: spec, reference, impl (repeat, or comma-separate); default: all three")
+              help="mutate only these layers (spec, reference, impl) or modules (reference/sequences.py); repeat, "
+                   "or comma-separate; default: all three layers")
 @click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
               help="quick: a few spec modules with the tests written for them; ci: every module of the layers, "
                    "judged by the tree, sequences and deepinfer tests without their slow campaigns")
@@ -1579,9 +1580,12 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
               help="the reviewed equivalent mutants (default: docs/mutation-equivalents.toml)")
 @click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="JSON",
               help="run nothing: merge the --json reports of every shard K/N of one run (repeat) and judge the union")
+@click.option("--rejudge", "rejudge_path", type=click.Path(exists=True, dir_okay=False), default=None, metavar="JSON",
+              help="judge again only what this earlier --json report (same profile, paths, shard) left unsettled: "
+                   "its survivors, gaps, unchecked mutants and every mutant of an edited function; carry its kills")
 @json_option
 def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
-           equivalents_path: str | None, merge_paths: tuple[str, ...], json_path: str | None) -> None:
+           equivalents_path: str | None, merge_paths: tuple[str, ...], rejudge_path: str | None, json_path: str | None) -> None:
     """Mutation testing with mutmut: does the suite notice a changed rule? (stateful_tests/mutation/)
 
     Prints the score per module and layer (killed / (killed + survived); mutants no test reaches are
@@ -1595,9 +1599,10 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     if merge_paths:
         _merge_mutate(merge_paths, json_path)
         return
-    from .stateful_tests.mutation.driver import MutateError, mutmut_unavailable, run_mutation
+    from .stateful_tests.mutation.driver import MutateError, mutmut_unavailable, rejudge, run_groups
     from .stateful_tests.mutation.equivalents import EquivalentsError, load_equivalents
     from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
+    from .stateful_tests.mutation.scores import MergeError, read_shard_run
     from .stateful_tests.mutation.workspace import WORK_ROOT
 
     root = Path(__file__).resolve().parent.parent
@@ -1615,18 +1620,33 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
         raise click.UsageError(str(exc)) from None
     if not targets:
         raise click.UsageError(f"profile {profile} has no modules in {', '.join(layers)}")
+    earlier = None
+    if rejudge_path:
+        try:
+            earlier = read_shard_run(rejudge_path)
+        except MergeError as exc:
+            raise click.UsageError(str(exc)) from None
+        if (earlier.profile, earlier.layers, earlier.shard) != (profile, tuple(layers), shard):
+            raise click.UsageError(f"--rejudge {rejudge_path} is a run of profile={earlier.profile} "
+                                   f"paths={','.join(earlier.layers)} shard={earlier.shard}: give the same options")
     click.echo(f"kvproof mutate: profile={profile} layers={','.join(layers)} modules={len(targets)} shard={shard} "
-               f"max-children={max_children}")
+               f"max-children={max_children}" + (f" rejudge={rejudge_path}" if rejudge_path else ""))
+    say = lambda line: click.echo(f"  {line}", err=True)
     try:
         # one workspace per profile and shard, so the shards of a matrix can run side by side on one machine
         work = root / WORK_ROOT / f"{profile}-{shard.index}-of-{shard.count}"
-        run = run_mutation(root, targets, shard, max_children, equivalents, timeout, work=work,
-                           say=lambda line: click.echo(f"  {line}", err=True))
+        if earlier is not None:
+            run = rejudge(root, targets, earlier.report, shard, max_children, equivalents, timeout, work, say)
+        else:
+            run = run_groups(root, targets, shard, max_children, equivalents, timeout, work=work, say=say)
     except MutateError as exc:
         click.echo(f"kvproof mutate: FAILED: {exc}")
         sys.exit(EXIT_FAIL)
+    if earlier is not None:
+        click.echo(f"kvproof mutate: {run.carried} verdicts carried from {rejudge_path}, "
+                   f"{len(run.report.mutants) - run.carried} judged now")
     extra = {"profile": profile, "paths": list(layers), "shard": str(shard), "seconds": round(run.seconds, 2),
-             "max_children": max_children}
+             "max_children": max_children, "carried": run.carried, "rejudged_from": rejudge_path}
     _show_mutate(run.report, run.seconds, "" if shard.whole else f" shard={shard}", json_path, extra)
 
 

@@ -234,6 +234,8 @@ class RadixTree(TreeReads):
         """
         problems = [f"root: {name}" for name in root_violations(self.root.state, self.child_states(self.root))]
         for path, node in self._reachable_nodes():
+            if not self._is_parent_link_consistent(node):
+                problems.append(f"node {path}: is_parent_link_consistent")
             for name in node_violations(node.state, node.internal, self.child_states(node), node.edge_index):
                 if self._per_block and name == "is_holderless_childless":
                     continue  # the per-block tree keeps the children of a node nobody holds
@@ -245,6 +247,13 @@ class RadixTree(TreeReads):
                         problems.append(f"lookup {rank}[{ext}] names {node!r}: {is_lookup_entry_on_holder.__name__}")
         if problems:
             raise AssertionError("RadixTree.check failed:\n  " + "\n  ".join(problems) + f"\n{self.debug_dump()}")
+
+    @staticmethod
+    def _is_parent_link_consistent(node: Node) -> bool:
+        """A reachable node's ``parent`` is the node whose child map holds it: the link releasing a dead
+        branch walks up (``_release_if_dead``); a wrong one leaves the branch attached for good."""
+        parent = node.parent
+        return parent is not None and parent.children.get(node.state.edge[0].local) is node
 
     def debug_dump(self) -> str:
         """Return a multi-line picture of the reachable tree, for failure messages."""
@@ -264,6 +273,14 @@ class RadixTree(TreeReads):
 
         walk(self.root, 1)
         return "tree:\n" + ("\n".join(lines) or "  (empty)")
+
+    def known_ranks(self) -> set[Rank]:
+        """Return the ranks the tree keeps a lookup for: every rank it was told of, less those removed.
+
+        ``remove_worker`` and ``remove_worker_dp_rank`` forget a rank; ``clear_all_blocks`` and a
+        ``cleared`` event empty it and keep it registered (Dynamo 1.6.1 alike: the removed worker's
+        map entry goes, a cleared one stays, empty)."""
+        return set(self._lookups)
 
     def cutoff_nodes(self) -> int:
         """Return how many reachable nodes carry at least one per-worker cutoff."""
@@ -382,9 +399,7 @@ class RadixTree(TreeReads):
         self._stats["splits"] += 1
         # The lookups are global per rank, so the split redirects them at once (crtc.md §12 item 2).
         for rank in holders(old):
-            lookup = self._lookups.get(rank)
-            if lookup is None:
-                continue
+            lookup = self._lookups[rank]  # a holder always has its lookup: only _drop_ranks removes one, after the rank
             for block in suffix_state.edge:
                 if lookup.get(block.ext) is node:
                     lookup[block.ext] = suffix

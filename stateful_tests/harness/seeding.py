@@ -103,8 +103,12 @@ def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None
         hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()
 
 
-def machine_settings(examples: int = 60, steps: int = 30) -> settings:
-    """Return the settings machines run with; determinism comes from the seed (``run_machine``)."""
+def machine_settings(examples: int = 60, steps: int = 30, shrink: bool = True) -> settings:
+    """Return the settings machines run with; determinism comes from the seed (``run_machine``).
+
+    ``shrink=False`` stops at the first failing run, unshrunk: for a negative control, which only
+    needs the detection (shrinking a machine's run is most of such a control's time)."""
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
     return settings(
         max_examples=examples,
         stateful_step_count=steps,
@@ -112,6 +116,7 @@ def machine_settings(examples: int = 60, steps: int = 30) -> settings:
         deadline=None,
         print_blob=True,
         report_multiple_bugs=False,
+        phases=phases,
     )
 
 

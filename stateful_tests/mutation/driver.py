@@ -1,5 +1,6 @@
 """mutmut run as a subprocess in the workspace, one shard's mutants, and the verdicts read back.
 
+``run_groups`` calls ``run_mutation`` once per group of targets that share a test list.
 ``run_mutation`` builds a fresh workspace, and then:
 
 1. for a shard other than the whole run, generates the mutants first (mutmut's own generation
@@ -35,7 +36,7 @@ from ..harness.shards import WHOLE, Shard
 from . import workspace as ws
 from .equivalents import Equivalent, function_hash, split_equivalents
 from .profiles import Target
-from .scores import SURVIVED, Mutant, Report, join_ttd, sharded_names, status_of
+from .scores import KILLED, SURVIVED, TIMEOUT, Mutant, Report, join_ttd, sharded_names, status_of
 from .ttd import TTD_FILE_ENV
 
 
@@ -107,6 +108,7 @@ class Run:
     names: list[str]
     seconds: float
     log: Path
+    generated: list[str] | None = None  # every mutant name of the targets, when they were generated first
 
 
 def child_env(workspace: ws.Workspace) -> dict[str, str]:
@@ -120,8 +122,11 @@ def child_env(workspace: ws.Workspace) -> dict[str, str]:
 def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_children: int = 1,
                  equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
                  work: Path | None = None, pytest_args: Sequence[str] = (),
-                 say: Callable[[str], None] = lambda _: None) -> Run:
-    """Mutate ``targets`` in a fresh workspace and judge them (see the module's docstring)."""
+                 say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> Run:
+    """Mutate ``targets`` in a fresh workspace and judge them (see the module's docstring).
+
+    ``only``: judge just the shard's mutants it accepts (``kvproof mutate --rejudge``), the rest not at all.
+    """
     why = mutmut_unavailable()
     if why:
         raise MutateError(why)
@@ -136,14 +141,16 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         return None if deadline is None else max(1.0, deadline - time.monotonic())
 
     names: list[str] = []
-    if not shard.whole:
-        say(f"generating mutants to pick shard {shard}")
+    generated = None
+    if not shard.whole or only is not None:
+        say(f"generating mutants to pick {'shard ' + str(shard) if not shard.whole else 'the mutants to judge'}")
         rc, text = run_child([python, "-c", GENERATE, str(max_children)], workspace.path, log, env, left())
         if rc != 0:
             raise MutateError(f"mutmut's mutant generation failed (exit {rc}); see {log}")
-        names = sharded_names((n for file in marked_json(text, "KVPROOF-NAMES").values() for n in file), shard)
+        generated = sharded_names((n for file in marked_json(text, "KVPROOF-NAMES").values() for n in file), shard)
+        names = [n for n in generated if only is None or only(n)]
         if not names:
-            return Run(Report([]), workspace, [], time.monotonic() - started, log)
+            return Run(Report([]), workspace, [], time.monotonic() - started, log, generated)
     say(f"mutmut run in {workspace.path} ({len(names) if names else 'all'} mutants, {max_children} children; log {log})")
     stopped = None
     try:
@@ -166,7 +173,88 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
         for m in mutants:
             m.diff = diffs.get(m.name, "") or m.diff
-    return Run(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log)
+    return Run(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log, generated)
+
+
+def groups_of(targets: Sequence[Target]) -> list[tuple[Target, ...]]:
+    """The targets that share one test list, a group per distinct list, in the order first named."""
+    groups: dict[tuple[str, ...], list[Target]] = {}
+    for target in targets:
+        groups.setdefault(target.tests, []).append(target)
+    return [tuple(group) for group in groups.values()]
+
+
+@dataclass
+class GroupedRun:
+    """``run_groups``'s result: one ``Run`` per group, their reports joined, and the whole call's seconds."""
+
+    runs: list[Run]
+    report: Report
+    seconds: float
+    carried: int = 0  # verdicts taken over from an earlier report (``rejudge``), not judged in this run
+
+
+def run_groups(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_children: int = 1,
+               equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
+               work: Path | None = None, pytest_args: Sequence[str] = (),
+               say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> GroupedRun:
+    """``run_mutation`` once per group of targets sharing a test list (``groups_of``), in workspaces ``work/group-I``.
+
+    A module's mutants are judged by its own list only, and mutmut's traced first pass covers one
+    list at a time. ``timeout`` bounds the whole call: a group the limit leaves no time for is not
+    run, and the joined report says it was stopped (the modules it names are not judged), so the
+    run fails rather than reading as complete. The shard applies in every group, so the shards of
+    a matrix still partition every mutant of the profile.
+    """
+    started = time.monotonic()
+    base = work or root / ws.WORK_ROOT / "work"
+    groups = groups_of(targets)
+    runs: list[Run] = []
+    stopped: list[str] = []
+    for i, group in enumerate(groups, 1):
+        left = None if timeout is None else timeout - (time.monotonic() - started)
+        if left is not None and left < 1.0:
+            skipped = [t.module for g in groups[i - 1:] for t in g]
+            stopped.append(f"the time limit left no time for {len(skipped)} modules ({', '.join(skipped)})")
+            break
+        say(f"group {i}/{len(groups)}: {', '.join(t.module for t in group)} judged by {len(group[0].tests)} test files")
+        run = run_mutation(root, group, shard, max_children, equivalents, left, base / f"group-{i}", pytest_args, say, only)
+        runs.append(run)
+        if run.report.stopped:
+            stopped.append(run.report.stopped)
+    mutants = [m for run in runs for m in run.report.mutants]
+    stale = [e for run in runs for e in run.report.stale]
+    report = Report(mutants, stale=stale, stopped="; ".join(stopped) or None)
+    return GroupedRun(runs, report, time.monotonic() - started)
+
+
+def carried_verdicts(earlier: Report, root: Path) -> dict[str, Mutant]:
+    """The verdicts of an earlier report that a rejudge keeps: killed or timed out, in a function whose source
+    text is unchanged since (its hash, ``equivalents.function_hash``). Everything else is judged again: the
+    survivors, the gaps, the mutants left unchecked, and every mutant of an edited function."""
+    return {m.name: m for m in earlier.mutants
+            if m.status in (KILLED, TIMEOUT) and m.function_hash is not None and m.function_hash == function_hash(root, m.name)}
+
+
+def rejudge(root: Path, targets: Sequence[Target], earlier: Report, shard: Shard = WHOLE, max_children: int = 1,
+            equivalents: Sequence[Equivalent] = (), timeout: float | None = None, work: Path | None = None,
+            say: Callable[[str], None] = lambda _: None) -> GroupedRun:
+    """Judge again what ``earlier`` did not settle (``carried_verdicts``), and report the whole: the carried
+    verdicts of the mutants the code still has, and the new ones.
+
+    The loop a maintainer runs after strengthening the tests for a report's survivors: it costs the
+    survivors' time, not the whole run's. A carried kill assumes the tests that killed it still run
+    (tests added since only kill more); a full run stays the verdict of record, and the report says
+    how many verdicts were carried.
+    """
+    carried = carried_verdicts(earlier, root)
+    say(f"carrying {len(carried)} verdicts (killed or timed out, function unchanged) of {len(earlier.mutants)}")
+    run = run_groups(root, targets, shard, max_children, equivalents, timeout, work, (), say, lambda n: n not in carried)
+    generated = {n for r in run.runs for n in (r.generated or ())}
+    kept = [m for name, m in carried.items() if name in generated]
+    run.report = Report(kept + run.report.mutants, stale=run.report.stale, stopped=run.report.stopped)
+    run.carried = len(kept)
+    return run
 
 
 def read_results(workspace: ws.Workspace, root: Path, only: set[str] | None) -> list[Mutant]:
@@ -193,4 +281,5 @@ def read_ttd(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-__all__ = ["MutateError", "Run", "mutmut_unavailable", "run_mutation", "status_of"]
+__all__ = ["GroupedRun", "MutateError", "Run", "carried_verdicts", "groups_of", "mutmut_unavailable", "rejudge", "run_groups",
+           "run_mutation", "status_of"]

@@ -2,14 +2,14 @@
 
 A profile is a list of ``Target``: one source module (a path from the checkout's root, such as
 ``spec/coverage.py``) and the test files run against its mutants. mutmut runs the union of the
-tests once to learn which test reaches which function, then runs only those tests per mutant,
-so a wider test list costs one longer first pass, not a slower mutant.
+tests once to learn which test reaches which function, then runs only those tests per mutant.
+Targets with the same list share one mutmut run; each distinct list is a run of its own.
 
 - ``quick``: a few spec modules, each with the test files written for it (minutes on 2 cores);
-- ``ci``: every module of spec/, reference/ and impl/, each layer judged by the test files
-  written for it in the tree, sequences and deepinfer folders (``test_spec_*.py``,
-  ``test_reference_*.py``, ``test_impl_*.py``) and the rule laws (``test_laws.py``), without the
-  slow campaigns (soak, stress, the Dynamo oracle, release replays, the memory and timing benches).
+- ``ci``: every module of spec/, reference/ and impl/, each judged by the test files named for
+  it in ``CI_TESTS`` (its rule family's tests and laws, and the machines, vectors and
+  interleavings that drive it), without the long campaigns (soak, the Dynamo oracle servers,
+  release replays, the memory and timing benches).
 
 ``GOALS`` is the score each layer must reach: killed / (killed + survived), after reviewed
 equivalents are set aside (``equivalents``).
@@ -25,12 +25,6 @@ from ...spec.errors import KvProofError
 
 LAYERS = ("spec", "reference", "impl")
 GOALS = {"spec": 0.95, "reference": 0.95, "impl": 0.90}
-
-TEST_FOLDERS = ("stateful_tests/tree/tests", "stateful_tests/sequences/tests", "stateful_tests/deepinfer/tests")
-SLOW_TEST_WORDS = ("soak", "stress", "oracle", "release", "memory", "bench", "findings", "interleavings", "roundtrip")
-"""Test files whose name holds one of these are left out of the ci profile: long campaigns, or a
-Dynamo server, whose cost per mutant would be the whole run."""
-
 
 class MutateProfileError(KvProofError, ValueError):
     """An unknown profile or layer, or a module or test file that is not in the checkout."""
@@ -65,32 +59,60 @@ QUICK = (
 
 PROFILES = ("quick", "ci")
 
+EXPLORE = "stateful_tests/explore/tests/"
 
-LAW_FILES = ("test_laws.py",)
-"""Besides a layer's own test files (``test_<layer>_*.py``), the rule laws judge every layer."""
+TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("contract", "coverage", "events", "rules", "shape")) + (
+    TREE + "test_laws.py",)
+SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_values.py",
+                 SEQUENCES + "test_bad_input.py")
+DEEPINFER_SPEC = tuple(DEEPINFER + f"test_spec_{name}.py"
+                       for name in ("acceptance", "capacity", "hit_length", "service_queue", "state_layout"))
+REFERENCE_TREE = (TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_machine.py",
+                  TREE + "test_spec_rules.py")
+REFERENCE_SEQUENCES = (SEQUENCES + "test_reference_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py",
+                       SEQUENCES + "test_bad_input.py", SEQUENCES + "test_values.py", SEQUENCES + "test_growth.py")
+IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_vectors.py", TREE + "test_impl_poison.py",
+             TREE + "test_impl_indexer.py")
+IMPL_TRACKER = (SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py", SEQUENCES + "test_bad_input.py",
+                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py")
 
-LAYER_EXTRAS = {"reference": ("test_vectors.py", "test_spec_rules.py"), "impl": ("test_vectors.py",)}
-"""Test files named for another subject that judge a layer all the same: the observed Dynamo behaviours
-run on the reference and the concurrent tree, and the rule-variant tests run the reference under each
-rule set (its ``RadixTree.__init__`` reads the variants; the layer's own files use the default only)."""
+CI_TESTS: dict[str, tuple[str, ...]] = {
+    **{f"spec/{name}.py": TREE_SPEC for name in (
+        "api", "contract", "coverage", "dump", "errors", "events", "invariants", "match", "primitives", "rules", "shape")},
+    **{f"spec/{name}.py": SEQUENCE_SPEC for name in (
+        "prefill", "sequence_errors", "sequence_inputs", "sequence_invariants", "sequences", "slot_tracker", "token_load")},
+    **{f"spec/{name}.py": DEEPINFER_SPEC for name in (
+        "acceptance", "capacity", "deepinfer_errors", "hit_length", "quantities", "service_queue", "state_layout")},
+    "spec/arith.py": TREE_SPEC + SEQUENCE_SPEC + DEEPINFER_SPEC,
+    "reference/radix_tree.py": REFERENCE_TREE,
+    "reference/sequences.py": REFERENCE_SEQUENCES,
+    "impl/radix_tree.py": IMPL_TREE,
+    "impl/lane.py": IMPL_TREE,
+    "impl/node.py": IMPL_TREE,
+    "impl/indexer.py": (TREE + "test_impl_indexer.py", TREE + "test_pipeline.py"),
+    "impl/poison.py": (TREE + "test_impl_poison.py", SEQUENCES + "test_poisoning.py"),
+    "impl/slot_tracker.py": IMPL_TRACKER,
+    "impl/_sync.py": (TREE + "test_impl_radix_tree.py", SEQUENCES + "test_interleavings.py",
+                      EXPLORE + "test_model_primitives.py", EXPLORE + "test_scheduler.py"),
+    "impl/state_roundtrip.py": (DEEPINFER + "test_impl_state_roundtrip.py",),
+}
+"""The ci profile: each module of spec/, reference/ and impl/ with the test files that judge it.
+
+A module's list is its rule family's own tests (the mirror tests, ``test_<layer>_<module>.py``,
+and the family's laws), and the tests that drive it for real from another side: the state
+machines, the recorded Dynamo vectors, the rule-variant tests (the reference tree reads the
+variants), the interleaving and stress tests of the concurrent tracker. Each distinct list is a
+mutmut run of its own (``driver.run_groups``), so a module's mutants run only its tests and the
+first, traced pass over them stays short; the lists were first one per layer, and that pass
+alone ran past 15 minutes on 2 cores. A module missing here fails the profile
+(``MutateProfileError``): a new module must be given its judges, not fall through to none.
+"""
 
 
-def ci_tests(root: Path, layer: str | None = None) -> tuple[str, ...]:
-    """The test files of the ci profile for ``layer``: ``test_<layer>_*.py`` and the law files of ``TEST_FOLDERS``.
-
-    With no layer: every ``test_*.py`` there. The slow ones (``SLOW_TEST_WORDS``) are left out
-    either way. The whole folders under mutmut's tracing take longer than a CI job on 2 cores
-    (the first pass alone ran past 15 minutes), so a layer is judged by the files written for it.
-    """
-    found = []
-    for folder in TEST_FOLDERS:
-        for path in sorted((root / folder).glob("test_*.py")):
-            if any(word in path.stem for word in SLOW_TEST_WORDS):
-                continue
-            if (layer is None or path.name.startswith(f"test_{layer}_") or path.name in LAW_FILES
-                    or path.name in LAYER_EXTRAS.get(layer, ())):
-                found.append(path.relative_to(root).as_posix())
-    return tuple(found)
+def ci_tests(layer: str | None = None) -> tuple[str, ...]:
+    """Every test file the ci profile names for ``layer``'s modules (all layers when None), in order, once."""
+    chosen = [tests for module, tests in CI_TESTS.items() if layer is None or module.startswith(layer + "/")]
+    return tuple(dict.fromkeys(t for tests in chosen for t in tests))
 
 
 def layer_modules(root: Path, layer: str) -> list[str]:
@@ -98,15 +120,25 @@ def layer_modules(root: Path, layer: str) -> list[str]:
     return [p.relative_to(root).as_posix() for p in sorted((root / layer).glob("*.py")) if p.name != "__init__.py"]
 
 
+def selects(path: str, module: str) -> bool:
+    """A ``--paths`` entry names a layer (``reference``: its every module) or one module (``reference/sequences.py``)."""
+    return module == path or module.startswith(path + "/")
+
+
 def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tuple[Target, ...]:
-    """The targets of ``profile``, kept to the layers named (``spec``, ``reference``, ``impl``)."""
-    unknown = [layer for layer in layers if layer not in LAYERS]
+    """The targets of ``profile``, kept to the layers or modules named (``spec``, ``impl/lane.py``)."""
+    unknown = [p for p in layers if p.split("/", 1)[0] not in LAYERS or ("/" in p and not (root / p).is_file())]
     if unknown:
-        raise MutateProfileError(f"unknown layer {unknown[0]!r}: choose from {', '.join(LAYERS)}")
+        raise MutateProfileError(f"unknown layer or module {unknown[0]!r}: choose from {', '.join(LAYERS)}, "
+                                 "or a module of one (spec/coverage.py)")
     if profile == "quick":
-        chosen = tuple(t for t in QUICK if t.layer in layers)
+        chosen = tuple(t for t in QUICK if any(selects(p, t.module) for p in layers))
     elif profile == "ci":
-        chosen = tuple(Target(m, ci_tests(root, layer)) for layer in LAYERS if layer in layers for m in layer_modules(root, layer))
+        modules = [m for layer in LAYERS for m in layer_modules(root, layer) if any(selects(p, m) for p in layers)]
+        missing = [m for m in modules if m not in CI_TESTS]
+        if missing:
+            raise MutateProfileError(f"{missing[0]} has no test list in the ci profile (profiles.CI_TESTS): name the tests that judge it")
+        chosen = tuple(Target(m, CI_TESTS[m]) for m in modules)
     else:
         raise MutateProfileError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")
     for target in chosen:

@@ -30,6 +30,10 @@ WORK_ROOT = ".kvproof-mutate"
 PACKAGE_LAYERS = ("spec", "reference", "impl", "stateful_tests", "proofs")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info")
 TTD_PLUGIN = "kvproof.stateful_tests.mutation.ttd"
+TIMEOUT_MULTIPLIER = 4.0
+"""mutmut stops a mutant (a timeout: detected, in its own column) after 2 x this x (its tests' clean time
++ 1 s) of CPU. mutmut's default, 15, gave a mutant that loops (``clear_all_blocks`` made to drop nothing
+and retry, say) eight minutes of CPU each on 2 cores; 4 still leaves a mutant eight times its clean run."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,7 @@ def mutmut_config(targets: Sequence[Target], pytest_args: Sequence[str] = ()) ->
         f"also_copy = {toml_list(['src', 'stateful_tests', 'conftest.py'])}",
         f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', 'no:cacheprovider', *pytest_args])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
+        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
         "",
     ])
 

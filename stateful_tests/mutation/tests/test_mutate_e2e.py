@@ -17,7 +17,7 @@ import pytest
 from kvproof.report import write_json
 from kvproof.stateful_tests.harness.optional import skip_or_fail
 from kvproof.stateful_tests.harness.shards import WHOLE, Shard
-from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, run_mutation
+from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, rejudge, run_mutation
 from kvproof.stateful_tests.mutation.equivalents import Equivalent, split_equivalents
 from kvproof.stateful_tests.mutation.profiles import Target
 from kvproof.stateful_tests.mutation.scores import KILLED, NO_TESTS, SURVIVED, Report, merge_shard_runs, read_shard_run
@@ -92,6 +92,25 @@ def test_the_shards_of_a_real_run_merge_into_the_whole_run(mutmut_here, tmp_path
         merged = merge_shard_runs([read_shard_run(f) for f in reversed(files)])
         assert {m.name: m.status for m in merged.mutants} == {m.name: m.status for m in whole.mutants}
         assert merged.table_rows() == whole.table_rows()
+        assert not processes_in(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_rejudge_runs_only_the_unsettled_mutants_and_reports_the_whole(mutmut_here):
+    """``kvproof mutate --rejudge``: over the blind run's report (no kill to carry) every mutant is judged again,
+    and the killing tests then give the full run's verdicts; over the killer's own report only its survivors run."""
+    work = ROOT / WORK_ROOT / f"e2e-rejudge-{os.getpid()}"
+    targets = [Target("spec/arith.py", (HERE + "arith_killer.py",))]
+    try:
+        whole = mutate_arith("arith_killer.py", work / "whole").report
+        blind = mutate_arith("arith_blind.py", work / "blind").report
+        again = rejudge(ROOT, targets, blind, max_children=2, timeout=120, work=work / "again")
+        assert again.carried == 0 and {m.name: m.status for m in again.report.mutants} == {m.name: m.status for m in whole.mutants}
+        settled = rejudge(ROOT, targets, whole, max_children=2, timeout=120, work=work / "settled")
+        judged = {n for r in settled.runs for n in r.names}
+        assert settled.carried == len(whole.of(KILLED)) and judged == {m.name for m in whole.of(SURVIVED)}
+        assert {m.name: m.status for m in settled.report.mutants} == {m.name: m.status for m in whole.mutants}
         assert not processes_in(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,6 +8,8 @@ import pytest
 
 from kvproof.report import write_json
 from kvproof.stateful_tests.harness.shards import Shard
+from kvproof.stateful_tests.mutation import driver
+from kvproof.stateful_tests.mutation.driver import Run, groups_of
 from kvproof.stateful_tests.mutation.equivalents import (
     Equivalent,
     EquivalentsError,
@@ -18,7 +20,16 @@ from kvproof.stateful_tests.mutation.equivalents import (
     parse_equivalents,
     split_equivalents,
 )
-from kvproof.stateful_tests.mutation.profiles import GOALS, MutateProfileError, ci_tests, targets_for
+from kvproof.stateful_tests.mutation.profiles import (
+    CI_TESTS,
+    GOALS,
+    LAYERS,
+    MutateProfileError,
+    Target,
+    ci_tests,
+    layer_modules,
+    targets_for,
+)
 from kvproof.stateful_tests.mutation.scores import (
     EQUIVALENT,
     KILLED,
@@ -173,19 +184,70 @@ def test_profiles_name_real_files_and_the_config_selects_them():
     quick = targets_for("quick", ROOT)
     assert quick and all(t.layer == "spec" for t in quick)
     assert targets_for("quick", ROOT, ["impl"]) == ()
-    tests = ci_tests(ROOT)
-    assert tests and not any("soak" in t or "stress" in t or "oracle" in t for t in tests)
-    spec_tests = ci_tests(ROOT, "spec")
+    tests = ci_tests()
+    assert tests and not any("soak" in t or "oracle" in t or "release" in t for t in tests)
+    spec_tests = ci_tests("spec")
     assert "stateful_tests/tree/tests/test_spec_coverage.py" in spec_tests and "stateful_tests/tree/tests/test_laws.py" in spec_tests
     assert not any("test_impl_" in t or "test_reference_" in t for t in spec_tests) and set(spec_tests) < set(tests)
     ci = targets_for("ci", ROOT, ["reference"])
-    assert {t.module for t in ci} >= {"reference/radix_tree.py"} and all(t.layer == "reference" for t in ci)
+    assert {t.module for t in ci} == {"reference/radix_tree.py", "reference/sequences.py"}
     config = mutmut_config(quick)
     assert 'only_mutate = ["src/kvproof/spec/coverage.py"' in config and "kvproof.stateful_tests.mutation.ttd" in config
+    assert "\ntimeout_multiplier = 4.0\n" in config
     with pytest.raises(MutateProfileError):
         targets_for("deep", ROOT)
     with pytest.raises(MutateProfileError):
         targets_for("quick", ROOT, ["proofs"])
+
+
+def test_every_module_of_every_layer_has_its_ci_judges():
+    """The ci profile covers spec/, reference/ and impl/ whole: every module, with its own test files."""
+    modules = [m for layer in LAYERS for m in layer_modules(ROOT, layer)]
+    assert sorted(t.module for t in targets_for("ci", ROOT)) == sorted(modules)
+    assert set(CI_TESTS) == set(modules), "a module without a test list, or a list for a module that is gone"
+    own = {m: f"test_{m.split('/')[0]}_{Path(m).stem}.py" for m in modules}
+    mirrored = [m for m in modules if any(Path(t).name == own[m] for t in CI_TESTS[m])]
+    assert "reference/radix_tree.py" in mirrored and "impl/state_roundtrip.py" in mirrored
+
+
+def test_paths_select_a_module_or_a_layer_and_refuse_an_unknown_one():
+    assert [t.module for t in targets_for("ci", ROOT, ["reference/sequences.py"])] == ["reference/sequences.py"]
+    assert [t.module for t in targets_for("ci", ROOT, ["impl/lane.py", "reference"])] == [
+        "reference/radix_tree.py", "reference/sequences.py", "impl/lane.py"]
+    for bad in ("reference/nothing.py", "kvproof/cli.py", "refer"):
+        with pytest.raises(MutateProfileError):
+            targets_for("ci", ROOT, [bad])
+
+
+def test_a_module_missing_from_the_ci_lists_fails_the_profile(monkeypatch):
+    """The negative control of the coverage test above: a module left without judges is refused, not run with none."""
+    monkeypatch.delitem(CI_TESTS, "impl/lane.py")
+    with pytest.raises(MutateProfileError, match=r"impl/lane\.py has no test list"):
+        targets_for("ci", ROOT, ["impl"])
+
+
+def test_targets_sharing_a_test_list_run_together_and_each_list_alone(monkeypatch, tmp_path):
+    """``run_groups``: one mutmut run per distinct list, the reports joined; a limit reached stops the rest, loudly."""
+    a, b, c = Target("spec/a.py", ("t1.py",)), Target("spec/b.py", ("t2.py",)), Target("spec/c.py", ("t1.py",))
+    assert groups_of([a, b, c]) == [(a, c), (b,)]
+    calls = []
+
+    def fake_run(root, group, shard, max_children, equivalents, timeout, work, pytest_args, say, only=None):
+        calls.append(([t.module for t in group], work.name))
+        ms = [m for t in group for m in mutants(t.module, killed=1, survived=1)]
+        return Run(Report(ms), None, [], 0.5, work / "log")
+
+    monkeypatch.setattr(driver, "run_mutation", fake_run)
+    run = driver.run_groups(ROOT, [a, b, c], work=tmp_path)
+    assert calls == [(["spec/a.py", "spec/c.py"], "group-1"), (["spec/b.py"], "group-2")]
+    assert sorted({m.module for m in run.report.mutants}) == ["spec/a.py", "spec/b.py", "spec/c.py"]
+    assert run.report.stopped is None and len(run.runs) == 2
+    clock = iter([0.0, 0.0, 10.0, 10.0])
+    monkeypatch.setattr(driver.time, "monotonic", lambda: next(clock, 10.0))
+    calls.clear()
+    stopped = driver.run_groups(ROOT, [a, b, c], timeout=5.0, work=tmp_path)
+    assert len(calls) == 1 and "no time for 1 modules (spec/b.py)" in (stopped.report.stopped or "")
+    assert any("stopped" in line for line in stopped.report.failures())
 
 
 def shard_files(tmp_path, ms, count, profile="ci", **changes):
@@ -247,3 +309,19 @@ def test_a_stopped_shard_stops_the_merged_run(tmp_path):
     paths[1].write_text(json.dumps(body))
     merged = merge_shard_runs([read_shard_run(p) for p in paths])
     assert any("shard 2/2: the time limit" in line for line in merged.failures())
+
+
+def test_a_rejudge_carries_only_kills_of_unchanged_functions():
+    """``carried_verdicts``: killed and timed-out verdicts of a function whose source is unchanged are kept; a
+    survivor, a gap, an unchecked mutant, and any verdict of an edited function (its hash moved) are judged again."""
+    from kvproof.stateful_tests.mutation.driver import carried_verdicts
+
+    now = function_hash(ROOT, COV + "1")
+    assert now is not None
+    earlier = Report([Mutant(COV + "1", "spec/coverage.py", 1, function_hash=now),
+                      Mutant(COV + "2", "spec/coverage.py", 36, function_hash=now),
+                      Mutant(COV + "3", "spec/coverage.py", 1, function_hash="an older text"),
+                      Mutant(COV + "4", "spec/coverage.py", 0, function_hash=now),
+                      Mutant(COV + "5", "spec/coverage.py", 33, function_hash=now),
+                      Mutant(COV + "6", "spec/coverage.py", None, function_hash=now)])
+    assert sorted(carried_verdicts(earlier, ROOT)) == [COV + "1", COV + "2"]

@@ -15,11 +15,14 @@ def canned(killed: int, survived: int, gaps: int = 0):
     mutants += [Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)]
     mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33) for i in range(gaps)]
 
-    def fake(root, targets, shard, max_children, equivalents, timeout, work, **kwargs):
-        assert work.name == f"quick-{shard.index}-of-{shard.count}" and work.parent.name == ".kvproof-mutate"
+    def fake(root, targets, shard, max_children, equivalents, timeout, work, *args, **kwargs):
+        """One group's run (``driver.run_groups`` calls it per test list): the canned mutants of its modules."""
+        assert work.name.startswith("group-") and work.parent.name == f"quick-{shard.index}-of-{shard.count}"
+        assert work.parent.parent.name == ".kvproof-mutate"
+        modules = {t.module for t in targets}
         mine = set(sharded_names([m.name for m in mutants], shard))
-        return driver.Run(Report([m for m in mutants if m.name in mine]), Workspace(Path("/nonexistent"), tuple(targets)),
-                          [], 1.5, Path("/nonexistent/log"))
+        return driver.Run(Report([m for m in mutants if m.name in mine and m.module in modules]),
+                          Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
 
     return fake
 
@@ -61,7 +64,7 @@ def test_the_merged_shards_print_the_whole_runs_table_and_verdict(kvproof_cli, m
                          "--json", str(tmp_path / "merged.json"))
     assert merged.code == whole.code == EXIT_FAIL
     assert merged.last == whole.last + " merged=3", merged.out
-    table = [line for line in whole.out.splitlines() if "spec/coverage.py" in line]
+    table = [line for line in whole.out.splitlines() if line.startswith("spec/coverage.py")]
     assert table and all(line in merged.out for line in table)
     assert "merged 3 shards of profile=quick layers=spec" in merged.out
     body = json.loads((tmp_path / "merged.json").read_text())

@@ -108,7 +108,7 @@ class Run:
     names: list[str]
     seconds: float
     log: Path
-    generated: list[str] | None = None  # every mutant name of the targets, when they were generated first
+    generated: list[str] | None = None  # the shard's mutant names, when they were generated first (a shard, or ``only``)
 
 
 def child_env(workspace: ws.Workspace) -> dict[str, str]:

@@ -17,14 +17,20 @@ def test_reference_reproduces_observed_behaviour(scenario):
     assert run_scenario(checked_after_every_event(RadixTree, scenario), scenario) == []
 
 
+def e18_tree():
+    """The reference after E18's steps: an extension, a demotion and a split."""
+    tree = RadixTree()
+    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
+        run_step(tree, step, 0)
+    return tree
+
+
 def test_statistics_count_the_shape_rules():
     """E18, counted by hand: worker 1's [1 2 3] is a child insert and worker 2's the same edge a reuse; worker 1's
     4 below 3 extends the leaf and demotes worker 2 (a cutoff at 3); worker 2's 5 below 3 splits before 4 and
     inserts a child; worker 1's 6 below 4 extends that leaf and demotes worker 2 again. Worker 2's own 4 below 3
     raises its cutoff inside the edge: none of the counters."""
-    tree = RadixTree()
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
-        run_step(tree, step, 0)
+    tree = e18_tree()
     stats = tree.statistics()
     assert (stats.child_inserts, stats.reuses, stats.leaf_extensions, stats.demotions, stats.splits) == (2, 1, 2, 2, 1)
     assert (stats.sticky_refusals, stats.cutoffs_set, stats.children_cleared, stats.released_dead_nodes,
@@ -39,9 +45,7 @@ def test_statistics_count_the_shape_rules():
 
 def test_check_failure_names_each_broken_invariant_and_draws_the_tree():
     """The message a failed check() prints, exactly: one line per problem (where, which predicate), then the tree."""
-    tree = RadixTree()
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
-        run_step(tree, step, 0)
+    tree = e18_tree()
     tree.root.children[1].edge_index = {}
     tree.root.children[1].children[5].edge_index = {}
     with pytest.raises(AssertionError) as caught:
@@ -57,9 +61,7 @@ def test_check_failure_names_each_broken_invariant_and_draws_the_tree():
 
 def test_check_catches_a_parent_link_that_is_not_the_holding_node():
     """Negative control for check()'s parent-link invariant: a split's suffix whose parent was left unset."""
-    tree = RadixTree()
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
-        run_step(tree, step, 0)
+    tree = e18_tree()
     tree.root.children[1].children[4].parent = None
     with pytest.raises(AssertionError, match=r"node \(1, 4\): is_parent_link_consistent"):
         tree.check(lookups=False)

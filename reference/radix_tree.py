@@ -85,7 +85,6 @@ from ..spec.shape import (
     Reuse,
     ReuseAndExtend,
     SplitAndAttach,
-    SplitThenInsert,
     extend_leaf,
     may_extend_leaf,
     plan_descend,
@@ -106,9 +105,8 @@ class Node:
         self.state = state
         self.children: dict[int, Node] = {}
         self.internal = False
-        self.parent = parent  # the node whose child map holds this one (None: the root, or released)
-        self.edge_index: dict[int, int] = {}
-        self._index_edge()
+        self.parent = parent  # the node whose child map holds this one (None: the root; a released node keeps its last)
+        self.edge_index: dict[int, int] = edge_index_of(state.edge)
 
     def _index_edge(self) -> None:
         self.edge_index = edge_index_of(self.state.edge)
@@ -321,11 +319,9 @@ class RadixTree(TreeReads):
         elif isinstance(plan, ReuseAndExtend):
             self._extend(node, rank, plan.tail)
             self._point(rank, blocks, node)
-        elif isinstance(plan, SplitThenInsert):
+        else:  # SplitThenInsert, the last of the closed spec.shape.StorePlan
             self._split(node, plan.at)
             self._insert_below(node, rank, blocks)
-        else:  # pragma: no cover - the plan type is closed
-            raise AssertionError(plan)
 
     def _insert_below(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
         remaining = blocks
@@ -431,8 +427,7 @@ class RadixTree(TreeReads):
         end, low = removal_run(
             hashes, i, node.edge_index, current_cutoff(state, rank), lambda other: lookup.get(other) is node
         )
-        for absorbed in hashes[i + 1 : end]:
-            del lookup[absorbed]
+        # The run's other hashes lie in [low, cutoff): the cut uncovers them, so the scrub below drops their entries.
         state, uncovered = remove_at(state, rank, low)
         if uncovered:
             node.set_edge_state(state)
@@ -466,8 +461,7 @@ class RadixTree(TreeReads):
             parent, key = node.parent, node.state.edge[0].local
             if parent.children.get(key) is not node:
                 return
-            del parent.children[key]
-            node.parent = None
+            del parent.children[key]  # its parent link may stay: the walk above rechecks the child map
             self._stats["released_dead_nodes"] += 1
             node = parent
 

@@ -8,9 +8,12 @@
    shard's (``scores.sharded_names``: sorted, the ``i``-th when ``i % N == K-1``), so the shards
    of a CI matrix partition the mutants;
 2. runs ``python -m mutmut run --max-children J [NAMES...]`` in the workspace, its output going to
-   ``mutmut.log`` there, with ``KVPROOF_TTD_FILE`` set so the ``ttd`` plugin records each mutant;
+   ``mutmut.log`` there, with ``KVPROOF_TTD_FILE`` set so the ``ttd`` plugin records each mutant
+   and ``KVPROOF_COST_FILE`` so the ``order`` plugin runs each mutant's tests file by file,
+   cheapest first;
 3. reads each target's ``.meta`` file (also after the time limit stopped mutmut: the mutants it
-   had not reached read "not checked", and the report fails saying the run was stopped) (exit code and duration per mutant), joins the times to
+   had not reached read "not checked", and the report fails saying the run was stopped) (exit
+   code and duration per mutant), joins the times to
    detection, and asks mutmut (one more child) for the survivors' diffs.
 
 Every child runs in its own process group with a parent-death signal
@@ -35,6 +38,7 @@ from ..harness.process_guard import GUARD, spawn_guarded
 from ..harness.shards import WHOLE, Shard
 from . import workspace as ws
 from .equivalents import Equivalent, function_hash, split_equivalents
+from .order import COST_FILE_ENV
 from .profiles import Target
 from .scores import KILLED, SURVIVED, TIMEOUT, Mutant, Report, join_ttd, sharded_names, status_of
 from .ttd import TTD_FILE_ENV
@@ -114,6 +118,7 @@ class Run:
 def child_env(workspace: ws.Workspace) -> dict[str, str]:
     env = dict(os.environ)
     env[TTD_FILE_ENV] = str(workspace.ttd_file)
+    env[COST_FILE_ENV] = str(workspace.cost_file)
     env.setdefault("KVPROOF_PROFILE", "ci")  # the suite's deterministic profile, whatever the caller's shell says
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env

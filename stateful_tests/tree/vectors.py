@@ -121,6 +121,16 @@ SCENARIOS: list[Scenario] = [
         Query([1, 2], {W1: 2, W2: 2}),
         Dump([(1, 0, None, [100, 200]), (2, 0, None, [100, 200])]),
     ]),
+    Scenario("E8d_stale_entry_left_by_a_failed_removal_goes_with_its_rank", "E8, then a cleared event (out of contract)", [
+        Store(1, [(100, 1), (200, 2)]),
+        Store(2, [(101, 1), (201, 2)]),
+        Remove(2, [101], expect=BNF),
+        Clear(2),
+        Query([1, 2], {W1: 2}),
+        Remove(2, [101], expect=BNF),
+        Store(2, [(301, 3)], parent=201, expect=PBNF),
+        Dump([(1, 0, None, [100, 200])]),
+    ]),
     Scenario("E8b_divergent_block_hash_credited_on_existing_node", "crtc.md §13 E8b (out of contract)", [
         Store(2, [(100, 1), (200, 2), (300, 3)]),
         Store(1, [(100, 1)]),

@@ -4,10 +4,18 @@
 import pytest
 
 from kvproof.reference import RadixTree
-from kvproof.spec.errors import InvalidArgument, InvalidArgumentType, KvProofError, MalformedEvent
+from kvproof.spec.errors import (
+    BlockNotFound,
+    InvalidArgument,
+    InvalidArgumentType,
+    KvProofError,
+    MalformedEvent,
+    ParentBlockNotFound,
+)
+from kvproof.stateful_tests.harness.paths import chain
 from kvproof.stateful_tests.tree.api_laws import check_dump_rebuild, check_tree_bad_input
 from kvproof.stateful_tests.tree.mutants import AcceptsGarbage, BadInputLeavesATrace, DumpDropsLastEvent
-from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario, run_step
+from kvproof.stateful_tests.tree.steps import Remove, Store, checked_after_every_event, run_scenario, run_step
 from kvproof.stateful_tests.tree.streams import generate
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
 
@@ -41,6 +49,74 @@ def test_statistics_count_the_shape_rules():
     twice.apply_event(1, b'{"event_id": 3, "data": {"stored": {"parent_hash": 10, "blocks": [{"block_hash": 60, "tokens_hash": 6}]}}}')
     twice.check()
     assert (twice.statistics().splits, twice.statistics().child_inserts, twice.statistics().nodes) == (2, 3, 5)
+    passed = RadixTree()  # E5c leaves [2 3 4] below [1] held by nobody; worker 2's [1 2 3 4] releases it, builds anew
+    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E5c_divergent_continuation_under_kept_prefix")].steps[:3]:
+        run_step(passed, step, 0)
+    assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts) == (0, 2)
+    passed.apply_event(2, b'{"event_id": 9, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}, {"block_hash": 300, "tokens_hash": 3}, {"block_hash": 400, "tokens_hash": 4}]}}}')
+    passed.check()
+    assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts, passed.statistics().nodes) == (1, 3, 3)
+
+
+def test_statistics_count_cutoffs_cleared_children_and_released_nodes():
+    """Counted by hand. Worker 1's [1 2 3 4] loses [400 300], listed tail-first: one run on one node, one cut at
+    3, one cutoff set; then [200]: a second. Twice, on fresh locals: worker 2 stores [a b c] and d below b (a split
+    after b), worker 3 stores [a b] (a reuse); worker 2's removal of a leaves worker 3 full there; worker 3's leaves
+    nobody full, so [a b]'s children are cleared (one) and [a b], now held by nobody and childless, is released
+    (one). A removal the rank cannot apply names the rank."""
+    tree = RadixTree()
+
+    def counted(*steps):
+        for step in steps:
+            assert run_step(tree, step, 0) is None, step
+        tree.check()
+        s = tree.statistics()
+        return s.cutoffs_set, s.children_cleared, s.released_dead_nodes, s.nodes
+
+    assert counted(Store(1, chain(1, 2, 3, 4)), Remove(1, [400, 300])) == (1, 0, 0, 1)
+    assert counted(Remove(1, [200])) == (2, 0, 0, 1)
+    for n, local in enumerate((7, 17), start=1):
+        a, b, c, d = (100 * local + 10 * k for k in range(4))
+        assert counted(Store(2, [(a, local), (b, local + 1), (c, local + 2)]), Store(2, [(d, local + 3)], parent=b),
+                       Store(3, [(a, local), (b, local + 1)]), Remove(2, [a])) == (2, n - 1, n - 1, 4)
+        assert counted(Remove(3, [a])) == (2, n, n, 1)
+    with pytest.raises(BlockNotFound, match=r"block 999 for \(3, 2\)"):
+        tree.apply_event(3, b'{"event_id": 99, "data": {"removed": {"block_hashes": [999]}}, "dp_rank": 2}')
+
+
+def test_statistics_count_reuses_sticky_refusals_released_passes_and_rejections():
+    """Counted by hand. Worker 1 re-stores [3] below 2 and [2 3] below 1 of its [1 2 3 4]: two reuses. Twice, on
+    fresh locals: worker 1 stores [1 2 3] and 4 below 1 (a split after 1, which turns [1] internal), then evicts
+    [2 3] and [4], which releases both and leaves [1] internal and childless; worker 2's [1 5] cannot extend the
+    sticky node, so 5 is a child (one refusal). Twice, E5c's split leaves a node nobody holds, and worker 2's store
+    passing it releases it and builds anew. Two rejected events, each error naming the block and the rank."""
+    tree = RadixTree()
+
+    def counted(*steps):
+        for step in steps:
+            assert run_step(tree, step, 0) is None, step
+        tree.check()
+        s = tree.statistics()
+        return s.reuses, s.sticky_refusals, s.released_dead_nodes, s.rejected
+
+    assert counted(Store(1, chain(1, 2, 3, 4)), Store(1, [(300, 3)], parent=200)) == (1, 0, 0, 0)
+    assert counted(Store(1, [(200, 2), (300, 3)], parent=100)) == (2, 0, 0, 0)
+    tree = RadixTree()
+    for n, k in enumerate((0, 10), start=1):
+        h = {local: 100 * (local + k) for local in range(1, 6)}
+        assert counted(Store(1, [(h[1], 1 + k), (h[2], 2 + k), (h[3], 3 + k)]), Store(1, [(h[4], 4 + k)], parent=h[1]),
+                       Remove(1, [h[2], h[3], h[4]])) == (0, n - 1, 2 * n, 0)
+        assert counted(Store(2, [(h[1], 1 + k), (h[5], 5 + k)])) == (0, n, 2 * n, 0)
+    tree = RadixTree()
+    for n, k in enumerate((0, 10), start=1):  # E5c's steps, then worker 2's [1 2 3 4]
+        h = {local: 100 * (local + k) for local in range(1, 5)}
+        assert counted(Store(1, [(h[i], i + k) for i in range(1, 5)]), Remove(1, [h[2]]), Store(1, [(250 + k, 5 + k)], parent=h[1]),
+                       Store(2, [(h[i], i + k) for i in range(1, 5)])) == (0, 0, n, 0)
+    with pytest.raises(ParentBlockNotFound, match=r"parent block 999 for \(4, 0\)"):
+        tree.apply_event(4, b'{"event_id": 90, "data": {"stored": {"parent_hash": 999, "blocks": [{"block_hash": 1, "tokens_hash": 1}]}}}')
+    with pytest.raises(BlockNotFound, match=r"block 999 for \(4, 0\)"):
+        tree.apply_event(4, b'{"event_id": 91, "data": {"removed": {"block_hashes": [999]}}}')
+    assert tree.statistics().rejected == 2
 
 
 def test_check_failure_names_each_broken_invariant_and_draws_the_tree():
@@ -193,9 +269,58 @@ def test_node_cutoff_and_sticky_counts_are_the_shapes():
     assert min(reached) > 20, f"the streams must reach branching, cutoffs and sticky nodes, or the law is idle: {reached}"
 
 
+def streams_with_deltas(count=12):
+    """Each operation of ``count`` generated streams, with its stream's index and the reachable nodes and
+    counters just before and after it."""
+    from kvproof.stateful_tests.tree.streams import apply_op
+
+    for index in range(count):
+        tree = RadixTree()
+        for op in generate(11, index).ops:
+            nodes, before = {id(node): node for _, node in tree._reachable_nodes()}, tree.statistics()
+            apply_op(tree, op)
+            yield index, op, (nodes, before), ({id(node): node for _, node in tree._reachable_nodes()}, tree.statistics())
+
+
+def test_an_eviction_or_a_drop_releases_every_node_it_leaves_nobody_holding():
+    """Law (the release rule, Dynamo 1.6.0, docs/dynamo-findings.md F1): a removal, a ``cleared`` event,
+    ``remove_worker``, ``clear_all_blocks`` or ``remove_worker_dp_rank`` leaves no reachable node nobody holds
+    that was not one before it. Only a store's demotion leaves a dead node (E5c), for a later store to release."""
+    from kvproof.spec.coverage import holders
+    from kvproof.spec.events import Stored
+    from kvproof.stateful_tests.tree.streams import EventOp
+
+    released = 0
+    for _, op, (nodes, _), (after, _) in streams_with_deltas():
+        if isinstance(op, EventOp) and isinstance(op.event.data, Stored):
+            continue
+        dead_before = {key for key, node in nodes.items() if not holders(node.state)}
+        new_dead = [node for key, node in after.items() if not holders(node.state) and key not in dead_before]
+        assert not new_dead, (op, new_dead)
+        released += any(key not in after for key in nodes)
+    assert released > 20, f"the streams must evict and drop nodes for the law to bite: {released}"
+
+
+def test_the_counters_account_for_every_node_an_event_adds_or_releases():
+    """Law: until a stream's first cleared children, each operation changes the reachable nodes by its splits
+    plus its child inserts minus its released dead nodes. (A cleared subtree leaves without a count of its own,
+    and the lookup entries into it live on: a later store below such a node builds out of sight, as in Dynamo,
+    and its counters count that work too.)"""
+    seen, cleared = [0, 0, 0], set()
+    for index, op, (_, s0), (_, s1) in streams_with_deltas():
+        if index in cleared or s1.children_cleared != s0.children_cleared:
+            cleared.add(index)
+            continue
+        grown, released = s1.splits - s0.splits + s1.child_inserts - s0.child_inserts, s1.released_dead_nodes - s0.released_dead_nodes
+        assert s1.nodes - s0.nodes == grown - released, (index, op, s0, s1)
+        seen = [seen[0] + (s1.splits > s0.splits), seen[1] + (s1.child_inserts > s0.child_inserts), seen[2] + (released > 0)]
+    assert min(seen) > 20, f"splits, inserts and releases must each happen, or the law is idle: {seen}"
+
+
 def test_removing_a_rank_forgets_it_and_clearing_a_worker_keeps_its_ranks():
-    """Law (Dynamo's remove_worker / remove_worker_dp_rank forget the rank; clear_all_blocks keeps every rank
-    registered with nothing held): ``known_ranks`` says which ranks the tree keeps a lookup for."""
+    """Law (Dynamo's remove_worker / remove_worker_dp_rank forget the rank, and so does a ``cleared`` event, which is
+    remove_worker_dp_rank for the rank that sent it; clear_all_blocks keeps every rank registered with nothing held):
+    ``known_ranks`` says which ranks the tree keeps a lookup for."""
     from kvproof.spec.primitives import Rank
 
     tree = RadixTree()
@@ -209,6 +334,8 @@ def test_removing_a_rank_forgets_it_and_clearing_a_worker_keeps_its_ranks():
     assert tree.known_ranks() == {Rank(7, 0), Rank(8, 0)} and Rank(8, 0) not in tree.snapshot()
     tree.remove_worker(7)
     assert tree.known_ranks() == {Rank(8, 0)} and tree.snapshot() == {}
+    tree.apply_event(8, b'{"event_id": 4, "data": "cleared"}')  # remove_worker_dp_rank for its rank (crtc.md §12 item 6)
+    assert tree.known_ranks() == set()
     tree.check()
 
 

@@ -43,17 +43,25 @@ def file_of(nodeid: str) -> str:
 
 @dataclass(frozen=True)
 class Costs:
-    """What the stats pass measured: each file's seconds, and every node id in collection order."""
+    """What the stats pass measured, in seconds: each file's whole cost (``seconds``), each item's own
+    (``items``: setup, call and teardown), each file's dearest setup phase (``setups``: where its
+    module and class fixtures are paid), and every node id in collection order."""
 
     seconds: Mapping[str, float] = field(default_factory=dict)
     collected: Sequence[str] = ()
+    items: Mapping[str, float] = field(default_factory=dict)
+    setups: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"seconds": dict(self.seconds), "collected": list(self.collected)}
+        return {"seconds": dict(self.seconds), "collected": list(self.collected), "items": dict(self.items),
+                "setups": dict(self.setups)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Costs:
-        return cls({str(k): float(v) for k, v in data["seconds"].items()}, [str(n) for n in data["collected"]])
+        def floats(key: str) -> dict[str, float]:
+            return {str(k): float(v) for k, v in data.get(key, {}).items()}
+
+        return cls(floats("seconds"), [str(n) for n in data["collected"]], floats("items"), floats("setups"))
 
 
 def run_order(nodeids: Sequence[str], costs: Costs) -> list[int]:
@@ -80,14 +88,18 @@ def run_order(nodeids: Sequence[str], costs: Costs) -> list[int]:
     return sorted(range(len(nodeids)), key=key)
 
 
-def costs_of(reports: Sequence[tuple[str, float]]) -> Costs:
-    """The costs of a session from its ``(node id, seconds)`` phase reports, in the order they came."""
+def costs_of(reports: Sequence[tuple[str, str, float]]) -> Costs:
+    """The costs of a session from its ``(node id, phase, seconds)`` reports, in the order they came."""
     seconds: dict[str, float] = {}
-    collected: dict[str, None] = {}
-    for nodeid, duration in reports:
-        seconds[file_of(nodeid)] = seconds.get(file_of(nodeid), 0.0) + duration
-        collected.setdefault(nodeid)
-    return Costs(seconds, list(collected))
+    items: dict[str, float] = {}
+    setups: dict[str, float] = {}
+    for nodeid, when, duration in reports:
+        name = file_of(nodeid)
+        seconds[name] = seconds.get(name, 0.0) + duration
+        items[nodeid] = items.get(nodeid, 0.0) + duration
+        if when == "setup":
+            setups[name] = max(setups.get(name, 0.0), duration)
+    return Costs(seconds, list(items), items, setups)
 
 
 def read_costs(path: str | None) -> Costs:
@@ -97,7 +109,7 @@ def read_costs(path: str | None) -> Costs:
     return Costs.from_json(json.loads(Path(path).read_text()))
 
 
-_reports: list[tuple[str, float]] = []
+_reports: list[tuple[str, str, float]] = []
 
 
 def _stats_pass() -> bool:
@@ -117,7 +129,7 @@ def pytest_sessionstart(session: Any) -> None:
 
 def pytest_runtest_logreport(report: Any) -> None:
     if _stats_pass():
-        _reports.append((report.nodeid, float(report.duration)))
+        _reports.append((report.nodeid, str(report.when), float(report.duration)))
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:

@@ -31,6 +31,7 @@ PACKAGE_LAYERS = ("spec", "reference", "impl", "stateful_tests", "proofs")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "*.egg-info")
 TTD_PLUGIN = "kvproof.stateful_tests.mutation.ttd"
 ORDER_PLUGIN = "kvproof.stateful_tests.mutation.order"
+STALL_PLUGIN = "kvproof.stateful_tests.mutation.stall"
 TIMEOUT_MULTIPLIER = 4.0
 TIMEOUT_CONSTANT = 20.0
 """mutmut stops a mutant (a timeout: detected, in its own column) after 2 x multiplier x (its tests'
@@ -83,7 +84,7 @@ def mutmut_config(targets: Sequence[Target], pytest_args: Sequence[str] = ()) ->
         f"source_paths = {toml_list([f'src/kvproof/{layer}' for layer in layers])}",
         f"only_mutate = {toml_list([f'src/kvproof/{t.module}' for t in targets])}",
         f"also_copy = {toml_list(['src', 'stateful_tests', 'conftest.py'])}",
-        f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', 'no:cacheprovider', *pytest_args])}",
+        f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', STALL_PLUGIN, '-p', 'no:cacheprovider', *pytest_args])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
         f"timeout_constant = {TIMEOUT_CONSTANT}",

@@ -48,11 +48,14 @@ def test_run_order_groups_files_cheapest_first_in_collection_order(ids, secs, rn
         assert mine[len(listed):] == [n for n in ids if file_of(n) == f and n not in known], "the rest as they came"
 
 
-def test_costs_sum_every_phase_per_file_and_keep_the_collection_order():
-    reports = [("a/t.py::x", 2.0), ("a/t.py::x", 0.5), ("a/t.py::x", 0.25), ("b/t.py::y", 0.1), ("a/t.py::z", 1.0)]
+def test_costs_sum_every_phase_per_file_and_item_keep_the_dearest_setup_and_the_collection_order():
+    reports = [("a/t.py::x", "setup", 2.0), ("a/t.py::x", "call", 0.5), ("a/t.py::x", "teardown", 0.25),
+               ("b/t.py::y", "call", 0.1), ("a/t.py::z", "setup", 0.5), ("a/t.py::z", "call", 1.0)]
     costs = costs_of(reports)
-    assert costs.seconds == {"a/t.py": 3.75, "b/t.py": 0.1} and list(costs.collected) == ["a/t.py::x", "b/t.py::y", "a/t.py::z"]
-    assert Costs.from_json(json.loads(json.dumps(costs.to_json()))) == Costs(dict(costs.seconds), list(costs.collected))
+    assert costs.seconds == {"a/t.py": 4.25, "b/t.py": 0.1} and list(costs.collected) == ["a/t.py::x", "b/t.py::y", "a/t.py::z"]
+    assert costs.items == {"a/t.py::x": 2.75, "b/t.py::y": 0.1, "a/t.py::z": 1.5} and costs.setups == {"a/t.py": 2.0}
+    assert Costs.from_json(json.loads(json.dumps(costs.to_json()))) == Costs(
+        dict(costs.seconds), list(costs.collected), dict(costs.items), dict(costs.setups))
     assert read_costs(None) == Costs() and read_costs("/nonexistent/costs.json") == Costs()
 
 

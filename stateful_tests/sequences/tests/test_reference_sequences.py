@@ -75,3 +75,55 @@ def test_the_registry_trie_check_catches_a_broken_trie():
     trie.root.children[1].children[2].held = False  # an unheld node with nothing below it
     with pytest.raises(AssertionError, match="unheld leaf"):
         trie.check()
+
+
+def sound_tracker():
+    """Worker 1 with dp ranks 0 and 1, two requests on rank 0 (one with a modeled prefill, one without)."""
+    from kvproof.reference.sequences import SlotTracker
+    from kvproof.spec.sequence_inputs import PrefillLoadHint, SequenceRequest, WorkerWithDpRank
+
+    tracker = SlotTracker(None)
+    tracker.register_worker(1, 0, 2, 0)
+    rank = WorkerWithDpRank(1, 0)
+    tracker.add_request(SequenceRequest("a", rank, (1, 2), True, None, PrefillLoadHint(100, 50_000_000)), 1)
+    tracker.add_request(SequenceRequest("b", rank, (1, 3), True, None, PrefillLoadHint(40)), 2)
+    tracker.check()
+    return tracker, tracker.slots[next(r for r in tracker.slots if r.dp_rank == 0)]
+
+
+@pytest.mark.parametrize(("field", "message"), [("tokens_sum", "prefill tokens sum drifted"),
+                                                 ("unmodeled", "unmodeled count drifted"),
+                                                 ("modeled_ms", "modeled ms drifted")])
+def test_the_prefill_check_names_the_running_sum_that_drifted(field, message):
+    """``check()`` recomputes each running sum of a slot's prefills and names the one that drifted."""
+    tracker, slot = sound_tracker()
+    setattr(slot.prefill, field, getattr(slot.prefill, field) + 1)
+    with pytest.raises(AssertionError, match=f"^{message}"):
+        tracker.check()
+
+
+def test_the_tracker_check_catches_a_broken_write_model_and_a_registry_behind_it():
+    """``check()`` runs the write model's invariants (a request booked to a slot that does not hold it) and the
+    read model's (a registry view whose load is not the slot's), each named in the failure."""
+    tracker, _ = sound_tracker()
+    tracker.index["a"] = next(r for r in tracker.slots if r.dp_rank == 1)
+    with pytest.raises(AssertionError, match=r"write model violates .*is_request_booked_by_its_slot"):
+        tracker.check()
+    tracker, _ = sound_tracker()
+    view = next(iter(tracker.registry.values()))
+    view.load = None
+    with pytest.raises(AssertionError, match=r"registry differs from the projection: .*is_load_snapshot_current"):
+        tracker.check()
+
+
+def test_unregistering_names_the_bad_argument_and_the_unknown_worker():
+    from kvproof.spec.errors import KvProofError
+    from kvproof.spec.sequence_errors import UnknownWorker
+
+    tracker, _ = sound_tracker()
+    with pytest.raises(KvProofError, match=r"^worker_id -1 is outside \[0, 18446744073709551615\]$"):
+        tracker.unregister_worker(-1)
+    with pytest.raises(UnknownWorker, match=r"^worker 7 not found$") as caught:
+        tracker.unregister_worker(7)
+    assert caught.value.worker_id == 7
+    tracker.check()

@@ -2,6 +2,8 @@
 disappear (as runs, not tuples), the registry's ``PathTrie`` is exactly the set its runs make in any order, and each
 ``check()`` catches a broken trie."""
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as hs
@@ -56,11 +58,17 @@ def test_the_block_trie_check_catches_a_broken_trie():
     trie.acquire((1, 2))
     trie.acquire((1, 3))
     trie.check([(1, 2), (1, 3)])
-    for prompts in ([(1, 2)], [(1, 2), (1, 3), (1, 4)], [(1, 2), (1, 2)]):  # a path too many, one missing, wrong owners
-        with pytest.raises(AssertionError):
+    for prompts, message in (([(1, 2)], "a node at depth 1 has 2 owners, 1 prompts"),  # a path too many
+                             ([(1, 2), (1, 3), (1, 4)], "a prompt's path of depth 2 is missing"),
+                             ([(1, 2), (1, 2)], "a node at depth 2 has 1 owners, None prompts")):  # wrong owners
+        with pytest.raises(AssertionError, match=f"^{re.escape(message)}"):
             trie.check(prompts)
     trie.active_blocks += 1
-    with pytest.raises(AssertionError, match="active_blocks"):
+    with pytest.raises(AssertionError, match=r"^active_blocks 4 != 3"):
+        trie.check([(1, 2), (1, 3)])
+    trie.active_blocks -= 1
+    trie.root.children[1].children[3].owners = 0
+    with pytest.raises(AssertionError, match=r"^an unowned node at depth 2"):
         trie.check([(1, 2), (1, 3)])
 
 
@@ -69,11 +77,11 @@ def test_the_registry_trie_check_catches_a_broken_trie():
     trie.store(PathRun((1, 2), 0))
     trie.check()
     trie.size += 1
-    with pytest.raises(AssertionError, match="size"):
+    with pytest.raises(AssertionError, match=r"^size 3 != 2 held paths"):
         trie.check()
     trie.size -= 1
     trie.root.children[1].children[2].held = False  # an unheld node with nothing below it
-    with pytest.raises(AssertionError, match="unheld leaf"):
+    with pytest.raises(AssertionError, match=r"^an unheld leaf at depth 2"):
         trie.check()
 
 
@@ -127,3 +135,16 @@ def test_unregistering_names_the_bad_argument_and_the_unknown_worker():
         tracker.unregister_worker(7)
     assert caught.value.worker_id == 7
     tracker.check()
+
+
+def test_the_prefill_check_names_an_anchor_that_is_not_the_front():
+    """The anchor is the front prefill (sequences.md §2): ``check()`` names an anchor elsewhere, and an anchor time
+    kept without an anchor."""
+    tracker, slot = sound_tracker()
+    slot.prefill.anchor_id = "b"
+    with pytest.raises(AssertionError, match=r"^anchor 'b' is not the front 'a'"):
+        tracker.check()
+    tracker, slot = sound_tracker()
+    slot.prefill.anchor_since = None
+    with pytest.raises(AssertionError, match=r"^anchor time without an anchor"):
+        tracker.check()

@@ -399,4 +399,22 @@ SCENARIOS: list[Scenario] = [
         Remove(1, [100, 200, 300, 400]),
         Query([1, 2, 3, 4], {W2: 4, (3, 0): 2}),
     ]),
+    # A hash written twice in one prompt (out of contract) is indexed at its last position on the edge
+    # (docs/dynamo-findings.md F9), observed on ai-dynamo-runtime 1.6.1, 2026-12-03:
+    Scenario("F9a_removal_of_a_repeated_hash_past_the_rank_s_cutoff_is_lost", "docs/dynamo-findings.md F9 (out of contract)", [
+        Store(2, [(300, 3), (100, 1), (300, 3)]),
+        Store(1, [(300, 3)]),
+        Remove(1, [300, 300]),  # 300 resolves past w1's cutoff: nothing is uncovered, the hash is scrubbed, its repeat skipped
+        Remove(1, [300], expect=BNF),
+        Query([3, 1, 3], {W1: 1, W2: 3}),
+        Dump([(1, 0, None, [300]), (2, 0, None, [300, 100, 300])]),
+    ]),
+    Scenario("F9b_parent_repeated_on_an_edge_resolves_past_the_rank_s_cutoff", "docs/dynamo-findings.md F9 (out of contract)", [
+        Store(2, [(200, 2)]),
+        Store(1, [(200, 2), (200, 2), (100, 1)]),
+        Store(2, [(100, 1), (100, 1)], parent=200, expect=PBNF),  # 200 resolves to position 1, past w2's cutoff of 1
+        Store(2, [(100, 1)], parent=200, expect=PBNF),  # the refusal dropped w2's entry for 200
+        Query([2, 2, 1], {W1: 3, W2: 1}),
+        Dump([(1, 0, None, [200, 200, 100]), (2, 0, None, [200])]),
+    ]),
 ]

@@ -5,7 +5,7 @@ disappear (as runs, not tuples), the registry's ``PathTrie`` is exactly the set 
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as hs
 
 from kvproof.reference.sequences import BlockTrie, PathRun, PathTrie
@@ -37,6 +37,8 @@ def test_the_block_trie_reports_exactly_the_paths_that_appear_and_disappear(step
 
 
 @given(hs.lists(hs.tuples(hs.booleans(), PROMPT, hs.integers(0, 4)), max_size=12), PROMPT)
+@example([(True, (1,), 0), (False, (1, 2), 0)], (1,))  # a remove whose walk leaves the trie: what it unheld is pruned
+@example([(True, (1, 2), 0), (False, (1, 3), 1)], (1, 2))  # ... and what it did not unheld is kept
 def test_the_registry_trie_is_the_set_its_runs_make_in_any_order(steps, query):
     # a broken pipeline may publish out of order: the trie must still equal the set of tuples, path by path
     trie, paths = PathTrie(), set()
@@ -148,3 +150,77 @@ def test_the_prefill_check_names_an_anchor_that_is_not_the_front():
     slot.prefill.anchor_since = None
     with pytest.raises(AssertionError, match=r"^anchor time without an anchor"):
         tracker.check()
+
+
+def test_a_slot_reports_only_the_paths_that_changed():
+    """A slot's deltas for the registry are lists of non-empty runs (reference.sequences ``ActiveSequences``): a
+    prompt whose every path is held already stores nothing, and freeing one of its two owners removes nothing."""
+    from kvproof.reference.sequences import ActiveSequences
+    from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
+
+    slot, rank = ActiveSequences(0), WorkerWithDpRank(1, 0)
+    assert slot.add(SequenceRequest("a", rank, (1, 2), False, None, None), 1, None) == ([], [PathRun((1, 2), 0)], [])
+    assert slot.add(SequenceRequest("b", rank, (1, 2), False, None, None), 2, None) == ([], [], [])
+    assert slot.add(SequenceRequest("c", rank, (1, 2, 3), False, None, None), 3, None) == ([], [PathRun((1, 2, 3), 2)], [])
+    assert slot.free("b", 4) == []
+    assert slot.free("c", 5) == [PathRun((1, 2, 3), 2)]
+    assert slot.free("a", 6) == [PathRun((1, 2), 0)]
+    slot.check()
+
+
+def test_a_slot_ignores_a_request_it_does_not_hold():
+    """Freeing, or completing the prefill of, a request the slot does not hold changes nothing and says so (``None``,
+    ``False``); so does completing a prefill twice (sequences.md §8.2: a known request that is not prefilling)."""
+    from kvproof.reference.sequences import ActiveSequences
+    from kvproof.spec.sequence_inputs import PrefillLoadHint, SequenceRequest, WorkerWithDpRank
+
+    slot = ActiveSequences(0)
+    slot.add(SequenceRequest("a", WorkerWithDpRank(1, 0), (1, 2), True, None, PrefillLoadHint(100, 50_000_000)), 1, None)
+    before = slot.state()
+    assert slot.free("zzz", 2) is None
+    assert slot.mark_prefill_completed("zzz", 2) is False
+    assert slot.state() == before
+    assert slot.mark_prefill_completed("a", 3) is True
+    after = slot.state()
+    assert slot.prefill.remove("a", 4) is False
+    assert slot.state() == after
+    slot.check()
+
+
+def test_the_slot_check_names_a_prefill_without_its_request():
+    tracker, slot = sound_tracker()
+    slot.prefill.insert("ghost", 5, None, 3)  # the prefill's own sums stay exact: only the slot's cross-check fails
+    with pytest.raises(AssertionError, match=r"^a prefill without its request"):
+        tracker.check()
+
+
+def test_the_decay_refuses_a_modeled_backlog_whose_anchor_is_unmodeled():
+    """A snapshot whose backlog is modeled has no unmodeled prefill, so neither has its anchor; the reference's
+    decay asserts it rather than guess (such a snapshot is never published: ``PrefillTracker.snapshot``)."""
+    from kvproof.reference.sequences import decayed_tokens
+    from kvproof.spec.prefill import AnchorSnapshot, PrefillLoadSnapshot
+
+    with pytest.raises(AssertionError, match=r"^a modeled backlog has no unmodeled prefill"):
+        decayed_tokens(PrefillLoadSnapshot(10, AnchorSnapshot(10, None, 0), 5), 1)
+
+
+def test_the_tracker_errors_name_the_request_and_the_worker():
+    """Each typed error of a lifecycle call carries what it is about (sequences.md §8.3): the unknown slot of an add,
+    the unbooked id of a mark, the request id of a fenced mark or free that names another worker."""
+    from kvproof.spec.sequence_errors import RequestNotFound, WorkerNotFound, WrongWorker
+    from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
+
+    tracker, _ = sound_tracker()
+    stranger = WorkerWithDpRank(9, 0)
+    with pytest.raises(WorkerNotFound, match=r"^Worker \(9, 0\) not found$") as caught:
+        tracker.add_request(SequenceRequest("z", stranger, (1,), False, None, None), 3)
+    assert caught.value.worker == stranger
+    with pytest.raises(RequestNotFound, match=r"^Request zzz not found$") as missing:
+        tracker.mark_prefill_completed("zzz", 3)
+    assert missing.value.request_id == "zzz"
+    other = WorkerWithDpRank(1, 1)
+    for call in (tracker.mark_prefill_completed, tracker.free):
+        with pytest.raises(WrongWorker, match=r"^Request a is owned by ") as fenced:
+            call("a", 3, other)
+        assert fenced.value.request_id == "a"
+    tracker.check()

@@ -119,6 +119,20 @@ def test_statistics_count_reuses_sticky_refusals_released_passes_and_rejections(
     assert tree.statistics().rejected == 2
 
 
+def test_a_parent_past_the_rank_s_cutoff_is_named_as_no_longer_held():
+    """A store whose parent entry resolves past the rank's cutoff (docs/dynamo-findings.md F9) is refused with its
+    own message, and the entry goes (lazy lookup repair): the retry is refused as an unknown parent."""
+    tree = RadixTree()
+    for step in SCENARIOS[[s.name for s in SCENARIOS].index("F9b_parent_repeated_on_an_edge_resolves_past_the_rank_s_cutoff")].steps[:2]:
+        assert run_step(tree, step, 0) is None
+    stored = b'{"event_id": 3, "data": {"stored": {"parent_hash": 200, "blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}'
+    with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: parent block 200 is no longer held by \(2, 0\)$"):
+        tree.apply_event(2, stored)
+    with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: Failed to find parent block 200 for \(2, 0\)$"):
+        tree.apply_event(2, stored)
+    tree.check()
+
+
 def test_check_failure_names_each_broken_invariant_and_draws_the_tree():
     """The message a failed check() prints, exactly: one line per problem (where, which predicate), then the tree."""
     tree = e18_tree()

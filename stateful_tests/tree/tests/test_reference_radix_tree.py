@@ -25,12 +25,17 @@ def test_reference_reproduces_observed_behaviour(scenario):
     assert run_scenario(checked_after_every_event(RadixTree, scenario), scenario) == []
 
 
+def replayed(vector, steps=None):
+    """The reference after the first ``steps`` steps of the named vector (all of them by default), each as recorded."""
+    tree = RadixTree()
+    for step in next(s for s in SCENARIOS if s.name == vector).steps[:steps]:
+        assert run_step(tree, step, 0) is None, step
+    return tree
+
+
 def e18_tree():
     """The reference after E18's steps: an extension, a demotion and a split."""
-    tree = RadixTree()
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
-        run_step(tree, step, 0)
-    return tree
+    return replayed("E18_extension_demotion_and_split")
 
 
 def test_statistics_count_the_shape_rules():
@@ -49,13 +54,23 @@ def test_statistics_count_the_shape_rules():
     twice.apply_event(1, b'{"event_id": 3, "data": {"stored": {"parent_hash": 10, "blocks": [{"block_hash": 60, "tokens_hash": 6}]}}}')
     twice.check()
     assert (twice.statistics().splits, twice.statistics().child_inserts, twice.statistics().nodes) == (2, 3, 5)
-    passed = RadixTree()  # E5c leaves [2 3 4] below [1] held by nobody; worker 2's [1 2 3 4] releases it, builds anew
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E5c_divergent_continuation_under_kept_prefix")].steps[:3]:
-        run_step(passed, step, 0)
+    passed = replayed("E5c_divergent_continuation_under_kept_prefix", 3)  # [2 3 4] below [1] held by nobody; worker 2's
+    # [1 2 3 4] releases it and builds anew
     assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts) == (0, 2)
     passed.apply_event(2, b'{"event_id": 9, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}, {"block_hash": 300, "tokens_hash": 3}, {"block_hash": 400, "tokens_hash": 4}]}}}')
     passed.check()
     assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts, passed.statistics().nodes) == (1, 3, 3)
+
+
+def counter(tree, *fields):
+    """A function that applies steps to ``tree`` (each as recorded), checks it, and returns the named statistics."""
+    def counted(*steps):
+        for step in steps:
+            assert run_step(tree, step, 0) is None, step
+        tree.check()
+        stats = tree.statistics()
+        return tuple(getattr(stats, field) for field in fields)
+    return counted
 
 
 def test_statistics_count_cutoffs_cleared_children_and_released_nodes():
@@ -65,13 +80,7 @@ def test_statistics_count_cutoffs_cleared_children_and_released_nodes():
     nobody full, so [a b]'s children are cleared (one) and [a b], now held by nobody and childless, is released
     (one). A removal the rank cannot apply names the rank."""
     tree = RadixTree()
-
-    def counted(*steps):
-        for step in steps:
-            assert run_step(tree, step, 0) is None, step
-        tree.check()
-        s = tree.statistics()
-        return s.cutoffs_set, s.children_cleared, s.released_dead_nodes, s.nodes
+    counted = counter(tree, "cutoffs_set", "children_cleared", "released_dead_nodes", "nodes")
 
     assert counted(Store(1, chain(1, 2, 3, 4)), Remove(1, [400, 300])) == (1, 0, 0, 1)
     assert counted(Remove(1, [200])) == (2, 0, 0, 1)
@@ -90,24 +99,21 @@ def test_statistics_count_reuses_sticky_refusals_released_passes_and_rejections(
     [2 3] and [4], which releases both and leaves [1] internal and childless; worker 2's [1 5] cannot extend the
     sticky node, so 5 is a child (one refusal). Twice, E5c's split leaves a node nobody holds, and worker 2's store
     passing it releases it and builds anew. Two rejected events, each error naming the block and the rank."""
+    fields = ("reuses", "sticky_refusals", "released_dead_nodes", "rejected")
     tree = RadixTree()
-
-    def counted(*steps):
-        for step in steps:
-            assert run_step(tree, step, 0) is None, step
-        tree.check()
-        s = tree.statistics()
-        return s.reuses, s.sticky_refusals, s.released_dead_nodes, s.rejected
+    counted = counter(tree, *fields)
 
     assert counted(Store(1, chain(1, 2, 3, 4)), Store(1, [(300, 3)], parent=200)) == (1, 0, 0, 0)
     assert counted(Store(1, [(200, 2), (300, 3)], parent=100)) == (2, 0, 0, 0)
     tree = RadixTree()
+    counted = counter(tree, *fields)
     for n, k in enumerate((0, 10), start=1):
         h = {local: 100 * (local + k) for local in range(1, 6)}
         assert counted(Store(1, [(h[1], 1 + k), (h[2], 2 + k), (h[3], 3 + k)]), Store(1, [(h[4], 4 + k)], parent=h[1]),
                        Remove(1, [h[2], h[3], h[4]])) == (0, n - 1, 2 * n, 0)
         assert counted(Store(2, [(h[1], 1 + k), (h[5], 5 + k)])) == (0, n, 2 * n, 0)
     tree = RadixTree()
+    counted = counter(tree, *fields)
     for n, k in enumerate((0, 10), start=1):  # E5c's steps, then worker 2's [1 2 3 4]
         h = {local: 100 * (local + k) for local in range(1, 5)}
         assert counted(Store(1, [(h[i], i + k) for i in range(1, 5)]), Remove(1, [h[2]]), Store(1, [(250 + k, 5 + k)], parent=h[1]),
@@ -122,9 +128,7 @@ def test_statistics_count_reuses_sticky_refusals_released_passes_and_rejections(
 def test_a_parent_past_the_rank_s_cutoff_is_named_as_no_longer_held():
     """A store whose parent entry resolves past the rank's cutoff (docs/dynamo-findings.md F9) is refused with its
     own message, and the entry goes (lazy lookup repair): the retry is refused as an unknown parent."""
-    tree = RadixTree()
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("F9b_parent_repeated_on_an_edge_resolves_past_the_rank_s_cutoff")].steps[:2]:
-        assert run_step(tree, step, 0) is None
+    tree = replayed("F9b_parent_repeated_on_an_edge_resolves_past_the_rank_s_cutoff", 2)
     stored = b'{"event_id": 3, "data": {"stored": {"parent_hash": 200, "blocks": [{"block_hash": 100, "tokens_hash": 1}]}}}'
     with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: parent block 200 is no longer held by \(2, 0\)$"):
         tree.apply_event(2, stored)
@@ -161,8 +165,7 @@ def test_debug_dump_draws_each_edge_its_holders_cutoffs_and_internal_mark_in_chi
     """The picture failure messages print (E18: an extension, a demotion, a split), exactly, and the empty tree's."""
     tree = RadixTree()
     assert tree.debug_dump() == "tree:\n  (empty)"
-    for step in SCENARIOS[[s.name for s in SCENARIOS].index("E18_extension_demotion_and_split")].steps:
-        run_step(tree, step, 0)
+    tree = e18_tree()
     assert tree.debug_dump() == ("tree:\n"
                                  "  [1 2 3] full=[(1, 0), (2, 0)] internal\n"
                                  "    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n"

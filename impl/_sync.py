@@ -118,15 +118,10 @@ def set_switch_interval(seconds: float) -> float:
 
 
 class _NoLock:
-    """The inner lock of a model primitive: one logical thread runs at a time, so it guards nothing."""
+    """The inner lock (and condition) of a model gate: one logical thread runs at a time, so it guards
+    nothing; the gate only enters it with ``with`` and notifies it."""
 
     __slots__ = ()
-
-    def acquire(self) -> bool:
-        return True
-
-    def release(self) -> None:
-        pass
 
     def notify_all(self) -> None:
         pass

@@ -1581,7 +1581,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 @click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="JSON",
               help="run nothing: merge the --json reports of every shard K/N of one run (repeat) and judge the union")
 @click.option("--rejudge", "rejudge_path", type=click.Path(exists=True, dir_okay=False), default=None, metavar="JSON",
-              help="judge again only what this earlier --json report (same profile, paths, shard) left unsettled: "
+              help="judge again only what this earlier --json report (same profile and shard; its modules or some of them) left unsettled: "
                    "its survivors, gaps, unchecked mutants and every mutant of an edited function; carry its kills")
 @json_option
 def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
@@ -1601,7 +1601,7 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
         return
     from .stateful_tests.mutation.driver import MutateError, mutmut_unavailable, rejudge, run_groups
     from .stateful_tests.mutation.equivalents import EquivalentsError, load_equivalents
-    from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
+    from .stateful_tests.mutation.profiles import MutateProfileError, rejudge_refusal, targets_for
     from .stateful_tests.mutation.scores import MergeError, read_shard_run
     from .stateful_tests.mutation.workspace import WORK_ROOT
 
@@ -1626,9 +1626,9 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
             earlier = read_shard_run(rejudge_path)
         except MergeError as exc:
             raise click.UsageError(str(exc)) from None
-        if (earlier.profile, earlier.layers, earlier.shard) != (profile, tuple(layers), shard):
-            raise click.UsageError(f"--rejudge {rejudge_path} is a run of profile={earlier.profile} "
-                                   f"paths={','.join(earlier.layers)} shard={earlier.shard}: give the same options")
+        refusal = rejudge_refusal(earlier.profile, earlier.layers, earlier.shard, profile, targets, shard)
+        if refusal:
+            raise click.UsageError(f"--rejudge {rejudge_path} {refusal}")
     click.echo(f"kvproof mutate: profile={profile} layers={','.join(layers)} modules={len(targets)} shard={shard} "
                f"max-children={max_children}" + (f" rejudge={rejudge_path}" if rejudge_path else ""))
     say = lambda line: click.echo(f"  {line}", err=True)

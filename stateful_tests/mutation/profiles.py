@@ -1,7 +1,8 @@
 """What each mutation profile mutates, the tests that judge each module, and the score goals.
 
 A profile is a list of ``Target``: one source module (a path from the checkout's root, such as
-``spec/coverage.py``) and the test files run against its mutants. mutmut runs the union of the
+``spec/coverage.py``) and the test files run against its mutants (a file, or one test of it as
+``file.py::test_name`` where the rest of the file is a long campaign). mutmut runs the union of the
 tests once to learn which test reaches which function, then runs only those tests per mutant.
 Targets with the same list share one mutmut run; each distinct list is a run of its own.
 
@@ -71,10 +72,14 @@ REFERENCE_TREE = (TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py
                   TREE + "test_spec_rules.py")
 REFERENCE_SEQUENCES = (SEQUENCES + "test_reference_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py",
                        SEQUENCES + "test_bad_input.py", SEQUENCES + "test_values.py", SEQUENCES + "test_growth.py")
-IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_vectors.py", TREE + "test_impl_poison.py",
-             TREE + "test_impl_indexer.py")
+EXPLORE_IMPL = (EXPLORE + "test_scenarios.py::test_the_embedded_implementation_passes_every_scenario",
+                EXPLORE + "test_scenarios.py::test_each_regression_passes_on_the_implementation_and_still_catches_its_structure")
+"""The explorer's scenarios run on the embedded implementation (random and PCT schedules, and every recorded
+regression token), without the fresh sweeps for each broken structure (minutes each): about 10 s."""
+IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_impl_lane.py", TREE + "test_impl_node.py", TREE + "test_vectors.py",
+             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py") + EXPLORE_IMPL
 IMPL_TRACKER = (SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py", SEQUENCES + "test_bad_input.py",
-                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py")
+                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py") + EXPLORE_IMPL
 
 CI_TESTS: dict[str, tuple[str, ...]] = {
     **{f"spec/{name}.py": TREE_SPEC for name in (
@@ -92,8 +97,9 @@ CI_TESTS: dict[str, tuple[str, ...]] = {
     "impl/indexer.py": (TREE + "test_impl_indexer.py", TREE + "test_pipeline.py"),
     "impl/poison.py": (TREE + "test_impl_poison.py", SEQUENCES + "test_poisoning.py"),
     "impl/slot_tracker.py": IMPL_TRACKER,
-    "impl/_sync.py": (TREE + "test_impl_radix_tree.py", SEQUENCES + "test_interleavings.py",
-                      EXPLORE + "test_model_primitives.py", EXPLORE + "test_scheduler.py"),
+    "impl/_sync.py": (EXPLORE + "test_impl_sync.py", TREE + "test_impl_radix_tree.py", TREE + "test_impl_indexer.py",
+                      SEQUENCES + "test_interleavings.py", EXPLORE + "test_model_primitives.py", EXPLORE + "test_scheduler.py",
+                      *EXPLORE_IMPL),
     "impl/state_roundtrip.py": (DEEPINFER + "test_impl_state_roundtrip.py",),
 }
 """The ci profile: each module of spec/, reference/ and impl/ with the test files that judge it.
@@ -125,6 +131,22 @@ def selects(path: str, module: str) -> bool:
     return module == path or module.startswith(path + "/")
 
 
+def rejudge_refusal(earlier_profile: str, earlier_paths: Sequence[str], earlier_shard: object, profile: str,
+                    targets: Sequence[Target], shard: object) -> str | None:
+    """Why an earlier report cannot be rejudged with these options (None: it can).
+
+    The profile and the shard must be the earlier run's; the modules may be all of its modules or some
+    of them (``--paths impl/lane.py`` over a report of ``--paths impl``): a rejudge carries only the
+    verdicts of the modules it runs, so judging a part costs that part's time.
+    """
+    if (earlier_profile, earlier_shard) != (profile, shard):
+        return f"is a run of profile={earlier_profile} shard={earlier_shard}: give the same profile and shard"
+    outside = [t.module for t in targets if not any(selects(p, t.module) for p in earlier_paths)]
+    if outside:
+        return f"did not run {outside[0]} (its paths were {','.join(earlier_paths)}): rejudge those modules or some of them"
+    return None
+
+
 def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tuple[Target, ...]:
     """The targets of ``profile``, kept to the layers or modules named (``spec``, ``impl/lane.py``)."""
     unknown = [p for p in layers if p.split("/", 1)[0] not in LAYERS or ("/" in p and not (root / p).is_file())]
@@ -142,7 +164,7 @@ def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tup
     else:
         raise MutateProfileError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")
     for target in chosen:
-        for path in (target.module, *target.tests):
+        for path in (target.module, *(test.split("::", 1)[0] for test in target.tests)):
             if not (root / path).is_file():
                 raise MutateProfileError(f"{path} (profile {profile}) is not in the checkout at {root}")
     return chosen

@@ -5,7 +5,10 @@ every event, the scores of every query (in the mode asked), the snapshot, the du
 shape must agree exactly, or ``TwinMismatch`` names the call. Driving a ``Twin`` with the
 contract machine (``contract_machine_for(twin_factory)``) checks the primary against the
 contract *and* against the shadow at every step. It is how the concurrent implementation is
-held to the reference when run sequentially.
+held to the reference when run sequentially. ``check()`` also compares the shape-rule counters
+both trees keep (``SHAPE_RULE_COUNTERS``): run one event at a time, the concurrent tree fires each
+shape rule (split, extension, demotion, reuse, cutoff, children-clear, release) exactly as often
+as the reference, and rejects as many events.
 
 ``RoutedImpl`` sends each worker's events to lane ``worker_id % lanes`` of one concurrent
 tree, so that one lane's splits leave other lanes' lookups stale and lazy repair runs even
@@ -18,6 +21,10 @@ from typing import Any
 
 from ..harness import targets
 from ..harness.targets import RoutedImpl, canonical, dump_entries
+
+SHAPE_RULE_COUNTERS = ("splits", "leaf_extensions", "demotions", "reuses", "sticky_refusals", "cutoffs_set",
+                       "children_cleared", "released_dead_nodes", "rejected", "nodes")
+"""The statistics fields the reference (``TreeStatistics``) and the concurrent tree (``ImplStatistics``) share."""
 
 
 class TwinMismatch(AssertionError):
@@ -80,6 +87,11 @@ class Twin:
         if a != b:
             raise TwinMismatch(f"shapes differ:\n  primary {a}\n  shadow  {b}")
         self.dump_tree_as_events()
+        ours, theirs = self.primary.statistics(), self.shadow.statistics()
+        differ = {name: (getattr(ours, name), getattr(theirs, name)) for name in SHAPE_RULE_COUNTERS
+                  if getattr(ours, name) != getattr(theirs, name)}
+        if differ:
+            raise TwinMismatch(f"shape-rule counters differ, as (primary, shadow): {differ}")
 
     def statistics(self) -> Any:
         return self.shadow.statistics()

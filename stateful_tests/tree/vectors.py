@@ -14,9 +14,11 @@ whose external hashes are derived from the whole local prefix (``seq_hash``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..harness.paths import chain, seq, seq_hash
 from ..harness.scenario import Scenario
-from .steps import BNF, IBS, PBNF, Clear, ClearAllBlocks, Dump, Query, Remove, RemoveWorker, Store
+from .steps import BNF, IBS, PBNF, Clear, ClearAllBlocks, Dump, Query, Remove, RemoveWorker, Store, run_step
 
 C4 = chain(1, 2, 3, 4)
 W1, W2 = (1, 0), (2, 0)
@@ -418,3 +420,11 @@ SCENARIOS: list[Scenario] = [
         Dump([(1, 0, None, [200, 200, 100]), (2, 0, None, [200])]),
     ]),
 ]
+
+
+def replayed(tree: Any, name: str, steps: int | None = None) -> Any:
+    """Return ``tree`` after the first ``steps`` steps of the vector ``name`` (all by default), each answered as recorded."""
+    for step in next(s for s in SCENARIOS if s.name == name).steps[:steps]:
+        problem = run_step(tree, step, 0)
+        assert problem is None, f"{name}: {step}: {problem}"
+    return tree

@@ -28,6 +28,7 @@ from kvproof.stateful_tests.mutation.profiles import (
     Target,
     ci_tests,
     layer_modules,
+    rejudge_refusal,
     targets_for,
 )
 from kvproof.stateful_tests.mutation.scores import (
@@ -326,3 +327,14 @@ def test_a_rejudge_carries_only_kills_of_unchanged_functions():
                       Mutant(COV + "5", "spec/coverage.py", 33, function_hash=now),
                       Mutant(COV + "6", "spec/coverage.py", None, function_hash=now)])
     assert sorted(carried_verdicts(earlier, ROOT)) == [COV + "1", COV + "2"]
+
+
+def test_a_rejudge_takes_the_earlier_runs_modules_or_some_of_them_and_nothing_else():
+    """``--rejudge``: the same profile and shard; modules all of the earlier run's, or a part (a part's time)."""
+    impl = ("impl/_sync.py", "impl/lane.py", "impl/radix_tree.py")
+    part = targets_for("ci", ROOT, ["impl/lane.py"])
+    assert rejudge_refusal("ci", impl, "1/1", "ci", part, "1/1") is None
+    assert rejudge_refusal("ci", ("impl",), "1/1", "ci", targets_for("ci", ROOT, ["impl"]), "1/1") is None
+    assert "did not run reference/sequences.py" in rejudge_refusal("ci", impl, "1/1", "ci", targets_for("ci", ROOT, ["reference/sequences.py"]), "1/1")
+    assert "give the same profile and shard" in rejudge_refusal("quick", impl, "1/1", "ci", part, "1/1")
+    assert "give the same profile and shard" in rejudge_refusal("ci", impl, "1/2", "ci", part, "1/1")

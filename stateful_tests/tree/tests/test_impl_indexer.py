@@ -59,3 +59,109 @@ def test_remove_worker_and_clear_all_blocks_run_on_the_workers_lane(pool):
     pool.apply_event(1, stored(None, 1))
     pool.remove_worker(1)
     assert pool.find_matches([1]).scores == {}
+
+
+def test_the_default_pool_runs_four_named_event_threads_and_close_ends_them():
+    import threading
+
+    before = {t.name for t in threading.enumerate()}
+    with ThreadPoolIndexer() as pool:
+        named = sorted(t.name for t in threading.enumerate() if t.name.startswith("kvproof-event-") and t.name not in before)
+        assert named == [f"kvproof-event-{i}" for i in range(4)] and len(pool.tree.lanes) == 4
+    assert not [t for t in threading.enumerate() if t.name in named]
+
+
+def test_a_pool_needs_one_lane_per_event_thread():
+    from kvproof.impl.radix_tree import ConcurrentRadixTree
+
+    with pytest.raises(AssertionError, match=r"^the tree needs one lane per event thread"):
+        ThreadPoolIndexer(threads=3, tree=ConcurrentRadixTree(lanes=2))
+
+
+def test_close_stops_every_event_thread_cleanly(monkeypatch):
+    """The stop token ends each loop without an error escaping on an event thread."""
+    import threading
+
+    escaped = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    pool = ThreadPoolIndexer(threads=2)
+    pool.apply_event(1, stored(None, 1))
+    pool.close()
+    assert escaped == [] and not any(t.is_alive() for t in pool._threads)
+
+
+def test_a_removed_worker_is_routed_afresh_and_leaves_no_route_behind(pool):
+    assert [pool.lane_of(w) for w in (1, 2)] == [0, 1]
+    pool.remove_worker(1)
+    assert pool.lane_of(1) == 2  # a new worker: the next lane round robin, not its old one
+    for w in range(100, 140):
+        pool.apply_event(w, stored(None, 1))
+        pool.remove_worker(w)
+    assert set(pool._routes) == {1, 2}
+
+
+def test_find_matches_passes_early_exit_through_and_defaults_to_the_full_walk(pool):
+    """One rank under a branch: the full walk goes on into the child [2 4]; early exit stops after [1], where
+    only one rank is left (crtc.md §5 "early_exit granularity")."""
+    pool.apply_event(3, stored(None, 1, 3))
+    pool.apply_event(3, stored(None, 1, 2, 4))
+    assert pool.tree.find_matches([1, 2, 4], False).scores == {(3, 0): 3}
+    assert pool.tree.find_matches([1, 2, 4], True).scores == {(3, 0): 1}
+    assert pool.find_matches([1, 2, 4]).scores == {(3, 0): 3}
+    assert pool.find_matches([1, 2, 4], True).scores == pool.find_matches([1, 2, 4], early_exit=True).scores == {(3, 0): 1}
+
+
+class Pool:
+    """A program on a two-thread pool under the scheduler: ``bodies`` and ``prepare`` take the program; the
+    pool is closed at the end, and ``judge`` lists what went wrong."""
+
+    def __init__(self, *bodies, prepare=lambda p: None, judge=lambda p: []):
+        self.bodies, self.prepare, self.judge = bodies, prepare, judge
+
+    def setup(self):
+        self.pool, self.seen = ThreadPoolIndexer(threads=2), []
+        self.prepare(self)
+
+    def threads(self):
+        return [(f"t{i}", lambda body=body: body(self)) for i, body in enumerate(self.bodies)]
+
+    def finish(self):
+        self.pool.close()
+        return self.judge(self)
+
+
+def explore(program):
+    from kvproof.stateful_tests.explore.dfs import DFS
+    from kvproof.stateful_tests.explore.scheduler import Scheduler
+
+    strategy, results = DFS(2), []
+    while not strategy.exhausted():
+        results.append(Scheduler(strategy).run(program))
+    assert len(results) > 1 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
+
+
+def test_a_worker_seen_first_by_two_threads_at_once_gets_one_lane_in_every_schedule():
+    def first_sight(p):
+        p.seen.append(p.pool.lane_of(7))
+    explore(Pool(first_sight, first_sight, judge=lambda p: [] if len(set(p.seen)) == 1 else [f"lanes {p.seen}"]))
+
+
+def test_two_threads_removing_one_worker_at_once_both_succeed_in_every_schedule():
+    def removes(p):
+        p.pool.remove_worker(7)
+    explore(Pool(removes, removes, prepare=lambda p: p.pool.apply_event(7, stored(None, 1)),
+                 judge=lambda p: [] if not p.pool.find_matches([1]).scores else ["worker 7 still holds block 1"]))
+
+
+def test_routing_is_a_named_decision_under_the_scheduler():
+    from kvproof.stateful_tests.explore.random_walk import RandomWalk
+    from kvproof.stateful_tests.explore.scheduler import Scheduler
+
+    class Recording(Scheduler):
+        def yield_point(self, name):
+            self.seen.add(name)
+            super().yield_point(name)
+    scheduler = Recording(RandomWalk(1))
+    scheduler.seen = set()
+    result = scheduler.run(Pool(lambda p: p.pool.apply_event(3, stored(None, 1))))
+    assert not result.failed and "indexer.routing.acquire" in scheduler.seen

@@ -7,6 +7,7 @@ from kvproof.impl import _sync
 from kvproof.impl.indexer import ThreadPoolIndexer
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
+from kvproof.spec.errors import ParentBlockNotFound
 from kvproof.spec.events import KvCacheEvent, Removed, Stored
 from kvproof.spec.primitives import Block
 from kvproof.stateful_tests.harness.interleave import race
@@ -16,6 +17,7 @@ from kvproof.stateful_tests.tree.machine import contract_machine_for
 from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario
 from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
+from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 
 
 def stored(parent, *locals_):
@@ -171,6 +173,135 @@ def test_yield_points_are_named_and_reached():
         tree.lane(0).apply_event(1, stored(300, 4))
         tree.lane(0).apply_event(1, removed(200))
         tree.find_matches([1, 2, 3, 4])
+        tree.lane(1).remove_worker(2)
     finally:
         _sync.install(None)
-    assert {"store.after_plan", "store.after_child_plan", "remove.before_gate", "read.after_version", "read.after_child"} <= names
+    assert {"store.after_plan", "store.after_child_plan", "remove.before_gate", "read.after_version", "read.after_child",
+            "repair.before_scan", "repair.after_redirect", "drop.before_gate"} <= names
+
+
+class _CountsSplitsTwice(ConcurrentRadixTree):
+    def _split_locked(self, lane, node, p):
+        super()._split_locked(lane, node, p)
+        lane.stats["splits"] += 1
+
+
+def test_the_twin_holds_the_shape_rule_counters_to_the_reference():
+    """The negative control of the counter law in ``Twin.check``: a tree that splits right but counts wrong is named."""
+    twin = impl_vs_reference(1, impl_class=_CountsSplitsTwice)()
+    twin.apply_event(1, stored(None, 1, 2, 3))
+    twin.apply_event(2, stored(None, 1, 5))
+    with pytest.raises(TwinMismatch, match=r"shape-rule counters differ, as \(primary, shadow\): \{'splits': \(2, 1\)\}"):
+        twin.check()
+    sound = impl_vs_reference(1)()
+    sound.apply_event(1, stored(None, 1, 2, 3))
+    sound.apply_event(2, stored(None, 1, 5))
+    sound.check()
+
+
+def test_a_parent_past_the_rank_s_cutoff_is_refused_with_its_own_message_and_its_entry_goes():
+    """As the reference (docs/dynamo-findings.md F9): the first refusal names the rank that no longer holds the
+    parent and drops the entry, so the retry is refused as an unknown parent. The rank is still credited with
+    block 200 (its first position) but no entry finds it any more: the loss F9 describes, which this tree's
+    check() names (the reference's check has no such rule)."""
+    tree = replay_vector(ConcurrentRadixTree(), "F9b_parent_repeated_on_an_edge_resolves_past_the_rank_s_cutoff", 2)
+    again = KvCacheEvent(0, Stored(200, (Block(1, 100),)))
+    with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: parent block 200 is no longer held by \(2, 0\)$"):
+        tree.apply_event(2, again)
+    with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: Failed to find parent block 200 for \(2, 0\)$"):
+        tree.apply_event(2, again)
+    with pytest.raises(AssertionError, match=r"check failed:\n  \(2, 0\)\[200\] is credited but has no lane entry$"):
+        tree.check()
+
+
+def test_a_store_repairs_its_parent_toward_the_tail_once_for_the_blocks_after_it():
+    """Lane 0's entries went stale in lane 1's split; the store below 4 redirects 4 and 5, so the store below 5
+    needs no second repair."""
+    tree = ConcurrentRadixTree(lanes=2)
+    tree.lane(0).apply_event(1, stored(None, 1, 2, 3, 4, 5))
+    tree.lane(1).apply_event(2, stored(None, 1, 2, 9))
+    tree.lane(0).apply_event(1, stored(400, 6))
+    assert tree.statistics().repairs == 1
+    tree.lane(0).apply_event(1, stored(500, 7))
+    assert tree.statistics().repairs == 1
+    tree.check()
+
+
+def test_a_read_takes_no_gate_and_a_reuse_takes_only_shared_ones():
+    """Gate acquisitions between two ``statistics()`` calls, less what ``statistics()`` itself takes (a shared
+    hold per node it walks, measured by calling it twice with nothing between)."""
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2, 3))
+
+    def gates_taken_by(call):
+        first, second = tree.statistics(), tree.statistics()
+        own = (second.gate_shared - first.gate_shared, second.gate_exclusive - first.gate_exclusive)
+        call()
+        third = tree.statistics()
+        return third.gate_shared - second.gate_shared - own[0], third.gate_exclusive - second.gate_exclusive - own[1]
+    assert gates_taken_by(lambda: tree.find_matches([1, 2, 3])) == (0, 0)
+    shared, exclusive = gates_taken_by(lambda: tree.apply_event(1, stored(100, 2)))  # a store the edge already holds
+    assert shared >= 1 and exclusive == 0 and tree.statistics().reuses == 1
+
+
+def test_a_drop_takes_the_exclusive_gate_of_each_node_it_held_once():
+    """Every one of worker 1's five entries names the same node: the sweep drops the rank there once (one exclusive
+    hold), then releases the dead leaf (the root's gate and the leaf's, parent first): two holds on the leaf, one on
+    the root, however many entries name it."""
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2, 3, 4, 5))
+    node, before = tree.root.children[1], tree.root.gate.statistics().exclusive
+    held = node.gate.statistics().exclusive
+    tree.remove_worker(1)
+    assert node.gate.statistics().exclusive == held + 2 and tree.root.gate.statistics().exclusive == before + 1
+    assert tree.statistics().nodes == 0 and tree.statistics().released_dead_nodes == 1
+
+
+@pytest.mark.parametrize("how", ["remove_worker", "remove_worker_dp_rank", "lane remove_worker", "pool remove_worker"])
+def test_a_removed_worker_leaves_no_lookup_behind(how):
+    """Fresh worker ids must not grow the lanes' tables: a removal forgets the rank (a clear keeps it, emptied)."""
+    pool = ThreadPoolIndexer(threads=2) if how.startswith("pool") else None
+    tree = pool.tree if pool else ConcurrentRadixTree(lanes=2)
+    for worker in range(1, 21):
+        if pool:
+            pool.apply_event(worker, stored(None, 1, worker + 1))
+            pool.remove_worker(worker)
+            continue
+        tree.lane(worker % 2).apply_event(worker, stored(None, 1, worker + 1))
+        if how == "remove_worker":
+            tree.remove_worker(worker)
+        elif how == "remove_worker_dp_rank":
+            tree.remove_worker_dp_rank(worker, 0)
+        else:
+            tree.lane(worker % 2).remove_worker(worker)
+    if pool:
+        pool.close()
+    assert [lane.lookups for lane in tree.lanes] == [{}, {}] and tree.statistics().nodes == 0
+    tree.apply_event(30, stored(None, 1))
+    tree.clear_all_blocks(30)
+    assert tree.lanes[0].lookups == {(30, 0): {}}
+    tree.check()
+
+
+@pytest.mark.parametrize(("call", "named"), [("remove_worker", "remove_worker"), ("remove_worker_dp_rank", "remove_worker"),
+                                             ("clear_all_blocks", "clear_all_blocks")])
+def test_an_interrupted_drop_poisons_the_tree_naming_the_call(monkeypatch, call, named):
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2))
+    monkeypatch.setattr(ConcurrentRadixTree, "_drop_ranks", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        getattr(tree, call)(*((1, 0) if call == "remove_worker_dp_rank" else (1,)))
+    assert str(tree.poisoned).startswith(f"KeyboardInterrupt interrupted {named} ()")
+
+
+def test_a_removal_that_leaves_the_node_held_tries_no_release():
+    """Only a leaf left holder-less is worth the parent's gate: worker 2 still holds the edge, so worker 1's
+    removal takes the node's exclusive gate once and the root's not at all."""
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2, 3))
+    tree.apply_event(2, stored(None, 1, 2, 3))
+    node = tree.root.children[1]
+    root_before, node_before = tree.root.gate.statistics().exclusive, node.gate.statistics().exclusive
+    tree.apply_event(1, removed(300))
+    assert (tree.root.gate.statistics().exclusive, node.gate.statistics().exclusive) == (root_before, node_before + 1)
+    assert tree.find_matches([1, 2, 3]).scores == {(1, 0): 2, (2, 0): 3}

@@ -18,6 +18,7 @@ from kvproof.stateful_tests.tree.mutants import AcceptsGarbage, BadInputLeavesAT
 from kvproof.stateful_tests.tree.steps import Remove, Store, checked_after_every_event, run_scenario, run_step
 from kvproof.stateful_tests.tree.streams import generate
 from kvproof.stateful_tests.tree.vectors import SCENARIOS
+from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
@@ -27,10 +28,7 @@ def test_reference_reproduces_observed_behaviour(scenario):
 
 def replayed(vector, steps=None):
     """The reference after the first ``steps`` steps of the named vector (all of them by default), each as recorded."""
-    tree = RadixTree()
-    for step in next(s for s in SCENARIOS if s.name == vector).steps[:steps]:
-        assert run_step(tree, step, 0) is None, step
-    return tree
+    return replay_vector(RadixTree(), vector, steps)
 
 
 def e18_tree():

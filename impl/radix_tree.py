@@ -474,10 +474,8 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 node.publish(state)  # coverage first, then the entries: a fault in between leaves an entry, never a hole
                 if state.worker_cutoffs.get(rank):
                     lane.stats["cutoffs_set"] += 1
-            if lookup.get(hashes[i]) in owners:
-                del lookup[hashes[i]]
-            for h in hashes[i + 1 : j]:  # the run took these because their entries name one of owners (distinct hashes)
-                del lookup[h]
+            # The scrub takes every entry the run removed: each hash of the run is covered at or past the
+            # cut, so inside ``uncovered``; a first hash the rank did not cover is the scrub's ``removed``.
             self._scrub(lookup, stale_hashes(view.state.edge, uncovered, hashes[i]), scrubbed)
             self._clear_children_if_unheld(lane, node)
         self._release_if_dead(lane, node)

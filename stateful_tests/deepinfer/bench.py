@@ -174,13 +174,19 @@ def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats
                     name,
                     op_name,
                     round(nbytes / 1e6, 3),
-                    round(op_gbps, 2),
-                    round(copy_gbps, 2),
-                    round(op_gbps / copy_gbps, 3),
+                    significant(op_gbps),
+                    significant(copy_gbps),
+                    significant(op_gbps / copy_gbps),
                     repeats,
                 )
             )
     return rows
+
+
+def significant(x: float, digits: int = 4) -> float:
+    """Round to ``digits`` significant digits: a tiny smoke run's GB/s or ratio stays positive, where rounding to
+    a fixed number of decimals turned a 1e-5 ratio (a first call paying a library's lazy start) into 0.0."""
+    return float(f"{x:.{digits}g}")
 
 
 def machine() -> dict:

@@ -103,12 +103,28 @@ def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None
         hypothesis_seed(suite_seed() if seed is None else seed)(the_settings(test))()
 
 
+UNDER_MUTANT_ENV = "MUTANT_UNDER_TEST"
+"""Set by mutmut, in ``kvproof mutate``'s test sessions, to the mutant being judged."""
+
+
+def phases_for(shrink: bool) -> list[Phase]:
+    """Return Hypothesis's phases: all of them, or none past the first failure when ``shrink`` is False or when
+    the session judges a mutant (``UNDER_MUTANT_ENV`` names one). A kill needs the detection only, and
+    shrinking a state machine's failing run was most of a killed mutant's time (the stall plugin then
+    stopped it as a timeout, after 50 s). So a test that judges mutants (``mutation.profiles.CI_TESTS``)
+    must not assert how far Hypothesis shrank: those tests run outside the mutation lists."""
+    if shrink and not os.environ.get(UNDER_MUTANT_ENV):
+        return list(Phase)
+    return [Phase.explicit, Phase.reuse, Phase.generate]
+
+
 def machine_settings(examples: int = 60, steps: int = 30, shrink: bool = True) -> settings:
     """Return the settings machines run with; determinism comes from the seed (``run_machine``).
 
     ``shrink=False`` stops at the first failing run, unshrunk: for a negative control, which only
-    needs the detection (shrinking a machine's run is most of such a control's time)."""
-    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    needs the detection (shrinking a machine's run is most of such a control's time); a mutation
+    run's sessions never shrink (``phases_for``)."""
+    phases = phases_for(shrink)
     return settings(
         max_examples=examples,
         stateful_step_count=steps,
@@ -122,6 +138,6 @@ def machine_settings(examples: int = 60, steps: int = 30, shrink: bool = True) -
 
 def law_settings(examples: int, shrink: bool = True) -> settings:
     """Return the settings every law runs with; ``shrink=False`` stops at the first counterexample
-    (a negative control only needs detection)."""
-    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
+    (a negative control only needs detection); a mutation run's sessions never shrink (``phases_for``)."""
+    phases = phases_for(shrink)
     return settings(max_examples=examples, database=None, deadline=None, print_blob=True, phases=phases)

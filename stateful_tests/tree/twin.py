@@ -8,7 +8,8 @@ contract *and* against the shadow at every step. It is how the concurrent implem
 held to the reference when run sequentially. ``check()`` also compares the shape-rule counters
 both trees keep (``SHAPE_RULE_COUNTERS``): run one event at a time, the concurrent tree fires each
 shape rule (split, extension, demotion, reuse, cutoff, children-clear, release) exactly as often
-as the reference, and rejects as many events.
+as the reference, rejects as many events, and has as many nodes with cutoffs and as many sticky
+internal leaves.
 
 ``RoutedImpl`` sends each worker's events to lane ``worker_id % lanes`` of one concurrent
 tree, so that one lane's splits leave other lanes' lookups stale and lazy repair runs even
@@ -90,6 +91,10 @@ class Twin:
         ours, theirs = self.primary.statistics(), self.shadow.statistics()
         differ = {name: (getattr(ours, name), getattr(theirs, name)) for name in SHAPE_RULE_COUNTERS
                   if getattr(ours, name) != getattr(theirs, name)}
+        for name in ("cutoff_nodes", "sticky_internal_nodes"):
+            counts = getattr(self.primary, name)(), getattr(self.shadow, name)()
+            if counts[0] != counts[1]:
+                differ[name] = counts
         if differ:
             raise TwinMismatch(f"shape-rule counters differ, as (primary, shadow): {differ}")
 

@@ -98,3 +98,18 @@ def test_a_fuzz_run_counts_the_same_after_an_import(request, tmp_path, monkeypat
     second = campaign.fuzz(120, SEED, names=("reference",), save_dir=None)
     assert (first.ordinals, first.outcomes) == (second.ordinals, second.outcomes)
     assert sys.modules.get("kvproof.stateful_tests.fuzz.campaign") is campaign
+
+
+def test_a_session_that_judges_a_mutant_never_shrinks(monkeypatch):
+    """Under ``kvproof mutate`` (mutmut names the mutant in the environment) a failing case is reported as found:
+    the kill needs no shrinking. Elsewhere ``shrink`` decides; the CI lists hold no test of how far a case shrank."""
+    from kvproof.stateful_tests.harness.seeding import UNDER_MUTANT_ENV, law_settings, machine_settings, phases_for
+
+    monkeypatch.delenv(UNDER_MUTANT_ENV, raising=False)
+    assert Phase.shrink in phases_for(True) and Phase.shrink not in phases_for(False)
+    assert Phase.shrink in machine_settings().phases and Phase.shrink in law_settings(5).phases
+    monkeypatch.setenv(UNDER_MUTANT_ENV, "kvproof.impl.lane.xǁLaneǁrepair__mutmut_1")
+    assert Phase.shrink not in phases_for(True)
+    assert Phase.shrink not in machine_settings().phases and Phase.shrink not in law_settings(5).phases
+    monkeypatch.setenv(UNDER_MUTANT_ENV, "")
+    assert Phase.shrink in phases_for(True)  # the clean run: no mutant named

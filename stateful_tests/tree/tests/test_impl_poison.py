@@ -98,3 +98,49 @@ def test_check_sees_a_credited_block_that_no_lane_can_find():
     del tree.lanes[0].lookups[(1, 0)][200]  # the tree still credits (1, 0) with 200, the lane no longer finds it
     with pytest.raises(AssertionError, match=r"\[200\] is credited but has no lane entry"):
         tree.check()
+
+
+def test_the_poison_says_what_interrupted_which_call_and_the_first_broken_invariant(monkeypatch):
+    """The verdict's words: the fault, the call and its message, then the check's first two lines (its title and
+    its first problem), or the check's exception type when it has no message."""
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2, 3))
+    with monkeypatch.context() as mp:
+        _split_that_faults(mp)
+        with pytest.raises(Boom):
+            tree.apply_event(2, stored(None, 1, 5))
+    with pytest.raises(AssertionError) as broken:
+        tree.check()
+    lines = [line.strip() for line in str(broken.value).splitlines()]
+    assert str(tree.poisoned) == f"Boom interrupted apply_event (torn) and left the structure inconsistent: {lines[0]} {lines[1]}; rebuild it"
+
+    bare = ConcurrentRadixTree()
+    monkeypatch.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(Boom("late")))
+    monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(AssertionError()))
+    with pytest.raises(Boom):
+        bare.apply_event(1, stored(None, 1))
+    assert str(bare.poisoned) == "Boom interrupted apply_event (late) and left the structure inconsistent: AssertionError; rebuild it"
+
+    long = ConcurrentRadixTree()
+    monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(
+        AssertionError("check failed:\n  first\n  second\n  third")))
+    with pytest.raises(Boom):
+        long.apply_event(1, stored(None, 1))
+    assert str(long.poisoned) == "Boom interrupted apply_event (late) and left the structure inconsistent: check failed: first; rebuild it"
+
+
+def test_an_interrupt_s_poison_names_the_call_and_the_interrupt(monkeypatch):
+    tree = ConcurrentRadixTree()
+    monkeypatch.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt("stop")))
+    with pytest.raises(KeyboardInterrupt):
+        tree.apply_event(1, stored(None, 1))
+    assert str(tree.poisoned) == "KeyboardInterrupt interrupted apply_event (stop); no check could run after it"
+
+
+def test_a_typed_rejection_runs_no_check(monkeypatch):
+    """A rejection is decided before anything changes: the guard lets it through without the (expensive) check."""
+    tree = ConcurrentRadixTree()
+    monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: pytest.fail("check ran"))
+    with pytest.raises(ParentBlockNotFound):
+        tree.apply_event(1, stored(999, 3))
+    assert tree.poisoned is None

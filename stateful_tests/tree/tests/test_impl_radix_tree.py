@@ -5,10 +5,11 @@ from hypothesis import Phase
 
 from kvproof.impl import _sync
 from kvproof.impl.indexer import ThreadPoolIndexer
+from kvproof.impl.node import NodeView
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
-from kvproof.spec.errors import ParentBlockNotFound
-from kvproof.spec.events import KvCacheEvent, Removed, Stored
+from kvproof.spec.errors import BlockNotFound, ParentBlockNotFound
+from kvproof.spec.events import Cleared, KvCacheEvent, Removed, Stored
 from kvproof.spec.primitives import Block
 from kvproof.stateful_tests.harness.interleave import race
 from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
@@ -174,10 +175,11 @@ def test_yield_points_are_named_and_reached():
         tree.lane(0).apply_event(1, removed(200))
         tree.find_matches([1, 2, 3, 4])
         tree.lane(1).remove_worker(2)
+        tree.lane(0).apply_event(3, stored(None, 1, 2, 3, 7))  # descends through [1 2] into [3 ...]
     finally:
         _sync.install(None)
     assert {"store.after_plan", "store.after_child_plan", "remove.before_gate", "read.after_version", "read.after_child",
-            "repair.before_scan", "repair.after_redirect", "drop.before_gate"} <= names
+            "repair.before_scan", "repair.after_redirect", "drop.before_gate", "store.after_descend_plan"} <= names
 
 
 class _CountsSplitsTwice(ConcurrentRadixTree):
@@ -257,7 +259,7 @@ def test_a_drop_takes_the_exclusive_gate_of_each_node_it_held_once():
     assert tree.statistics().nodes == 0 and tree.statistics().released_dead_nodes == 1
 
 
-@pytest.mark.parametrize("how", ["remove_worker", "remove_worker_dp_rank", "lane remove_worker", "pool remove_worker"])
+@pytest.mark.parametrize("how", ["remove_worker", "remove_worker_dp_rank", "lane remove_worker", "pool remove_worker", "cleared event"])
 def test_a_removed_worker_leaves_no_lookup_behind(how):
     """Fresh worker ids must not grow the lanes' tables: a removal forgets the rank (a clear keeps it, emptied)."""
     pool = ThreadPoolIndexer(threads=2) if how.startswith("pool") else None
@@ -272,6 +274,8 @@ def test_a_removed_worker_leaves_no_lookup_behind(how):
             tree.remove_worker(worker)
         elif how == "remove_worker_dp_rank":
             tree.remove_worker_dp_rank(worker, 0)
+        elif how == "cleared event":
+            tree.lane(worker % 2).apply_event(worker, KvCacheEvent(0, Cleared()))
         else:
             tree.lane(worker % 2).remove_worker(worker)
     if pool:
@@ -281,6 +285,17 @@ def test_a_removed_worker_leaves_no_lookup_behind(how):
     tree.clear_all_blocks(30)
     assert tree.lanes[0].lookups == {(30, 0): {}}
     tree.check()
+
+
+def test_an_interrupted_read_poisons_the_tree_naming_the_call(monkeypatch):
+    import kvproof.impl.radix_tree as module
+
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2))
+    monkeypatch.setattr(module, "find_matches_walk", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        tree.find_matches([1, 2])
+    assert str(tree.poisoned).startswith("KeyboardInterrupt interrupted find_matches ()")
 
 
 @pytest.mark.parametrize(("call", "named"), [("remove_worker", "remove_worker"), ("remove_worker_dp_rank", "remove_worker"),
@@ -305,3 +320,81 @@ def test_a_removal_that_leaves_the_node_held_tries_no_release():
     tree.apply_event(1, removed(300))
     assert (tree.root.gate.statistics().exclusive, node.gate.statistics().exclusive) == (root_before, node_before + 1)
     assert tree.find_matches([1, 2, 3]).scores == {(1, 0): 2, (2, 0): 3}
+
+
+def test_rejections_name_the_block_and_the_rank():
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2))
+    with pytest.raises(BlockNotFound, match=r"^Failed to apply event: Failed to find block 777 for \(1, 0\)$"):
+        tree.apply_event(1, removed(200, 777))
+    with pytest.raises(ParentBlockNotFound, match=r"^Failed to apply event: Failed to find parent block 999 for \(1, 0\)$"):
+        tree.apply_event(1, stored(999, 3))
+    assert tree.find_matches([1, 2]).scores == {(1, 0): 1}  # the batch's held hash went first (crtc.md §12 item 4)
+
+
+def test_the_twin_compares_cutoff_and_sticky_node_counts():
+    class CountsNoCutoffs(ConcurrentRadixTree):
+        def cutoff_nodes(self):
+            return 0
+    twin = impl_vs_reference(1, impl_class=CountsNoCutoffs)()
+    twin.apply_event(1, stored(None, 1, 2, 3))
+    twin.apply_event(2, stored(None, 1, 2))  # a cutoff on [1 2 3]
+    with pytest.raises(TwinMismatch, match=r"'cutoff_nodes': \(0, 1\)"):
+        twin.check()
+
+
+def test_check_names_each_broken_invariant_one_line_each():
+    """The message a failed check() prints: the node and the predicate, a held gate, an entry that names no holder
+    (neither the node nor any suffix split off it has the block), a credited block no entry finds; at most 20 lines."""
+    tree = ConcurrentRadixTree()
+    tree.apply_event(1, stored(None, 1, 2))
+    tree.apply_event(2, stored(None, 5))
+    first, second = tree.root.children[1], tree.root.children[5]
+    first.view = NodeView(first.view.state, {})  # an edge index that lost its entries
+    second.gate.acquire_shared()
+    tree.lanes[0].lookups[(1, 0)][777] = first
+    del tree.lanes[0].lookups[(2, 0)]
+    with pytest.raises(AssertionError) as caught:
+        tree.check()
+    assert str(caught.value) == ("ConcurrentRadixTree.check failed:\n"
+                                 f"  {first!r}: is_edge_index_consistent\n"
+                                 f"  {second!r}: shape gate still held\n"
+                                 f"  lane 0 entry (1, 0)[100] -> {first!r} names no holder\n"
+                                 f"  lane 0 entry (1, 0)[200] -> {first!r} names no holder\n"
+                                 f"  lane 0 entry (1, 0)[777] -> {first!r} names no holder\n"
+                                 "  (2, 0)[500] is credited but has no lane entry")
+    second.gate.release_shared()
+    for h in range(1000, 1030):
+        tree.lanes[0].lookups[(1, 0)][h] = first
+    with pytest.raises(AssertionError) as caught:
+        tree.check()
+    assert len(str(caught.value).splitlines()) == 1 + 20
+
+
+def test_the_splitting_lane_redirects_every_one_of_its_ranks_at_once():
+    """A split on lane 0 moves [2 3] to a suffix: every lane-0 rank's entries for 2 and 3 name the suffix at once,
+    whatever the order of the holders, while lane 1's ranks are left to lazy repair."""
+    tree = ConcurrentRadixTree(lanes=2)
+    for worker in range(1, 9):
+        tree.lane(worker % 2).apply_event(worker, stored(None, 1, 2, 3))
+    cut = tree.root.children[1]
+    tree.lane(0).apply_event(20, stored(None, 1, 5))  # splits [1 2 3] at 1
+    (suffix,) = cut.splits
+    own = {rank: {h: lookup[h] is suffix for h in (200, 300)} for rank, lookup in tree.lanes[0].lookups.items() if rank != (20, 0)}
+    other = {rank: {h: lookup[h] is suffix for h in (200, 300)} for rank, lookup in tree.lanes[1].lookups.items()}
+    assert own == {(w, 0): {200: True, 300: True} for w in (2, 4, 6, 8)}
+    assert other == {(w, 0): {200: False, 300: False} for w in (1, 3, 5, 7)}
+    tree.check()
+
+
+def test_a_removal_run_over_stale_entries_is_repaired_once():
+    """Lane 1's split left lane 0's entries for 3, 4 and 5 naming the cut node: a head-first batch (3 then 4) repairs
+    at 3 and takes 4 in the same run, since its entry names a node the repair came through (one repair, one cut)."""
+    tree = ConcurrentRadixTree(lanes=2)
+    tree.lane(0).apply_event(1, stored(None, 1, 2, 3, 4, 5))
+    tree.lane(1).apply_event(2, stored(None, 1, 2, 9))
+    tree.lane(0).apply_event(1, removed(300, 400))
+    stats = tree.statistics()
+    assert (stats.repairs, stats.cutoffs_set) == (1, 0)  # the cut at 3 leaves w1 none of [3 4 5]: no partial cutoff
+    assert tree.find_matches([1, 2, 3, 4, 5]).scores == {(1, 0): 2, (2, 0): 2}
+    tree.check()

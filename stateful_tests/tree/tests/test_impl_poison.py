@@ -78,13 +78,18 @@ def test_an_interrupt_poisons_at_once_without_running_check(monkeypatch):
     assert "no check could run" in str(tree.poisoned)
 
 
-def test_the_never_poisoned_control_goes_on_answering_from_a_torn_state(monkeypatch):
-    tree = NeverPoisoned()
+def torn(tree, monkeypatch):
+    """``tree`` after [1 2 3] and a split of it (at 1) that faults half done."""
     tree.apply_event(1, stored(None, 1, 2, 3))
     with monkeypatch.context() as mp:
         _split_that_faults(mp)
         with pytest.raises(Boom):
             tree.apply_event(2, stored(None, 1, 5))
+    return tree
+
+
+def test_the_never_poisoned_control_goes_on_answering_from_a_torn_state(monkeypatch):
+    tree = torn(NeverPoisoned(), monkeypatch)
     assert tree.poisoned is None
     tree.find_matches([1, 2])  # answers: exactly what the fault row must catch
     with pytest.raises(AssertionError):
@@ -103,12 +108,7 @@ def test_check_sees_a_credited_block_that_no_lane_can_find():
 def test_the_poison_says_what_interrupted_which_call_and_the_first_broken_invariant(monkeypatch):
     """The verdict's words: the fault, the call and its message, then the check's first two lines (its title and
     its first problem), or the check's exception type when it has no message."""
-    tree = ConcurrentRadixTree()
-    tree.apply_event(1, stored(None, 1, 2, 3))
-    with monkeypatch.context() as mp:
-        _split_that_faults(mp)
-        with pytest.raises(Boom):
-            tree.apply_event(2, stored(None, 1, 5))
+    tree = torn(ConcurrentRadixTree(), monkeypatch)
     with pytest.raises(AssertionError) as broken:
         tree.check()
     lines = [line.strip() for line in str(broken.value).splitlines()]

@@ -628,8 +628,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             moved = find_moved(node, ext)
             if moved is None:
                 return False
-            node, pos = moved, moved.view.index.get(ext)
-            assert pos is not None, "find_moved returned a node whose edge lacks the hash"
+            node, pos = moved, moved.view.index[ext]  # find_moved returns only a node whose edge has the hash
         return covers(node.view.state, rank, pos)
 
 

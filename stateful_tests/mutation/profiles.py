@@ -77,9 +77,10 @@ EXPLORE_IMPL = (EXPLORE + "test_scenarios.py::test_the_embedded_implementation_p
 """The explorer's scenarios run on the embedded implementation (random and PCT schedules, and every recorded
 regression token), without the fresh sweeps for each broken structure (minutes each): about 10 s."""
 IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_impl_lane.py", TREE + "test_impl_node.py", TREE + "test_vectors.py",
-             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py") + EXPLORE_IMPL
+             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py", EXPLORE + "test_impl_radix_tree_races.py") + EXPLORE_IMPL
 IMPL_TRACKER = (SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py", SEQUENCES + "test_bad_input.py",
-                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py") + EXPLORE_IMPL
+                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py",
+                EXPLORE + "test_impl_slot_tracker_points.py") + EXPLORE_IMPL
 
 CI_TESTS: dict[str, tuple[str, ...]] = {
     **{f"spec/{name}.py": TREE_SPEC for name in (

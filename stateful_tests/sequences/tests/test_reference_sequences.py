@@ -204,23 +204,3 @@ def test_the_decay_refuses_a_modeled_backlog_whose_anchor_is_unmodeled():
         decayed_tokens(PrefillLoadSnapshot(10, AnchorSnapshot(10, None, 0), 5), 1)
 
 
-def test_the_tracker_errors_name_the_request_and_the_worker():
-    """Each typed error of a lifecycle call carries what it is about (sequences.md §8.3): the unknown slot of an add,
-    the unbooked id of a mark, the request id of a fenced mark or free that names another worker."""
-    from kvproof.spec.sequence_errors import RequestNotFound, WorkerNotFound, WrongWorker
-    from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
-
-    tracker, _ = sound_tracker()
-    stranger = WorkerWithDpRank(9, 0)
-    with pytest.raises(WorkerNotFound, match=r"^Worker \(9, 0\) not found$") as caught:
-        tracker.add_request(SequenceRequest("z", stranger, (1,), False, None, None), 3)
-    assert caught.value.worker == stranger
-    with pytest.raises(RequestNotFound, match=r"^Request zzz not found$") as missing:
-        tracker.mark_prefill_completed("zzz", 3)
-    assert missing.value.request_id == "zzz"
-    other = WorkerWithDpRank(1, 1)
-    for call in (tracker.mark_prefill_completed, tracker.free):
-        with pytest.raises(WrongWorker, match=r"^Request a is owned by ") as fenced:
-            call("a", 3, other)
-        assert fenced.value.request_id == "a"
-    tracker.check()

@@ -1579,7 +1579,8 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 @click.option("--equivalents", "equivalents_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="the reviewed equivalent mutants (default: docs/mutation-equivalents.toml)")
 @click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="JSON",
-              help="run nothing: merge the --json reports of every shard K/N of one run (repeat) and judge the union")
+              help="run nothing: merge the --json reports of every shard K/N of one run, or of whole runs that split "
+                   "whole layers by module (repeat), and judge the union")
 @click.option("--rejudge", "rejudge_path", type=click.Path(exists=True, dir_okay=False), default=None, metavar="JSON",
               help="judge again only what this earlier --json report (same profile and shard; its modules or some of them) left unsettled: "
                    "its survivors, gaps, unchecked mutants and every mutant of an edited function; carry its kills")
@@ -1594,7 +1595,9 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     is not installed (the [mutate] extra). Works in a copy under .kvproof-mutate/ of a checkout.
 
     A CI matrix runs ``--shard K/N --json shard-K.json`` per job, then ``--merge shard-*.json``
-    judges the whole run: the shards must be all N of one run, disjoint, or the merge refuses.
+    judges the whole run: the shards must be all N of one run, disjoint, or the merge refuses. A
+    matrix split by module (``--paths impl/radix_tree.py`` per job) merges the same way: whole runs,
+    each module in one of them, every layer they touch judged whole.
     """
     if merge_paths:
         _merge_mutate(merge_paths, json_path)
@@ -1651,21 +1654,36 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
 
 
 def _merge_mutate(paths: tuple[str, ...], json_path: str | None) -> None:
-    """``kvproof mutate --merge``: the union of a run's shard reports, judged as the whole run."""
-    from .stateful_tests.mutation.scores import MergeError, merge_shard_runs, read_shard_run
+    """``kvproof mutate --merge``: the union of a run's shard reports, or of whole runs by module, judged as one run."""
+    from .stateful_tests.mutation.profiles import MutateProfileError, targets_for
+    from .stateful_tests.mutation.scores import MergeError, layer_of, merge_module_runs, merge_shard_runs, read_shard_run
 
     try:
         runs = [read_shard_run(p) for p in paths]
-        report = merge_shard_runs(runs)
-    except MergeError as exc:
+        by_module = len(runs) > 1 and all(r.shard.whole for r in runs)
+        if by_module:
+            root = Path(__file__).resolve().parent.parent
+            touched = sorted({p.split("/", 1)[0] for r in runs for p in r.layers} | {layer_of(m.module) for r in runs for m in r.report.mutants})
+            layer_modules = {layer: [t.module for t in targets_for(runs[0].profile, root, (layer,))] for layer in touched}
+            report = merge_module_runs(runs, layer_modules)
+        else:
+            report = merge_shard_runs(runs)
+    except (MergeError, MutateProfileError) as exc:
         click.echo(f"kvproof mutate --merge: {exc}")
         sys.exit(EXIT_USAGE)
-    runs.sort(key=lambda r: r.shard)
-    click.echo(f"kvproof mutate: merged {len(runs)} shards of profile={runs[0].profile} layers={','.join(runs[0].layers)}: "
-               + ", ".join(f"{r.shard} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
     seconds = sum(r.seconds for r in runs)
-    extra = {"profile": runs[0].profile, "paths": list(runs[0].layers), "shard": "1/1", "seconds": round(seconds, 2),
-             "merged": [{"shard": str(r.shard), "file": r.path, "mutants": len(r.report.mutants)} for r in runs]}
+    if by_module:
+        layers = sorted({p for r in runs for p in r.layers})
+        click.echo(f"kvproof mutate: merged {len(runs)} whole runs of profile={runs[0].profile} by module: "
+                   + ", ".join(f"{','.join(r.layers)} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
+    else:
+        runs.sort(key=lambda r: r.shard)
+        layers = list(runs[0].layers)
+        click.echo(f"kvproof mutate: merged {len(runs)} shards of profile={runs[0].profile} layers={','.join(layers)}: "
+                   + ", ".join(f"{r.shard} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
+    extra = {"profile": runs[0].profile, "paths": layers, "shard": "1/1", "seconds": round(seconds, 2),
+             "merged": [{"shard": str(r.shard), "paths": list(r.layers), "file": r.path, "mutants": len(r.report.mutants)}
+                        for r in runs]}
     _show_mutate(report, seconds, f" merged={len(runs)}", json_path, extra)
 
 

@@ -79,3 +79,24 @@ def test_a_merge_of_part_of_a_run_is_refused(kvproof_cli, monkeypatch, tmp_path)
     (tmp_path / "b.json").write_text("{not json")
     ran = kvproof_cli("mutate", "--merge", str(tmp_path / "a.json"), "--merge", str(tmp_path / "b.json"))
     assert ran.code == EXIT_USAGE and "not a readable JSON report" in ran.out
+
+
+def test_whole_runs_split_by_module_merge_into_the_layers_verdict(kvproof_cli, monkeypatch, tmp_path):
+    """A matrix split by module: each job's whole run of some modules, merged, is the whole layer's run; a layer
+    judged in part is refused, naming the modules no report has."""
+    monkeypatch.setattr(driver, "run_mutation", canned(killed=95, survived=5))
+    whole = kvproof_cli("mutate", "--profile", "quick")
+    a, b = str(tmp_path / "a.json"), str(tmp_path / "b.json")
+    kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/coverage.py", "--json", a)
+    kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/service_queue.py,spec/token_load.py", "--json", b)
+    merged = kvproof_cli("mutate", "--merge", a, "--merge", b, "--json", str(tmp_path / "m.json"))
+    assert merged.code == whole.code == EXIT_PASS, merged.out
+    assert merged.last == whole.last + " merged=2"
+    assert "merged 2 whole runs of profile=quick by module: spec/coverage.py (100 mutants" in merged.out
+    body = json.loads((tmp_path / "m.json").read_text())
+    assert body["paths"] == ["spec/coverage.py", "spec/service_queue.py", "spec/token_load.py"] and len(body["mutants"]) == 100
+    part = kvproof_cli("mutate", "--merge", a, "--merge", a)
+    assert part.code == EXIT_USAGE and "spec/coverage.py is judged by" in part.out
+    kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/token_load.py", "--json", b)
+    part = kvproof_cli("mutate", "--merge", a, "--merge", b)
+    assert part.code == EXIT_USAGE and part.last == "kvproof mutate --merge: spec/ is not judged whole: no report has spec/service_queue.py"

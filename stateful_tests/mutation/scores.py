@@ -26,7 +26,7 @@ from typing import Any
 from ...spec.errors import KvProofError
 from ..harness.shards import Shard, ShardError
 from .equivalents import Equivalent
-from .profiles import GOALS
+from .profiles import GOALS, selects
 
 KILLED, SURVIVED, EQUIVALENT, NO_TESTS, TIMEOUT, OTHER = "killed", "survived", "equivalent", "no tests", "timeout", "other"
 
@@ -284,3 +284,39 @@ def merge_shard_runs(runs: Sequence[ShardRun]) -> Report:
     stopped = "; ".join(f"shard {r.shard}: {r.report.stopped}" for r in runs if r.report.stopped) or None
     stale = list({e.mutant: e for r in runs for e in r.report.stale}.values())
     return Report(mutants, goals=dict(first.report.goals), stopped=stopped, stale=stale)
+
+
+def merge_module_runs(runs: Sequence[ShardRun], layer_modules: Mapping[str, Iterable[str]]) -> Report:
+    """The report of whole layers from whole runs that each judged some of their modules (a matrix split by module).
+
+    A run judges the modules its ``--paths`` select among ``layer_modules`` (the profile's modules of each
+    layer in the checkout), and those its mutants are in. Law: every run is unsharded (``1/1``), of one
+    profile and one set of goals; no module is judged by two runs; and every layer a run touches is
+    judged whole, each of its modules by exactly one run, since a layer's score over part of its modules
+    is no verdict. Anything else is a ``MergeError`` naming what is wrong.
+    A run stopped early stops the merged run too. A ``--rejudge`` report counts as its modules' run:
+    its carried kills are the earlier run's, as in the report itself.
+    """
+    if not runs:
+        raise MergeError("no reports to merge")
+    first = runs[0]
+    judged_by: dict[str, str] = {}
+    for run in runs:
+        if not run.shard.whole:
+            raise MergeError(f"{run.path} is shard {run.shard}: merge a run's shards with each other, or whole runs by module")
+        for what, mine, theirs in (("profile", run.profile, first.profile),
+                                   ("goals", dict(run.report.goals), dict(first.report.goals))):
+            if mine != theirs:
+                raise MergeError(f"{run.path} is of another profile than {first.path}: {what} {mine} against {theirs}")
+        selected = {m for modules in layer_modules.values() for m in modules if any(selects(p, m) for p in run.layers)}
+        for module in sorted(selected | {m.module for m in run.report.mutants}):
+            if module in judged_by:
+                raise MergeError(f"{module} is judged by {judged_by[module]} and by {run.path}: give each module once")
+            judged_by[module] = run.path
+    for layer in sorted({layer_of(module) for module in judged_by}):
+        missing = sorted(set(layer_modules.get(layer, ())) - set(judged_by))
+        if missing:
+            raise MergeError(f"{layer}/ is not judged whole: no report has {', '.join(missing)}")
+    stopped = "; ".join(f"{r.path}: {r.report.stopped}" for r in runs if r.report.stopped) or None
+    stale = list({e.mutant: e for r in runs for e in r.report.stale}.values())
+    return Report([m for r in runs for m in r.report.mutants], goals=dict(first.report.goals), stopped=stopped, stale=stale)

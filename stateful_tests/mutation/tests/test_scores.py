@@ -41,6 +41,7 @@ from kvproof.stateful_tests.mutation.scores import (
     Report,
     join_ttd,
     median_ttd,
+    merge_module_runs,
     merge_shard_runs,
     read_shard_run,
     sharded_names,
@@ -311,6 +312,48 @@ def test_a_stopped_shard_stops_the_merged_run(tmp_path):
     paths[1].write_text(json.dumps(body))
     merged = merge_shard_runs([read_shard_run(p) for p in paths])
     assert any("shard 2/2: the time limit" in line for line in merged.failures())
+
+
+def module_files(tmp_path, runs, profile="ci"):
+    """Write the ``--json`` report of each whole run: ``runs`` maps its --paths to its mutants."""
+    paths = []
+    for i, (selected, ms) in enumerate(runs.items()):
+        paths.append(tmp_path / f"run-{i}.json")
+        write_json(paths[-1], "mutate", Report(ms).to_json({"profile": profile, "paths": selected.split(","), "shard": "1/1",
+                                                            "seconds": 3.0}))
+    return paths
+
+
+SPEC_MODULES = {"spec": ["spec/a.py", "spec/b.py"], "impl": ["impl/c.py"]}
+
+
+def test_whole_runs_split_by_module_merge_into_the_whole_layers_report(tmp_path):
+    a, b, c = mutants("spec/a.py", killed=5, survived=1), mutants("spec/b.py", killed=2, survived=2), mutants("impl/c.py", killed=3)
+    merged = merge_module_runs([read_shard_run(p) for p in module_files(tmp_path, {"spec/a.py": a, "spec/b.py": b, "impl": c})],
+                               SPEC_MODULES)
+    whole = Report(a + b + c)
+    assert merged.table_rows() == whole.table_rows() and merged.failures() == whole.failures()
+    assert [(t.name, t.score) for t in merged.layers] == [("impl", 1.0), ("spec", 0.7)]
+
+
+@pytest.mark.parametrize("broken, message", [
+    ("part of a layer", r"^spec/ is not judged whole: no report has spec/b.py$"),
+    ("a module twice", r"^spec/a.py is judged by .*run-0.json and by .*run-1.json: give each module once$"),
+    ("a shard", r"is shard 1/2: merge a run's shards with each other, or whole runs by module$"),
+    ("other profile", r"is of another profile than .*: profile quick against ci$"),
+])
+def test_a_merge_by_module_refuses_what_does_not_judge_whole_layers_once(tmp_path, broken, message):
+    """The control: a layer judged in part, a module judged twice, a shard among whole runs, another profile."""
+    a, b = mutants("spec/a.py", killed=3), mutants("spec/b.py", killed=3)
+    runs = {"part of a layer": {"spec/a.py": a, "impl/c.py": mutants("impl/c.py", killed=1)},
+            "a module twice": {"spec/a.py": a, "spec": a + b}}.get(broken, {"spec/a.py": a, "spec/b.py": b})
+    paths = module_files(tmp_path, runs)
+    if broken in ("a shard", "other profile"):
+        body = json.loads(paths[1].read_text())
+        body.update({"shard": "1/2"} if broken == "a shard" else {"profile": "quick"})
+        paths[1].write_text(json.dumps(body))
+    with pytest.raises(MergeError, match=message):
+        merge_module_runs([read_shard_run(p) for p in paths], SPEC_MODULES)
 
 
 def test_a_rejudge_carries_only_kills_of_unchanged_functions():

@@ -4,16 +4,34 @@ Each law of ``deepinfer.roundtrip_laws.LAWS`` is one test per backend over the s
 cases: the book's numbers, S < R and S = R, both modes, random layouts). torch CPU tests skip with
 the reason when torch is absent and fail instead under ``KVPROOF_REQUIRE_TORCH=1``; the CUDA and
 cupy tests skip with the reason when there is no GPU and fail under ``KVPROOF_REQUIRE_GPU=1``.
+
+The argument checks, beyond B1's "a typed error":
+
+- rejections: each malformed argument raises its own type with its exact message, naming the argument
+  (``state_cache``, ``out``, ``tensor``) and the value, and leaves the cache and every buffer byte for byte;
+- read-only arrays: accepted where the round trip only reads them (select's cache, load's tensor), refused
+  where it writes them (load's cache, select's ``out``);
+- overlap: byte ranges are half-open, so a buffer touching the cache is accepted and one a byte into it
+  refused, an empty range overlaps nothing, and only raw-prefix load may pass the slot's own prefix;
+- numpy integers act as ints for state ids and positions; a one-byte raw-prefix stored region is loaded.
+
+The plan and the backends: ring groups skip raws and zero-byte windows without ending, raw placements keep
+the non-empty raws, ``raw_nbytes`` refuses a ring; each backend names its device (numpy ``"host"``),
+select allocates on the cache's device (torch's meta device stands in for a second one), and a round
+trip keeps its layout.
 """
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
 
-from kvproof.impl.state_roundtrip import RoundTrip, backend_for, ring_groups
+from kvproof.impl.state_roundtrip import RoundTrip, _overlap, backend_for, raw_nbytes, raw_placements, ring_groups
 from kvproof.spec import state_layout as S
-from kvproof.spec.deepinfer_errors import StateArgumentType
+from kvproof.spec.deepinfer_errors import StateArgumentError, StateArgumentType
 from kvproof.stateful_tests.deepinfer.backends import BACKEND_NAMES, backend, required
 from kvproof.stateful_tests.deepinfer.roundtrip_laws import LAWS, make_cases, run_suite
 
@@ -63,9 +81,9 @@ def test_the_standard_cases_cover_what_the_traps_need():
 
 def test_dispatch_by_type():
     assert backend_for(np.zeros((1, 1), np.uint8)).name == "numpy"
-    with pytest.raises(StateArgumentType):
+    with pytest.raises(StateArgumentType, match=r"^not a numpy array, torch tensor or cupy array: list$"):
         backend_for([[0]])
-    with pytest.raises(StateArgumentType):
+    with pytest.raises(StateArgumentType, match=r"^not a numpy array, torch tensor or cupy array: memoryview$"):
         RoundTrip(S.book_layout()).select(memoryview(bytes(10)), 0, 5, True)
 
 
@@ -147,3 +165,459 @@ def _run_on_device(monkeypatch, backend_name, mode, factory):
     model = tuple(bytes(r) for r in host)
     want = S.select(layout, model, 1, 767, True)
     assert S.take(bytes(be.to_numpy(handoff)), want.specified) == S.take(want.data, want.specified)
+
+
+# ----------------------------------------------------------------------------- argument checks, read-only arrays, overlap
+
+LAYOUT = S.StateLayout((S.Ring("a", 6, 3, 2), S.Ring("drop", 6, 3, 2, dropped=True), S.Raw("cmp", 5)), align=4)
+RAW = replace(LAYOUT, mode="raw-prefix")
+ONE_BYTE = S.StateLayout((S.Ring("a", 1, 1, 1),))  # one stored byte: stored = handoff = row = 1
+# LAYOUT: rows of 29 bytes, stored 8, handoff 21. RAW: stored 12, handoff 29. Caches are 3 x 32, slot 1, position 4.
+
+
+def _garbage(shape, seed: int = 5) -> np.ndarray:
+    return np.random.default_rng(seed).integers(1, 256, shape, dtype=np.uint8)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def _snapshot(array):
+    """A copy of a numpy array's or torch CPU tensor's bytes (a meta tensor has none: None)."""
+    if isinstance(array, np.ndarray):
+        return array.copy()
+    return None if array.is_meta else array.numpy().copy()
+
+
+def _torch():
+    need("torch")
+    import torch
+
+    return torch
+
+
+def _meta(torch, n: int):
+    return torch.empty(n, dtype=torch.uint8, device="meta")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """One malformed call: ``call(rt, cache, buffer)`` must raise exactly ``error`` with the whole ``message``.
+
+    ``buffer(cache)`` makes the destination or transfer tensor (a fresh array, or a view of the cache);
+    ``lib`` is the cache's library ("torch": a CPU tensor sharing the numpy cache's memory).
+    """
+
+    name: str
+    error: type[Exception]
+    message: str
+    call: Callable[[Any, Any, Any], object]
+    buffer: Callable[[Any], Any] = lambda cache: np.zeros(0, np.uint8)
+    layout: S.StateLayout = LAYOUT
+    lib: str = "numpy"
+
+
+# Ill-typed arguments below are deliberate: each must raise a typed error.
+REJECTIONS = (
+    Rejection(
+        "select: an int16 cache",
+        StateArgumentType,
+        r"^state_cache must be uint8 \(view it as bytes\), not int16$",
+        lambda rt, cache, buf: rt.select(cache.astype(np.int16), 1, 4, True),
+    ),
+    Rejection(
+        "select: a 1-D cache",
+        StateArgumentError,
+        r"^state_cache must be a C-contiguous 2-D array, got shape \(96,\)$",
+        lambda rt, cache, buf: rt.select(cache.reshape(-1), 1, 4, True),
+    ),
+    Rejection(
+        "select: a Fortran-ordered cache",
+        StateArgumentError,
+        r"^state_cache must be a C-contiguous 2-D array, got shape \(3, 32\)$",
+        lambda rt, cache, buf: rt.select(np.asfortranarray(cache), 1, 4, True),
+    ),
+    Rejection(
+        "select: cache rows too narrow",
+        StateArgumentError,
+        r"^state_cache rows have 28 bytes; the layout needs 29$",
+        lambda rt, cache, buf: rt.select(np.ascontiguousarray(cache[:, :28]), 1, 4, True),
+    ),
+    Rejection(
+        "load: a read-only cache",
+        StateArgumentError,
+        r"^state_cache is read-only$",
+        lambda rt, cache, buf: rt.load(_read_only(cache), 1, buf, 4, "on"),
+        lambda cache: _garbage(8, 6),
+    ),
+    Rejection(
+        "select: state id past the last slot",
+        StateArgumentError,
+        r"^state_id 3 outside \[0, 3\)$",
+        lambda rt, cache, buf: rt.select(cache, 3, 4, True),
+    ),
+    Rejection(
+        "load: numpy state id past the last slot",
+        StateArgumentError,
+        r"^state_id 3 outside \[0, 3\)$",
+        lambda rt, cache, buf: rt.load(cache, np.int64(3), buf, 4, "on"),
+        lambda cache: _garbage(8, 6),
+    ),
+    Rejection(
+        "select: state id -1",
+        StateArgumentError,
+        r"^state_id -1 outside \[0, 3\)$",
+        lambda rt, cache, buf: rt.select(cache, -1, 4, True),
+    ),
+    Rejection(
+        "select: a bool state id",
+        StateArgumentType,
+        r"^state_id must be an int, not bool$",
+        lambda rt, cache, buf: rt.select(cache, True, 4, True),
+    ),
+    Rejection(
+        "select: a str state id",
+        StateArgumentType,
+        r"^state_id must be an int, not str$",
+        lambda rt, cache, buf: rt.select(cache, "1", 4, True),
+    ),
+    Rejection(
+        "select: numpy position below -1",
+        StateArgumentError,
+        r"^last_hit_position -2 < -1$",
+        lambda rt, cache, buf: rt.select(cache, 1, np.int64(-2), True),
+    ),
+    Rejection(
+        "select: a float position",
+        StateArgumentType,
+        r"^last_hit_position must be an int, not float$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4.0, True),
+    ),
+    Rejection(
+        "select: to_ce a str",
+        StateArgumentType,
+        r"^to_ce must be a bool, not str$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, "yes"),
+    ),
+    Rejection(
+        "select: out one byte long",
+        StateArgumentError,
+        r"^out has 22 bytes; expected 21$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: _garbage(22, 6),
+    ),
+    Rejection(
+        "select: a 2-D out",
+        StateArgumentError,
+        r"^out must be a contiguous 1-D array, got shape \(1, 21\)$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: _garbage((1, 21), 6),
+    ),
+    Rejection(
+        "select: a strided out",
+        StateArgumentError,
+        r"^out must be a contiguous 1-D array, got shape \(21,\)$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf[::2]),
+        lambda cache: _garbage(42, 6),
+    ),
+    Rejection(
+        "select: an int16 out",
+        StateArgumentType,
+        r"^out must be uint8, not int16$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: _garbage(21, 6).astype(np.int16),
+    ),
+    Rejection(
+        "select: a read-only out",
+        StateArgumentError,
+        r"^out is read-only$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=_read_only(buf)),
+        lambda cache: _garbage(21, 6),
+    ),
+    Rejection(
+        "select: out in another slot",
+        StateArgumentError,
+        r"^out overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: cache[2, :21],
+    ),
+    Rejection(
+        "select: out is the slot's own prefix",
+        StateArgumentError,
+        r"^out overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: cache[1, :21],
+    ),
+    Rejection(
+        "select (raw-prefix): out is the slot's own prefix",
+        StateArgumentError,
+        r"^out overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: cache[1, :29],
+        RAW,
+    ),
+    Rejection(
+        "select: a one-byte out in another slot",
+        StateArgumentError,
+        r"^out overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: cache[2, :1],
+        ONE_BYTE,
+    ),
+    Rejection(
+        "load: tensor one byte long",
+        StateArgumentError,
+        r"^tensor has 9 bytes; expected 8$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: _garbage(9, 6),
+    ),
+    Rejection(
+        "load: a 2-D tensor",
+        StateArgumentError,
+        r"^tensor must be a contiguous 1-D array, got shape \(1, 8\)$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: _garbage((1, 8), 6),
+    ),
+    Rejection(
+        "load: an int16 tensor",
+        StateArgumentType,
+        r"^tensor must be uint8, not int16$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: _garbage(8, 6).astype(np.int16),
+    ),
+    Rejection(
+        "load: tensor in another slot",
+        StateArgumentError,
+        r"^tensor overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: cache[2, :8],
+    ),
+    Rejection(
+        "load: tensor is the slot's own prefix (ring-view)",
+        StateArgumentError,
+        r"^tensor overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: cache[1, :8],
+    ),
+    Rejection(
+        "load (raw-prefix): tensor one byte into its own slot",
+        StateArgumentError,
+        r"^tensor overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: cache[1, 1:13],
+        RAW,
+    ),
+    Rejection(
+        "load (raw-prefix): tensor in another slot",
+        StateArgumentError,
+        r"^tensor overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: cache[0, :12],
+        RAW,
+    ),
+    Rejection(
+        "load: a one-byte tensor in another slot",
+        StateArgumentError,
+        r"^tensor overlaps state_cache memory$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 0, "on"),
+        lambda cache: cache[2, :1],
+        ONE_BYTE,
+    ),
+    Rejection(
+        "select: a torch out for a numpy cache",
+        StateArgumentType,
+        r"^out is Tensor but state_cache is a numpy array$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: _torch().from_numpy(_garbage(21, 6)),
+    ),
+    Rejection(
+        "load: a torch tensor for a numpy cache",
+        StateArgumentType,
+        r"^tensor is Tensor but state_cache is a numpy array$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: _torch().from_numpy(_garbage(8, 6)),
+    ),
+    Rejection(
+        "select (torch): out on another device",
+        StateArgumentType,
+        r"^out is on meta but state_cache is on cpu$",
+        lambda rt, cache, buf: rt.select(cache, 1, 4, True, out=buf),
+        lambda cache: _meta(_torch(), 21),
+        lib="torch",
+    ),
+    Rejection(
+        "load (torch): tensor on another device",
+        StateArgumentType,
+        r"^tensor is on meta but state_cache is on cpu$",
+        lambda rt, cache, buf: rt.load(cache, 1, buf, 4, "on"),
+        lambda cache: _meta(_torch(), 8),
+        lib="torch",
+    ),
+)
+
+
+@pytest.mark.parametrize("case", REJECTIONS, ids=lambda r: r.name)
+def test_each_rejection_raises_its_type_with_its_exact_message_and_changes_nothing(case):
+    """Every argument check raises its own error type, with a message that names the argument and the value,
+    before any write: the cache and the destination or tensor stay byte for byte as they were."""
+    host = _garbage((3, 32))
+    cache = _torch().from_numpy(host) if case.lib == "torch" else host  # the tensor shares host's memory
+    buf = case.buffer(cache)
+    cache_before, buf_before = host.copy(), _snapshot(buf)
+    with pytest.raises(case.error, match=case.message) as raised:
+        case.call(RoundTrip(case.layout), cache, buf)
+    assert type(raised.value) is case.error
+    assert np.array_equal(host, cache_before), "the rejected call changed the cache"
+    if buf_before is not None:
+        assert np.array_equal(_snapshot(buf), buf_before), "the rejected call changed its buffer"
+
+
+@pytest.mark.parametrize("layout", [LAYOUT, RAW], ids=["ring-view", "raw-prefix"])
+def test_read_only_inputs_are_accepted_where_the_round_trip_only_reads_them(layout):
+    """select reads its cache and load reads its tensor: both may be read-only (a numpy array with
+    ``writeable = False``; a torch tensor cannot be read-only) and give the spec's result."""
+    host = _garbage((3, 32))
+    model = tuple(bytes(r) for r in host)
+    rt = RoundTrip(layout)
+    for to_ce in (False, True):
+        out = rt.select(_read_only(host), 1, 4, to_ce, out=np.zeros(S.transfer_size(layout, to_ce), np.uint8))
+        want = S.select(layout, model, 1, 4, to_ce)
+        assert want is not None and S.take(bytes(out), want.specified) == S.take(want.data, want.specified)
+    tensor = _garbage(S.sizes(layout).state_size_to_disk, 6)
+    rt.load(host, 1, _read_only(tensor), 4, "on")
+    assert tuple(bytes(r) for r in host) == S.load(layout, model, 1, bytes(tensor), 4, "on")
+
+
+def test_overlap_holds_exactly_when_two_half_open_byte_ranges_share_a_byte():
+    """``_overlap((a0, a1), (b0, b1))``: ranges ``[a0, a1)`` that touch do not overlap and an empty range overlaps nothing."""
+    ranges = [(a, b) for a in range(5) for b in range(a, 6)]
+    for x in ranges:
+        for y in ranges:
+            assert _overlap(x, y) == bool(set(range(*x)) & set(range(*y))), (x, y)
+
+
+def test_a_buffer_touching_the_cache_is_accepted_and_one_a_byte_into_it_refused():
+    """The cache's memory is the half-open ``[start, start + nbytes)``: a destination or tensor that ends where the
+    cache starts, or starts where it ends, is accepted and works; one byte further in, either side, is refused
+    and nothing changes."""
+    total, disk, n = 21, 8, 3 * 32
+    arena = _garbage(total + n + total)
+    cache = arena[total : total + n].reshape(3, 32)
+    rt = RoundTrip(LAYOUT)
+    for out in (arena[:total], arena[total + n :]):
+        model = tuple(bytes(r) for r in cache)
+        rt.select(cache, 1, 4, True, out=out)
+        want = S.select(LAYOUT, model, 1, 4, True)
+        assert want is not None and S.take(bytes(out), want.specified) == S.take(want.data, want.specified)
+        assert tuple(bytes(r) for r in cache) == model
+    for tensor in (arena[total - disk : total], arena[total + n : total + n + disk]):
+        model = tuple(bytes(r) for r in cache)
+        rt.load(cache, 1, tensor, 4, "on")
+        assert tuple(bytes(r) for r in cache) == S.load(LAYOUT, model, 1, bytes(tensor), 4, "on")
+    # ending on the cache's first byte; starting on its last byte
+    for out_at, tensor_at in ((1, total + 1 - disk), (total + n - 1, total + n - 1)):
+        before = arena.copy()
+        with pytest.raises(StateArgumentError, match=r"^out overlaps state_cache memory$"):
+            rt.select(cache, 1, 4, True, out=arena[out_at : out_at + total])
+        with pytest.raises(StateArgumentError, match=r"^tensor overlaps state_cache memory$"):
+            rt.load(cache, 1, arena[tensor_at : tensor_at + disk], 4, "on")
+        assert np.array_equal(arena, before)
+
+
+def test_an_empty_destination_inside_the_cache_overlaps_nothing():
+    """A zero-size ring-view handoff into an empty slice of the cache is accepted: an empty range holds no byte."""
+    layout = S.StateLayout((S.Ring("a", 3, 0, 2),))
+    cache = _garbage((3, 8))
+    before = cache.copy()
+    out = RoundTrip(layout).select(cache, 1, 4, True, out=cache[1, 2:2])
+    assert out.shape == (0,) and np.array_equal(cache, before)
+
+
+def test_raw_prefix_load_may_pass_the_slots_own_prefix_and_changes_nothing():
+    """raw-prefix: the stored tensor *is* ``cache[sid, :disk]`` (select's alias); loading it back is allowed and
+    leaves the cache as it was. Any other overlap, even one byte off, is refused (see the rejections)."""
+    cache = _garbage((3, 32))
+    before = cache.copy()
+    rt = RoundTrip(RAW)
+    rt.load(cache, 1, rt.select(cache, 1, 4, False), 4, "on")
+    assert np.array_equal(cache, before)
+
+
+def test_numpy_integers_act_as_ints_for_state_ids_and_positions():
+    """A state id or position given as a numpy integer selects and loads exactly as the same Python int."""
+    host = _garbage((3, 32))
+    model = tuple(bytes(r) for r in host)
+    rt = RoundTrip(LAYOUT)
+    out = rt.select(host, np.uint8(1), np.int32(4), True, out=np.zeros(21, np.uint8))
+    want = S.select(LAYOUT, model, 1, 4, True)
+    assert want is not None and S.take(bytes(out), want.specified) == S.take(want.data, want.specified)
+    tensor = _garbage(8, 6)
+    rt.load(host, np.int64(2), tensor, np.int64(4), "on")
+    assert tuple(bytes(r) for r in host) == S.load(LAYOUT, model, 2, bytes(tensor), 4, "on")
+
+
+def test_raw_prefix_load_writes_a_one_byte_stored_region():
+    """raw-prefix load skips only a stored region of zero bytes; a one-byte region is written."""
+    layout = replace(ONE_BYTE, mode="raw-prefix")
+    host = _garbage((3, 4))
+    model = tuple(bytes(r) for r in host)
+    RoundTrip(layout).load(host, 1, np.zeros(1, np.uint8), 0, "on")
+    assert tuple(bytes(r) for r in host) == S.load(layout, model, 1, b"\x00", 0, "on")
+    assert host[1, 0] == 0
+
+
+# ----------------------------------------------------------------------------- the plan and the backends
+
+
+def test_ring_groups_skip_raws_and_empty_rings_without_ending_and_raw_placements_keep_the_nonempty_raws():
+    """The plan walks every placement: a raw or a zero-byte window before a ring does not end the ring groups,
+    and the raw placements are the raws holding at least one byte, in order."""
+    layout = S.StateLayout(
+        (
+            S.Raw("lead", 4, dropped=False),
+            S.Ring("empty", 3, 0, 2),
+            S.Ring("a", 4, 2, 1),
+            S.Ring("b", 4, 2, 1),
+            S.Raw("none", 0, dropped=False),
+            S.Raw("tail", 3, dropped=False),
+        )
+    )
+    groups = ring_groups(S.carved(layout, True))
+    assert [(g.ring.name, g.count, g.cache_offset, g.cache_stride, g.tensor_offset, g.tensor_stride) for g in groups] == [
+        ("a", 2, 10, 4, 4, 2)
+    ]
+    assert [p.segment.name for p in raw_placements(S.placements(layout))] == ["lead", "tail"]
+    assert [g.ring.name for g in ring_groups(S.carved(ONE_BYTE, True))] == ["a"]  # a window of one byte is a window
+
+
+def test_raw_nbytes_counts_a_raw_and_refuses_a_ring_naming_it():
+    placed = S.placements(LAYOUT)
+    assert raw_nbytes(placed[2]) == 5
+    with pytest.raises(AssertionError, match=r"^a raw placement of a Ring(\n|$)"):
+        raw_nbytes(placed[0])
+
+
+def test_each_backend_names_the_device_its_arrays_live_on():
+    """numpy arrays live on "host"; a torch tensor on its own device."""
+    array = np.zeros(2, np.uint8)
+    assert backend_for(array).device(array) == "host"
+    torch = _torch()
+    for tensor in (torch.zeros(2, dtype=torch.uint8), _meta(torch, 2)):
+        assert backend_for(tensor).device(tensor) == tensor.device
+
+
+def test_select_allocates_its_destination_on_the_cache_device():
+    """Without ``out``, ring-view select allocates on the cache's own device. torch's meta device (no data,
+    present on every machine) stands in for a second device where there is no GPU."""
+    torch = _torch()
+    cache = torch.empty((3, 32), dtype=torch.uint8, device="meta")
+    out = RoundTrip(LAYOUT).select(cache, 1, 4, True)
+    assert (out.device, out.dtype, tuple(out.shape)) == (cache.device, torch.uint8, (21,))
+
+
+def test_a_round_trip_keeps_its_layout():
+    """``RoundTrip.layout`` is the layout it was made for (the rule-step variants of ``mutants.py`` read it)."""
+    assert RoundTrip(LAYOUT).layout is LAYOUT

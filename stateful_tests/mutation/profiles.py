@@ -67,7 +67,7 @@ TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("contract", "covera
 SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_values.py",
                  SEQUENCES + "test_bad_input.py")
 DEEPINFER_SPEC = tuple(DEEPINFER + f"test_spec_{name}.py"
-                       for name in ("acceptance", "capacity", "hit_length", "service_queue", "state_layout"))
+                       for name in ("acceptance", "capacity", "hit_length", "quantities", "service_queue", "state_layout"))
 REFERENCE_TREE = (TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_machine.py",
                   TREE + "test_spec_rules.py")
 REFERENCE_SEQUENCES = (SEQUENCES + "test_reference_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py",

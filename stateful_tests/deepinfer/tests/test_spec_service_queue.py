@@ -1,4 +1,10 @@
-"""spec.service_queue: lab 23's five printed lines, the inferred decode rule, the chapter's claims."""
+"""spec.service_queue: lab 23's five printed lines, the inferred decode rule, the chapter's claims.
+
+Besides the lab's numbers: the trace records each request's decode worker (the one free earliest,
+ties to the lower index, or the prefill rank under "same-rank"); every worker is free from time 0,
+so without matching cost prefill starts at 0, and a request with nothing to prefill, match or
+transfer starts decoding at 0.
+"""
 
 from dataclasses import replace
 
@@ -109,3 +115,39 @@ def test_each_cross_field_rule_says_which_it_is():
         ServiceConfig(decode_policy="random").check()
     with pytest.raises(InvalidQuantity, match=r"^same-rank decode needs a decode worker per prefill worker$"):
         ServiceConfig(prefill_workers=3, decode_workers=2, decode_policy="same-rank").check()
+
+
+@pytest.mark.parametrize(
+    "config, decode_rank, decode_end",
+    [
+        # arrivals 4, 6, 8, 10: w0 (tie, lower index), w1 (free 0 < 8), w0 (8 < 10), w1 (10 < 12)
+        (ServiceConfig(shared=False), (0, 1, 0, 1), (8, 10, 12, 14)),
+        # arrivals 4, 4, 6, 6: the pair at 6 finds both workers free at 8 and takes them in index order
+        (ServiceConfig(shared=True), (0, 1, 0, 1), (8, 8, 12, 12)),
+        # a third worker: the request arriving at 8 takes w2 (free since 0), the one at 10 takes w0 (free at 8)
+        (ServiceConfig(shared=False, decode_workers=3), (0, 1, 2, 0), (8, 10, 12, 14)),
+        (ServiceConfig(shared=False, decode_workers=1), (0, 0, 0, 0), (8, 12, 16, 20)),
+        # same-rank: local affinity prefills everything on rank 0, so rank 0 decodes everything
+        (ServiceConfig(shared=False, decode_policy="same-rank"), (0, 0, 0, 0), (8, 12, 16, 20)),
+        (ServiceConfig(shared=True, decode_policy="same-rank"), (0, 1, 0, 1), (8, 8, 12, 12)),
+    ],
+)
+def test_the_trace_records_each_requests_decode_worker(config, decode_rank, decode_end):
+    """state_roundtrip.md §4: FIFO by (arrival, id) to the decode worker free earliest, ties to the lower index."""
+    trace = simulate(config)
+    assert (trace.decode_rank, trace.decode_end) == (decode_rank, decode_end)
+
+
+def test_without_matching_cost_prefill_starts_at_time_zero():
+    """Listing 11.3: start = max(match, free) and every prefill worker is free from 0; match = 0 starts the first pair at 0."""
+    trace = simulate(ServiceConfig(shared=True, match_units=0))
+    assert (trace.prefill_start, trace.prefill_end) == ((0, 0, 2, 2), (2, 2, 4, 4))
+    assert simulate(ServiceConfig(shared=False, match_units=0)).prefill_start == (0, 2, 4, 6)
+
+
+def test_a_request_with_nothing_to_prefill_match_or_transfer_decodes_from_time_zero():
+    """Every decode worker is free from 0: full hits, no matching and an instant handoff reach decode at 0 and end
+    decode_units later; the next pair waits for the workers."""
+    trace = simulate(ServiceConfig(hit=1024, match_units=0, transfer=0))
+    assert trace.prefill_end == (0, 0, 0, 0)
+    assert (trace.decode_rank, trace.decode_end) == ((0, 1, 0, 1), (4, 4, 8, 8))

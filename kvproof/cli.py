@@ -343,9 +343,17 @@ def releases(versions: str | None, cache: str, profile: str | None, timeout: flo
     release and its rule set. The last line is `releases: N releases: P pass, B upstream bug,
     D differs, U not checkable`.
     """
+    from packaging.version import InvalidVersion
+
+    from .spec.rules import version_key
     from .stateful_tests.tree.releases import RELEASES, markdown, survey, write_between_markers
 
     chosen = [v.strip() for v in versions.split(",")] if versions else list(RELEASES)
+    for version in chosen:
+        try:
+            version_key(version)
+        except InvalidVersion:
+            raise click.UsageError(f"--versions: {version!r} is not a release (PEP 440), e.g. 1.6.1 or 0.8.1.post3") from None
     profile_name = profile or "quick"
     cmd = "kvproof releases" + (f" --versions {versions}" if versions else "") + (f" --profile {profile}" if profile else "")
 

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import InvalidVersion, Version
+
 
 @dataclass(frozen=True, slots=True)
 class Variant:
@@ -133,23 +135,24 @@ RULE_SETS: dict[str, RuleSet] = {
 DEFAULT_RULES = RULE_SETS["dynamo-1.6"]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Order release strings such as ``1.3.0.post1``: numeric parts, a ``postN`` counting after the plain release."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        if piece.startswith("post") and piece[4:].isdigit():
-            parts += [0] * max(0, 3 - len(parts)) + [int(piece[4:]) + 1]
-        elif piece.isdigit():
-            parts.append(int(piece))
-        else:
-            digits = "".join(ch for ch in piece if ch.isdigit())
-            parts.append(int(digits) if digits else 0)
-    return tuple(parts + [0] * max(0, 4 - len(parts)))
+def version_key(version: str) -> Version:
+    """Order release strings as PEP 440 does (``packaging``), a local label (``+cu128``) set aside.
+
+    ``1.6`` is ``1.6.0``; ``1.3.0.post1`` follows ``1.3.0`` and post numbers compare as numbers; a pre-
+    or dev release (``1.6.1rc1``, ``1.6.1.dev3``) comes before its release; a local build of a release
+    (``1.6.1+local``) is that release. A string that is not a version raises ``InvalidVersion``.
+
+    Source: PEP 440 "Version scheme" (the package index orders ai-dynamo-runtime's releases so).
+    """
+    return Version(Version(version).public)
 
 
 def rule_set_for(version: str) -> RuleSet | None:
-    """The rule set describing release ``version``, or None when kvproof has not established one."""
-    key = version_key(version)
+    """The rule set describing release ``version``, or None when kvproof has not established one (or it is no version)."""
+    try:
+        key = version_key(version)
+    except InvalidVersion:
+        return None
     for rules in RULE_SETS.values():
         if version_key(rules.first) <= key <= version_key(rules.last):
             return rules

@@ -135,3 +135,9 @@ def test_a_vector_that_depends_on_a_variant_is_judged_under_the_rule_set(kvproof
     plain = kvproof_cli("check", "--target", "reference@dynamo-1.3", "--profile", "quick", "--only", "vectors",
                         "--rules", "dynamo-1.6")
     assert plain.code == EXIT_FAIL and "E10_dp_ranks_cleared_per_rank" in plain.out
+
+
+def test_a_release_that_is_no_version_is_a_usage_error_naming_it(kvproof_cli, tmp_path):
+    ran = kvproof_cli("releases", "--versions", "1.6.1,latest", "--cache", str(tmp_path / "cache"))
+    assert ran.code == EXIT_USAGE and "--versions: 'latest' is not a release (PEP 440)" in ran.out
+    assert "Traceback" not in ran.out and not (tmp_path / "cache").exists()  # refused before anything is fetched

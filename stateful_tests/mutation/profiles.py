@@ -62,8 +62,10 @@ PROFILES = ("quick", "ci")
 
 EXPLORE = "stateful_tests/explore/tests/"
 
-TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("contract", "coverage", "events", "rules", "shape")) + (
-    TREE + "test_laws.py",)
+TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("contract", "coverage", "dump", "events", "invariants", "primitives", "rules", "shape")) + (
+    TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py")
+"""The tree's spec modules: their mirror tests and laws, and the reference tree's tests and the recorded Dynamo vectors,
+which drive the dump, the match walk, the invariants and the event checks for real (about a second together)."""
 SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_values.py",
                  SEQUENCES + "test_bad_input.py")
 DEEPINFER_SPEC = tuple(DEEPINFER + f"test_spec_{name}.py"

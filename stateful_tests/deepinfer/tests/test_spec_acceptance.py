@@ -188,7 +188,7 @@ def test_the_checks_line_fails_saying_which_check_when_either_check_fails(monkey
         (lambda: gpu_rate(True, 64, 3.25), InvalidQuantityType, "steps_per_second must be a number, not bool"),
         (lambda: gpu_rate(40, 64, True), InvalidQuantityType, "tau must be a number, not bool"),
         (lambda: gpu_rate(40, -1, 3.25), InvalidQuantity, "requests must be >= 0, got -1"),
-        (lambda: gpu_rate(40, 64.0, 3.25), InvalidQuantityType, "requests must be an integer, not float 64.0"),
+        (lambda: gpu_rate(40, 64.0, 3.25), InvalidQuantityType, "requests must be an integer, not float 64.0"),  # type: ignore[arg-type]
         (lambda: gpu_rate(40, 64, 3.25, cp=0), InvalidQuantity, "cp must be >= 1, got 0"),
         (lambda: gpu_rate(40, 64, 3.25, cp=True), InvalidQuantityType, "cp must be an integer, not bool True"),
         (lambda: plot_point(LAB25_RECORDS[0], 3.25, cp=0), InvalidQuantity, "cp must be >= 1, got 0"),
@@ -197,7 +197,7 @@ def test_the_checks_line_fails_saying_which_check_when_either_check_fails(monkey
         (lambda: frontier_with_taus(LAB25_RECORDS, [LAB25_TAU] * 5, cp=0), InvalidQuantity, "cp must be >= 1, got 0"),
         (lambda: tau_mean_fraction(-1, 0.75), InvalidQuantity, "nextn must be >= 0, got -1"),
         (lambda: tau_conditional(-1, 0.75), InvalidQuantity, "nextn must be >= 0, got -1"),
-        (lambda: tau_conditional(3.0, 0.75), InvalidQuantityType, "nextn must be an integer, not float 3.0"),
+        (lambda: tau_conditional(3.0, 0.75), InvalidQuantityType, "nextn must be an integer, not float 3.0"),  # type: ignore[arg-type]
         (lambda: tau_mean_fraction(3, Fraction(-1, 4)), InvalidQuantity, "acceptance must be in [0, 1], got -1/4"),
         (lambda: tau_conditional(3, -0.25), InvalidQuantity, "acceptance must be in [0, 1], got -1/4"),
         (lambda: tau_conditional(3, Fraction(5, 4)), InvalidQuantity, "acceptance must be <= 1, got 5/4"),

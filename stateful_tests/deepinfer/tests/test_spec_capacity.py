@@ -166,14 +166,14 @@ def test_zero_traffic_needs_no_gpu():
     [
         (lambda: reused_token_fraction([(-1, 0)]), InvalidQuantity, "prompt_tokens must be >= 0, got -1"),
         (lambda: reused_token_fraction([(10, -1)]), InvalidQuantity, "hit_tokens must be >= 0, got -1"),
-        (lambda: reused_token_fraction([(1.0, 0)]), InvalidQuantityType, "prompt_tokens must be an integer, not float 1.0"),
+        (lambda: reused_token_fraction([(1.0, 0)]), InvalidQuantityType, "prompt_tokens must be an integer, not float 1.0"),  # type: ignore[list-item]
         (lambda: reused_token_fraction([(10, True)]), InvalidQuantityType, "hit_tokens must be an integer, not bool True"),
         (lambda: reused_token_fraction([(10, 11)]), InvalidQuantity, "hit 11 exceeds prompt 10"),
         (lambda: reused_token_fraction([]), InvalidQuantity, "no input tokens: the reused fraction is undefined"),
         (lambda: reused_token_fraction([(0, 0)]), InvalidQuantity, "no input tokens: the reused fraction is undefined"),
         (lambda: request_hit_rate([(-1, 0)]), InvalidQuantity, "prompt_tokens must be >= 0, got -1"),
         (lambda: request_hit_rate([(10, -1)]), InvalidQuantity, "hit_tokens must be >= 0, got -1"),
-        (lambda: request_hit_rate([(1.0, 0)]), InvalidQuantityType, "prompt_tokens must be an integer, not float 1.0"),
+        (lambda: request_hit_rate([(1.0, 0)]), InvalidQuantityType, "prompt_tokens must be an integer, not float 1.0"),  # type: ignore[list-item]
         (lambda: request_hit_rate([(10, True)]), InvalidQuantityType, "hit_tokens must be an integer, not bool True"),
         (lambda: request_hit_rate([]), InvalidQuantity, "no requests: the hit rate is undefined"),
     ],

@@ -1,11 +1,30 @@
-"""spec/rules.py: variants, rule sets, and which release follows which; the reference under each rule set."""
+"""spec/rules.py: variants, rule sets, and which release follows which; the reference under each rule set.
 
+The laws of the release parsing (``version_key``, ``rule_set_for``): a release string is ordered as PEP 440
+orders it (a missing part is 0; ``postN`` follows the release, post numbers compare as numbers; pre- and dev
+releases come before their release; a local label is set aside), and a release follows the rule set whose
+``first`` to ``last`` (both included) holds it, none between or past them, none for a string that is no version.
+An unknown rule set name or variant is a ``KeyError`` listing the known ones; a combination of variants no rule
+set follows is named after its sorted variants and describes no release.
+"""
+
+import itertools
 import json
 
 import pytest
+from packaging.version import InvalidVersion
 
 from kvproof.reference import RadixTree
-from kvproof.spec.rules import DEFAULT_RULES, RULE_SETS, VARIANTS, rule_set_for, rule_set_named, version_key, with_variants
+from kvproof.spec.rules import (
+    DEFAULT_RULES,
+    RULE_SETS,
+    VARIANTS,
+    RuleSet,
+    rule_set_for,
+    rule_set_named,
+    version_key,
+    with_variants,
+)
 from kvproof.stateful_tests.tree.releases import RELEASES
 
 
@@ -13,6 +32,78 @@ def test_version_key_orders_post_releases_after_their_release():
     assert version_key("1.3.0") < version_key("1.3.0.post1") < version_key("1.3.1")
     assert version_key("0.8.1.post3") < version_key("0.9.0")
     assert sorted(RELEASES, key=version_key) == list(RELEASES)
+
+
+VERSIONS = [
+    # real releases of ai-dynamo-runtime (docs/releases.md): the first and last of each rule set, and post releases
+    ("0.1.1", "0.1.1", "dynamo-0.6"),
+    ("0.8.1.post3", "0.8.1.post3", "dynamo-0.6"),
+    ("1.2.0.post1", "1.2.0.post1", "dynamo-0.6"),
+    ("1.2.1", "1.2.1", "dynamo-0.6"),
+    ("1.3.0.post1", "1.3.0.post1", "dynamo-1.3"),
+    ("1.3.1", "1.3.1", "dynamo-1.3"),
+    ("1.4.0", "1.4.0", "dynamo-1.4"),
+    ("1.5.1", "1.5.1", "dynamo-1.4"),
+    ("1.6.0", "1.6.0", "dynamo-1.6"),
+    ("1.6.1", "1.6.1", "dynamo-1.6"),
+    # missing parts are 0
+    ("0.1", "0.1", None),  # 0.1.0: before 0.1.1, the first release kvproof gives a rule set
+    ("1", "1", "dynamo-0.6"),  # 1.0.0
+    ("1.6", "1.6", "dynamo-1.6"),
+    ("1.6.0.0", "1.6.0.0", "dynamo-1.6"),
+    ("1.6.post1", "1.6.post1", "dynamo-1.6"),  # 1.6.0.post1
+    # post releases follow their release, in numeric order; between and past the rule sets' ranges, none
+    ("1.3.0", "1.3.0", None),
+    ("1.3.0.post0", "1.3.0.post0", None),  # after 1.3.0, still before 1.3.0.post1 (dynamo-1.3's first)
+    ("1.3.0.post10", "1.3.0.post10", "dynamo-1.3"),
+    ("1.6.post", "1.6.post0", "dynamo-1.6"),  # an implicit post number is 0
+    ("1.2.1.post1", "1.2.1.post1", None),
+    ("1.5.1.post1", "1.5.1.post1", None),
+    ("1.6.1.post1", "1.6.1.post1", None),
+    ("1.7.0", "1.7.0", None),
+    # pre- and dev releases come before their release; a local build is its release
+    ("1.0.0rc2", "1.0.0rc2", "dynamo-0.6"),
+    ("1.6.1rc1", "1.6.1rc1", "dynamo-1.6"),  # after 1.6.0, before 1.6.1
+    ("1.6.0rc1", "1.6.0rc1", None),  # before 1.6.0, dynamo-1.6's first; after 1.5.1
+    ("1.6.1.dev20251201", "1.6.1.dev20251201", "dynamo-1.6"),
+    ("1.6.1+cu128", "1.6.1", "dynamo-1.6"),
+    ("v1.6.1", "1.6.1", "dynamo-1.6"),
+    # not a version: no rule set
+    ("", None, None),
+    ("latest", None, None),
+]
+
+
+@pytest.mark.parametrize(("version", "key", "name"), VERSIONS, ids=[v or "empty" for v, _, _ in VERSIONS])
+def test_version_key_and_rule_set_of_each_release_string(version, key, name):
+    """spec/rules.py ``version_key`` (PEP 440, the local label set aside) and ``RULE_SETS``; the releases of docs/releases.md."""
+    rules = rule_set_for(version)
+    if key is None:
+        with pytest.raises(InvalidVersion):
+            version_key(version)
+    else:
+        assert str(version_key(version)) == key
+    assert (rules and rules.name) == name
+
+
+def test_version_key_pads_missing_parts_and_orders_post_pre_and_dev_releases():
+    """Equal keys for one release written with and without its zero parts or with a local label; post releases in
+    numeric order after the plain release and before the next; pre- and dev releases before their release."""
+    assert version_key("1.6") == version_key("1.6.0") == version_key("1.6.0.0") == version_key("1.6.0+local")
+    assert version_key("1.6.post1") == version_key("1.6.0.post1")
+    ordered = ["1.3.dev1", "1.3rc1", "1.3", "1.3.0.post0", "1.3.0.post1", "1.3.0.post2", "1.3.0.post10", "1.3.1a1",
+               "1.3.1", "1.3.1.post1", "1.4"]
+    assert sorted(reversed(ordered), key=version_key) == ordered
+    assert len({version_key(v) for v in ordered}) == len(ordered)
+
+
+def test_each_rule_set_holds_its_first_and_last_release_and_the_ranges_are_newest_first_and_disjoint():
+    """docs/releases.md "Rule sets and variants": each rule set's releases, inclusive, newest first."""
+    sets = list(RULE_SETS.values())
+    for rules in sets:
+        assert rule_set_for(rules.first) is rules and rule_set_for(rules.last) is rules
+    for newer, older in itertools.pairwise(sets):
+        assert version_key(older.last) < version_key(newer.first)
 
 
 @pytest.mark.parametrize(("version", "name"), [
@@ -38,6 +129,29 @@ def test_rule_sets_name_only_known_variants_and_the_default_has_none():
     with pytest.raises(KeyError, match="unknown variants"):
         with_variants(frozenset({"no-such-variant"}))
     assert with_variants(RULE_SETS["dynamo-1.4"].variants) is RULE_SETS["dynamo-1.4"]
+
+
+def test_an_unknown_name_or_variant_is_a_key_error_listing_the_known_ones():
+    with pytest.raises(KeyError) as caught:
+        rule_set_named("dynamo-9")
+    assert caught.value.args == ("unknown rule set 'dynamo-9': use dynamo-1.6, dynamo-1.4, dynamo-1.3, dynamo-0.6",)
+    with pytest.raises(KeyError) as caught:
+        with_variants(frozenset({"no-such-variant", "reuse-dead-nodes"}))
+    assert caught.value.args == ("unknown variants ['no-such-variant']: use reuse-dead-nodes, cleared-clears-worker, "
+                                 "self-parent-allowed, blocks-as-arrays, per-block-nodes",)
+
+
+@pytest.mark.parametrize(("variants", "name"), [
+    ({"per-block-nodes"}, "per-block-nodes"),
+    ({"reuse-dead-nodes", "cleared-clears-worker"}, "cleared-clears-worker+reuse-dead-nodes"),
+    ({"self-parent-allowed", "blocks-as-arrays", "per-block-nodes"}, "blocks-as-arrays+per-block-nodes+self-parent-allowed"),
+])
+def test_a_combination_no_rule_set_follows_is_named_after_its_sorted_variants_and_describes_no_release(variants, name):
+    rules = with_variants(frozenset(variants))
+    assert rules == RuleSet(name, frozenset(variants), "", "", "an explanatory combination of variants")
+    assert rules.describe() == f"{name} ({', '.join(sorted(variants))})"
+    assert with_variants(frozenset()) is DEFAULT_RULES and DEFAULT_RULES.describe() == (
+        "dynamo-1.6 (no variants: the reference as written)")
 
 
 def test_every_variant_states_its_rule_and_upstream_reference():

@@ -99,8 +99,13 @@ in an ignored value, kvproof refuses past this one: H1)."""
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def _fail(path: str, message: str) -> MalformedEvent:
-    return MalformedEvent(f"Failed to deserialize KvCacheEvent: {path}: {message}")
+def _fail(path: str, message: str, what: str = "KvCacheEvent") -> MalformedEvent:
+    return MalformedEvent(f"Failed to deserialize {what}: {path}: {message}")
+
+
+def _kind(value: Any) -> str:
+    """The name of a value's type for a message: ``dict`` for every decoded object, whichever way it was read."""
+    return "dict" if isinstance(value, dict) else type(value).__name__
 
 
 class WireLiteral:
@@ -114,6 +119,14 @@ class WireLiteral:
     def __repr__(self) -> str:
         digits = len(self.text.lstrip("-"))
         return self.text if digits <= 20 else f"<an integer literal of {digits} digits>"
+
+
+class _Unreadable(Exception):
+    """What a parser hook refuses (a lone surrogate key, a NaN constant), at a path: ``load_json`` names the document."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(path, message)
+        self.path, self.message = path, message
 
 
 class _Object(dict[str, Any]):
@@ -131,7 +144,7 @@ def _object(pairs: list[tuple[str, Any]]) -> _Object:
         obj.duplicates = frozenset(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
     for key in obj:
         if not key.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in key):
-            raise _fail("<key>", f"key {show(key)} holds a lone UTF-16 surrogate")
+            raise _Unreadable("<key>", f"key {show(key)} holds a lone UTF-16 surrogate")
     return obj
 
 
@@ -142,7 +155,7 @@ def _parse_int(text: str) -> int | WireLiteral:
 
 
 def _no_constant(name: str) -> Any:
-    raise _fail("<number>", f"{name} is not JSON")
+    raise _Unreadable("<number>", f"{name} is not JSON")
 
 
 def _too_deep(text: str) -> bool:
@@ -160,38 +173,38 @@ def _too_deep(text: str) -> bool:
     return False
 
 
-def check_wire_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
+def check_wire_uint(value: Any, path: str, bound: int = U64_MAX, what: str = "KvCacheEvent") -> int:
     """Return ``value`` if it is a wire unsigned integer in ``[0, bound]`` (``is_uint``); raise ``MalformedEvent`` otherwise."""
     if not is_uint(value, bound):
         if isinstance(value, WireLiteral) and value.text != "-0":
-            raise _fail(path, f"integer {value!r} out of range [0, {bound}]")
+            raise _fail(path, f"integer {value!r} out of range [0, {bound}]", what)
         if isinstance(value, WireLiteral):
-            raise _fail(path, "expected an unsigned integer, got -0 (a signed zero)")
+            raise _fail(path, "expected an unsigned integer, got -0 (a signed zero)", what)
         if not is_int(value):  # a JSON true is not an integer
-            raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {show(value)}")
-        raise _fail(path, f"integer {show_int(value)} out of range [0, {bound}]")
+            raise _fail(path, f"expected an unsigned integer, got {_kind(value)} {show(value)}", what)
+        raise _fail(path, f"integer {show_int(value)} out of range [0, {bound}]", what)
     return value
 
 
-def _field(obj: Mapping[str, Any], key: str, path: str) -> Any:
+def _field(obj: Mapping[str, Any], key: str, path: str, what: str = "KvCacheEvent") -> Any:
     if key not in obj:
-        raise _fail(path, f"missing field `{key}`")
+        raise _fail(path, f"missing field `{key}`", what)
     return obj[key]
 
 
-def _mapping(value: Any, path: str, known: frozenset[str] = frozenset()) -> Mapping[str, Any]:
+def _mapping(value: Any, path: str, known: frozenset[str] = frozenset(), what: str = "KvCacheEvent") -> Mapping[str, Any]:
     """Return ``value`` as an object; a known field given twice is an error (serde's ``duplicate field``)."""
     if not isinstance(value, Mapping):
-        raise _fail(path, f"expected an object, got {type(value).__name__}")
+        raise _fail(path, f"expected an object, got {_kind(value)}", what)
     twice: frozenset[str] = getattr(value, "duplicates", frozenset()) & known
     if twice:
-        raise _fail(path, f"duplicate field `{min(twice)}`")
+        raise _fail(path, f"duplicate field `{min(twice)}`", what)
     return value
 
 
 def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise _fail(path, f"expected a list, got {type(value).__name__}")
+        raise _fail(path, f"expected a list, got {_kind(value)}")
     return value
 
 
@@ -254,7 +267,7 @@ def decode_event_data(data: Any) -> EventData:
     if isinstance(data, str) and data == "cleared":
         return Cleared()
     if not isinstance(data, Mapping):
-        raise _fail("data", f"expected the string \"cleared\" or an object, got {type(data).__name__} {show(data)}")
+        raise _fail("data", f"expected the string \"cleared\" or an object, got {_kind(data)} {show(data)}")
     if len(data) != 1 or getattr(data, "duplicates", None):
         raise _fail("data", f"expected exactly one of stored/removed/cleared, got {show(sorted(map(str, data)))}")
     (tag, body), = data.items()
@@ -264,7 +277,7 @@ def decode_event_data(data: Any) -> EventData:
         return _decode_removed(body)
     if tag == "cleared":
         if body is not None:
-            raise _fail("data.cleared", f"a unit variant takes null, got {type(body).__name__} {show(body)}")
+            raise _fail("data.cleared", f"a unit variant takes null, got {_kind(body)} {show(body)}")
         return Cleared()
     raise _fail("data", f"unknown variant `{show(tag)}`, expected stored, removed or cleared")
 
@@ -280,7 +293,7 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
             raise MalformedEvent(f"Failed to deserialize {what}: not UTF-8 ({exc})") from None
     if not isinstance(payload, str):
         raise MalformedEvent(
-            f"Failed to deserialize {what}: expected bytes, str or a mapping, got {type(payload).__name__}"
+            f"Failed to deserialize {what}: expected bytes, str or a mapping, got {_kind(payload)}"
         )
     if _too_deep(payload):
         raise MalformedEvent(f"Failed to deserialize {what}: nested deeper than {MAX_JSON_DEPTH} levels")
@@ -288,9 +301,11 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
         obj = json.loads(payload, object_pairs_hook=_object, parse_int=_parse_int, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise MalformedEvent(f"Failed to deserialize {what}: {exc}") from None
+    except _Unreadable as exc:
+        raise _fail(exc.path, exc.message, what) from None
     except RecursionError:  # the depth check bounds nesting; this is the last line of defence
         raise MalformedEvent(f"Failed to deserialize {what}: nested too deeply") from None
-    return _mapping(obj, "<root>")
+    return _mapping(obj, "<root>", what=what)
 
 
 # ---------------------------------------------------------------------------------------
@@ -438,7 +453,7 @@ def _api_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
     """An unsigned integer field of a ``KvCacheEvent`` object passed as is (``integer_of``); ``MalformedEvent`` otherwise."""
     number = integer_of(value)
     if number is None:
-        raise _fail(path, f"expected an unsigned integer, got {type(value).__name__} {show(value)}")
+        raise _fail(path, f"expected an unsigned integer, got {_kind(value)} {show(value)}")
     if not 0 <= number <= bound:
         raise _fail(path, f"integer {show_int(number)} out of range [0, {bound}]")
     return number
@@ -446,7 +461,7 @@ def _api_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
 
 def _api_items(value: Any, path: str) -> tuple[Any, ...]:
     if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, (tuple, list)):
-        raise _fail(path, f"expected a tuple, got {type(value).__name__}")
+        raise _fail(path, f"expected a tuple, got {_kind(value)}")
     return tuple(value)
 
 
@@ -465,7 +480,7 @@ def check_event(event: KvCacheEvent) -> KvCacheEvent:
         blocks = []
         for i, block in enumerate(_api_items(data.blocks, "data.stored.blocks")):
             if not isinstance(block, Block):
-                raise _fail(f"data.stored.blocks[{i}]", f"expected a Block, got {type(block).__name__}")
+                raise _fail(f"data.stored.blocks[{i}]", f"expected a Block, got {_kind(block)}")
             blocks.append(Block(_api_uint(block.local, f"data.stored.blocks[{i}].tokens_hash"),
                                 _api_uint(block.ext, f"data.stored.blocks[{i}].block_hash")))
         data = Stored(parent, tuple(blocks))
@@ -473,7 +488,7 @@ def check_event(event: KvCacheEvent) -> KvCacheEvent:
         hashes = _api_items(data.block_hashes, "data.removed.block_hashes")
         data = Removed(tuple(_api_uint(h, f"data.removed.block_hashes[{i}]") for i, h in enumerate(hashes)))
     elif not isinstance(data, Cleared):
-        raise _fail("data", f"expected Stored, Removed or Cleared, got {type(data).__name__}")
+        raise _fail("data", f"expected Stored, Removed or Cleared, got {_kind(data)}")
     return KvCacheEvent(event_id, data, dp_rank)
 
 
@@ -481,7 +496,7 @@ def check_worker_id(worker_id: Any) -> int:
     """Return ``worker_id`` as a u64 (``integer_of``: numpy integers too, never a bool); ``InvalidArgumentType`` / ``InvalidArgument``."""
     number = integer_of(worker_id)
     if number is None:
-        raise InvalidArgumentType(f"worker_id must be an int, got {type(worker_id).__name__}")
+        raise InvalidArgumentType(f"worker_id must be an int, got {_kind(worker_id)}")
     if not 0 <= number <= U64_MAX:
         raise InvalidArgument(f"worker_id {show_int(number)} is not a u64")
     return number
@@ -591,8 +606,19 @@ def encode_router_event(worker_id: int, event: KvCacheEvent) -> str:
     )
 
 
+ROUTER_FIELDS = frozenset({"worker_id", "event"})
+
+
 def decode_router_event(payload: bytes | str | Mapping[str, Any]) -> tuple[int, KvCacheEvent]:
-    """Decode one ``dump_tree_as_events`` entry into ``(worker_id, event)``."""
-    obj = load_json(payload, "RouterEvent")
-    worker_id = check_wire_uint(_field(obj, "worker_id", "<root>"), "worker_id")
-    return worker_id, decode_event(_field(obj, "event", "<root>"))
+    """Decode one ``dump_tree_as_events`` entry into ``(worker_id, event)``.
+
+    The envelope's own faults (a missing or repeated field, a bad worker id, an event that is no
+    object) name the RouterEvent and the field; the event's faults name the KvCacheEvent and the
+    path inside it.
+    """
+    obj = _mapping(load_json(payload, "RouterEvent"), "<root>", ROUTER_FIELDS, "RouterEvent")
+    worker_id = check_wire_uint(_field(obj, "worker_id", "<root>", "RouterEvent"), "worker_id", what="RouterEvent")
+    event = _field(obj, "event", "<root>", "RouterEvent")
+    if not isinstance(event, (Mapping, str, bytes, bytearray)):
+        raise _fail("event", f"expected an object, got {_kind(event)}", "RouterEvent")
+    return worker_id, decode_event(event)

@@ -621,3 +621,23 @@ def test_select_allocates_its_destination_on_the_cache_device():
 def test_a_round_trip_keeps_its_layout():
     """``RoundTrip.layout`` is the layout it was made for (the rule-step variants of ``mutants.py`` read it)."""
     assert RoundTrip(LAYOUT).layout is LAYOUT
+
+
+@pytest.mark.parametrize("layout", [LAYOUT, RAW], ids=["ring-view", "raw-prefix"])
+def test_the_module_functions_are_the_round_trip_of_their_layout(layout):
+    """``select`` and ``load`` (the functional API, as DeepInfer's ``select_state_slice`` and its load are called) do
+    exactly what ``RoundTrip(layout)`` does: the same tensor, and the same bytes loaded into the cache."""
+    from kvproof.impl.state_roundtrip import load, select
+
+    cache = _garbage((3, 32))
+    tensor = select(layout, cache, 1, 4, True)
+    assert bytes(tensor) == bytes(RoundTrip(layout).select(cache, 1, 4, True))
+    copied = select(layout, cache, 1, 4, False, copy=True)
+    assert bytes(copied) == bytes(RoundTrip(layout).select(cache, 1, 4, False, copy=True))
+    out = np.zeros(len(tensor), np.uint8)
+    assert select(layout, cache, 1, 4, True, out) is out and bytes(out) == bytes(tensor)
+    stored = select(layout, cache, 1, 4, False, copy=True)
+    mine, theirs = _garbage((3, 32), 7), _garbage((3, 32), 7)
+    load(layout, mine, 2, stored, 4, "on")
+    RoundTrip(layout).load(theirs, 2, stored, 4, "on")
+    assert np.array_equal(mine, theirs) and not np.array_equal(mine, _garbage((3, 32), 7))

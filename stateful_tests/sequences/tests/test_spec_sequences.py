@@ -2,6 +2,7 @@
 and spec.sequence_invariants: each rule with its source's worked values."""
 
 import math
+import re
 
 import pytest
 from hypothesis import given
@@ -16,16 +17,19 @@ from kvproof.spec.prefill import (
     PrefillLoadSnapshot,
     PrefillState,
     credited_anchor_since,
+    elapsed_since,
     is_prefill_tracked,
     modeled_remaining_prefill_ms,
     on_prefill_insert,
     on_prefill_remove,
     prefill_load_snapshot,
+    remaining_ms,
     total_modeled_ms,
 )
-from kvproof.spec.primitives import U64_MAX, FrozenMap, WorkerWithDpRank
+from kvproof.spec.primitives import U32_MAX, U64_MAX, FrozenMap, WorkerWithDpRank
 from kvproof.spec.sequence_errors import (
     DuplicateRequest,
+    InvalidDpRange,
     InvalidDuration,
     InvalidInstant,
     MissingExpectedDuration,
@@ -35,6 +39,8 @@ from kvproof.spec.sequence_errors import (
     WorkerNotFound,
 )
 from kvproof.spec.sequence_inputs import (
+    DURATION_MAX,
+    INSTANT_MAX,
     PrefillLoadHint,
     SequenceRequest,
     check_duration,
@@ -47,6 +53,7 @@ from kvproof.spec.sequence_inputs import (
 from kvproof.spec.sequences import (
     CHECK_EXPIRY_FREQUENCY,
     PathSet,
+    RequestRecord,
     active_blocks,
     lineage_paths,
     new_active_sequences,
@@ -57,7 +64,7 @@ from kvproof.spec.sequences import (
     path_set,
     prompt_paths,
 )
-from kvproof.spec.token_load import active_prefill_tokens, anchor_remaining_tokens, completed_tokens
+from kvproof.spec.token_load import active_prefill_tokens, all_modeled_tokens, anchor_remaining_tokens, completed_tokens
 
 A = PrefillEntry("A", 100, secs(10))
 B = PrefillEntry("B", 40, secs(4))
@@ -143,6 +150,25 @@ def test_modeled_read_is_missing_with_any_unmodeled_prefill_and_zero_when_idle()
     assert MissingExpectedDuration() == MissingExpectedDuration()
 
 
+def test_missing_expected_duration_reads_as_the_upstream_error_variant():
+    # sequences.md §3 "Errors": the read's one error is Err(MissingExpectedDuration), named as the variant
+    with pytest.raises(MissingExpectedDuration, match=r"^MissingExpectedDuration$"):
+        modeled_remaining_prefill_ms(prefill_load_snapshot(queue(U)), secs(1))
+    assert str(MissingExpectedDuration()) == "MissingExpectedDuration" and repr(MissingExpectedDuration()) == "MissingExpectedDuration()"
+
+
+def test_elapsed_time_is_saturating_so_none_has_passed_at_or_before_the_anchor():
+    # sequences.md §3 step 4 (saturating_duration_since): 0 at the anchor's own instant and before it
+    assert [elapsed_since(secs(5), t) for t in (secs(3), secs(5), secs(5) + 1, secs(7))] == [0, 0, 1, secs(2)]
+    assert remaining_ms(10, secs(5), secs(5)) == 10 and remaining_ms(10, secs(5), secs(5) + millis(3)) == 7
+
+
+def test_removing_a_non_anchor_from_a_queue_without_an_anchor_time_is_refused():
+    # a prefilling queue always has an anchor time (is_anchor_present_iff_prefilling); a handler given one without refuses it
+    with pytest.raises(AssertionError, match=r"^a non-anchor prefill implies an anchor(\n|$)"):
+        on_prefill_remove(PrefillState((A, B), None), "B", secs(1))
+
+
 # ----------------------------------------------------------------------------- token load
 
 
@@ -150,6 +176,29 @@ def test_completed_tokens_floor_in_integer_nanoseconds_and_spill_past_the_anchor
     assert completed_tokens(3, secs(1), millis(500)) == 1
     assert completed_tokens(1000, secs(1), millis(1050)) == 1050  # not capped at 1000
     assert completed_tokens(100, 0, secs(5)) == 100  # zero duration: exactly its own tokens
+
+
+def test_completed_tokens_over_a_one_nanosecond_duration_divide_by_one():
+    # sequences.md §4 step 2: floor(a * e_ns / D_ns), so D = 1 ns completes a tokens per elapsed nanosecond
+    assert [completed_tokens(3, 1, e) for e in (0, 1, 2)] == [0, 3, 6]
+    assert all_modeled_tokens(10, 3, 1, 2) == 4
+
+
+def test_nothing_is_completed_at_the_anchor_instant():
+    # sequences.md §4 step 2: e = max(0, now - t_anchor), so a read at (or before) the anchor time owes every token
+    snap = prefill_load_snapshot(queue(PrefillEntry("A", 10, 5), at=secs(1)))
+    assert [active_prefill_tokens(snap, t) for t in (0, secs(1), secs(1) + 1, secs(1) + 5)] == [10, 10, 8, 0]
+
+
+def test_time_and_token_kernels_are_one_text_over_plain_ints_and_z3_terms():
+    """spec.arith: each kernel takes ``ops``; over Z3 terms (as proofs/ runs it) it evaluates to the plain value."""
+    z3 = pytest.importorskip("z3")
+    from kvproof.proofs.harness import Z3
+
+    for args in ((14000, secs(2), secs(12)), (10, secs(5), secs(3)), (10, 0, millis(2))):
+        assert z3.simplify(remaining_ms(*map(z3.IntVal, args), Z3)).as_long() == remaining_ms(*args)
+    for args in ((2000, 1000, secs(2), secs(3)), (1500, 1000, 0, secs(3)), (100, 3, 1, 7)):
+        assert z3.simplify(all_modeled_tokens(*map(z3.IntVal, args), Z3)).as_long() == all_modeled_tokens(*args)
 
 
 def test_anchor_only_share_is_ceiled_in_f64_and_clamped():
@@ -210,7 +259,7 @@ def test_a_path_set_value_is_exactly_the_set_it_was_made_of(paths, query):
     # any set, prefix-closed or not (a broken registry's): one value per set, every read as on the set of tuples
     value = path_set(paths)
     value.check()
-    assert set(value) == paths and len(value) == len(paths) and value == path_set(sorted(paths, reverse=True))
+    assert sorted(value) == sorted(paths) and len(value) == len(paths) and value == path_set(sorted(paths, reverse=True))
     assert all(p in value for p in paths) and (query in value) == (query in paths)
     assert value.held_depth(query) == st.overlap_depth(value, query) == held_depth_by_definition(paths, query)
 
@@ -224,12 +273,26 @@ def test_the_paths_of_prompts_are_every_prefix_of_each_without_gaps(prompts):
 
 def test_a_path_set_check_rejects_a_value_that_is_not_canonical():
     PathSet(frozenset({(1, 2), (1, 3)}), frozenset({(1,)})).check()  # {(1, 2), (1, 3)}: the gap (1,) is below both leaves
-    for bad in (PathSet(frozenset({(1,), (1, 2)})),  # (1,) is a prefix of another leaf
-                PathSet(frozenset({(1, 2)}), frozenset({(3,)})),  # a gap below no leaf
-                PathSet(frozenset({(1, 2)}), frozenset({(1, 2)})),  # a leaf is not a gap
-                PathSet(frozenset({()}))):  # the empty path is no block
-        with pytest.raises(AssertionError):
+    for bad, message in ((PathSet(frozenset({(1,), (1, 2)})), r"a leaf is a prefix of another leaf"),
+                         (PathSet(frozenset({(1, 2)}), frozenset({(3,)})), r"gap \(3,\) is below no leaf"),
+                         (PathSet(frozenset({(1, 2)}), frozenset({(1, 2)})), r"gap \(1, 2\) is below no leaf"),  # a leaf is not a gap
+                         (PathSet(frozenset({(1, 2)}), frozenset({()})), r"gap \(\) is below no leaf"),
+                         (PathSet(frozenset({()})), r"an empty leaf"),  # the empty path is no block
+                         (PathSet(frozenset({(1,), ()})), r"an empty leaf")):
+        with pytest.raises(AssertionError, match=rf"^{message}(\n|$)"):
             bad.check()
+
+
+def test_a_path_set_iterates_each_of_its_paths_once():
+    assert sorted(lineage_paths([(1, 2), (1, 3), (1, 2, 4)])) == [(1,), (1, 2), (1, 2, 4), (1, 3)]  # (1,) is below all three
+    assert sorted(path_set({(1, 2), (1, 3)})) == [(1, 2), (1, 3)]  # the shared gap (1,) is not a path
+
+
+def test_an_admitted_request_is_recorded_with_its_blocks_start_and_expected_output_tokens():
+    # sequences.md §2 state: RequestState{blocks, started_at, expected_output_tokens} (stored, unused by the load maths)
+    seq, _ = on_add_request(new_active_sequences(0), SequenceRequest("a", W, (1, 2), True, 7, None), secs(3), None)
+    seq, _ = on_add_request(seq, SequenceRequest("b", W, None, True, None, None), secs(4), None)
+    assert dict(seq.requests) == {"a": RequestRecord((1, 2), secs(3), 7), "b": RequestRecord((), secs(4), None)}
 
 
 def test_duplicate_add_at_the_slot_changes_nothing_not_even_expiry():
@@ -308,6 +371,29 @@ def test_unregister_drops_the_bookings_and_a_readded_worker_starts_empty():
     assert not s.sequences[W].requests and s.sequences[W].last_expiry_check == 5
 
 
+def test_unregister_removes_exactly_the_workers_slots_and_bookings():
+    # sequences.md §1: unregister_worker drops the worker's range, then its slots' request mappings; other workers stay as they were
+    s = st.on_register_worker(st.on_register_worker(st.new_slot_tracker(secs(60)), 1, 0, 2, 0), 2, 3, 1, 0)
+    other = WorkerWithDpRank(2, 3)
+    for rid, worker in (("a", W), ("b", WorkerWithDpRank(1, 1)), ("c", other)):
+        s = st.on_add_request(s, SequenceRequest(rid, worker, (1,), True, None, PrefillLoadHint(10, secs(1))), 0)
+    after = st.on_unregister_worker(s, 1)
+    assert after == st.SlotTrackerState(st.WorkerTable(FrozenMap({2: st.DpRange(3, 1)})), FrozenMap({"c": other}),
+                                        FrozenMap({other: s.sequences[other]}), secs(60))
+    assert st.on_unregister_worker(after, 2) == st.new_slot_tracker(secs(60))
+    assert st.on_unregister_worker(st.on_register_worker(st.new_slot_tracker(None), 1, 0, 1, 0), 1).expiry is None
+
+
+def test_a_slot_holds_exactly_u64_max_prefill_tokens_and_refuses_one_more():
+    # docs/sequences-findings.md S1: the sum must fit u64 (1.6.1 wraps); u64::MAX itself fits
+    s = st.on_add_request(tracker(), req("a", (), U64_MAX), 0)
+    assert inv.write_model_violations(s) == [] and st.read_loads(st.project_prompt_registry(s), 0)[W].active_prefill_tokens == U64_MAX
+    with pytest.raises(TokenLoadOverflow):
+        st.on_add_request(s, req("b", (), 1), 0)
+    s = st.on_add_request(st.on_add_request(tracker(), req("a", (), U64_MAX - 1), 0), req("b", (), 1), 0)
+    assert inv.write_model_violations(s) == []
+
+
 def test_potential_loads_add_uniform_tokens_and_blocks_past_the_overlap():
     s = st.on_add_request(tracker(), req("r1", (1, 2, 3), 48), 0)
     s = st.on_add_request(s, req("r2", (1, 2, 4), 16), 0)
@@ -337,15 +423,32 @@ def test_modeled_times_are_per_worker():
 def test_units_and_input_checks():
     assert secs(1.5) == 1_500_000_000 and millis(2) == 2_000_000 and floor_ms(1_999_999) == 1
     assert check_duration(2.9) == 2 and check_duration(None) is None
-    for bad in (-1, float("nan"), float("inf"), -0.1):
-        with pytest.raises(InvalidDuration):
-            check_duration(bad)
-    with pytest.raises(SequenceArgumentTypeError):
-        check_duration("1s")
-    with pytest.raises(InvalidInstant):
-        check_instant(-1)
-    with pytest.raises(SequenceArgumentTypeError):
-        check_instant(False)
+    # a float is nanoseconds truncated toward zero (Duration::from_secs_f64), so 0.0 and 0.5 are both 0; the largest values pass
+    assert check_duration(0.0) == check_duration(0.5) == check_instant(0.0) == check_instant(0.5) == 0
+    assert check_duration(DURATION_MAX) == DURATION_MAX and check_instant(INSTANT_MAX) == INSTANT_MAX
+    refusals = [(check_duration, bad, InvalidDuration, f"expected_prefill_duration {message}") for bad, message in (
+        (-1, "must not be negative, got -1"), (-0.1, "must not be negative, got -0.1"), (float("nan"), "must be finite, got nan"),
+        (float("inf"), "must be finite, got inf"), (DURATION_MAX + 1, f"{DURATION_MAX + 1} is past the largest representable value"))]
+    refusals += [(check_duration, "1s", SequenceArgumentTypeError, "expected_prefill_duration must be an int of nanoseconds, got str"),
+                 (check_instant, -1, InvalidInstant, "time must not be negative, got -1"),
+                 (check_instant, -0.5, InvalidInstant, "time must not be negative, got -0.5"),
+                 (check_instant, INSTANT_MAX + 1, InvalidInstant, f"time {INSTANT_MAX + 1} is past the largest representable value"),
+                 (check_instant, False, SequenceArgumentTypeError, "time must be an int of nanoseconds, got bool")]
+    for check, bad, error, message in refusals:
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            check(bad)
+
+
+def test_a_dp_range_is_one_to_max_dp_size_ranks_ending_within_u32():
+    # sequences.md §1 "WorkerTable" (InvalidDpSize, InvalidDpRange), §8.3 (start 4294967294 size 1 is accepted,
+    # start 4294967295 size 1 is 400); docs/hostile-input.md H12 (at most MAX_DP_SIZE ranks)
+    assert st.check_dp_range(U32_MAX - 1, 1) == st.DpRange(U32_MAX - 1, 1)
+    assert st.check_dp_range(0, st.MAX_DP_SIZE) == st.DpRange(0, st.MAX_DP_SIZE)
+    for start, size, message in ((0, 0, "dp_size must be greater than 0"),
+                                 (0, st.MAX_DP_SIZE + 1, "dp_size 65537 is more than 65536 ranks for one worker (kvproof's bound; H12)"),
+                                 (U32_MAX, 1, "dp range overflows u32: start=4294967295 size=1")):
+        with pytest.raises(InvalidDpRange, match=f"^{re.escape(message)}$"):
+            st.check_dp_range(start, size)
 
 
 def test_every_invariant_predicate_can_fail():
@@ -371,6 +474,23 @@ def test_every_invariant_predicate_can_fail():
     stale = st.PromptRegistryState(registry.views.set(W, st.WorkerView()))
     assert set(inv.read_model_lag(stale, good)) == {"is_load_snapshot_current(1, 0)", "is_prompt_membership_current(1, 0)"}
     assert inv.read_model_lag(st.PromptRegistryState(), good) == ["is_registry_topology_current"]
+
+
+def test_the_token_sum_invariant_holds_up_to_u64_max_inclusive():
+    seq = new_active_sequences(0)
+    full = type(seq)(seq.requests, PrefillState((PrefillEntry("a", U64_MAX - 1, None), PrefillEntry("b", 1, None)), 0), 0)
+    assert inv.is_token_sum_in_range(full)
+    past = type(seq)(seq.requests, PrefillState((PrefillEntry("a", U64_MAX, None), PrefillEntry("b", 1, None)), 0), 0)
+    assert not inv.is_token_sum_in_range(past)
+
+
+def test_write_model_violations_names_every_broken_predicate_of_every_kind():
+    good = st.on_add_request(tracker(), req("a", (1, 2), 10, secs(1)), 0)
+    seq = good.sequences[W]
+    torn = type(seq)(seq.requests, PrefillState(seq.prefill.order + (PrefillEntry("g", 5, None),), None), 0)  # no anchor time; g is no request
+    state = st.SlotTrackerState(good.worker_table, FrozenMap(), good.sequences.set(W, torn), good.expiry)  # a held but unbooked
+    assert inv.write_model_violations(state) == [
+        "is_request_booked_by_its_slot", "is_anchor_present_iff_prefilling(1, 0)", "is_prefill_subset_of_requests(1, 0)"]
 
 
 def test_f64_rounding_matches_the_oracle_at_the_nominal_times():

@@ -207,7 +207,7 @@ def test_fuzz_catches_a_malformed_block_entry_raising_an_untyped_error(monkeypat
     from kvproof.stateful_tests.fuzz.campaign import fuzz
     from kvproof.stateful_tests.harness.profiles import profile_named
 
-    monkeypatch.setattr(events, "_field", lambda obj, key, path: obj[key])
+    monkeypatch.setattr(events, "_field", lambda obj, key, path, what="KvCacheEvent": obj[key])
     report = fuzz(profile_named("ci").tree.fuzz_inputs, 1, ("reference", "impl"), None)
     assert report.problems and "KeyError" in report.problems[0].line()
 

@@ -18,13 +18,14 @@ The argument checks, beyond B1's "a typed error":
 The plan and the backends: ring groups skip raws and zero-byte windows without ending, raw placements keep
 the non-empty raws, ``raw_nbytes`` refuses a ring; each backend names its device (numpy ``"host"``),
 select allocates on the cache's device (torch's meta device stands in for a second one), and a round
-trip keeps its layout.
+trip keeps its layout. Where cupy is absent, a stand-in ``cupy`` module with cupy's documented array attributes
+checks the cupy adapter's dispatch, device, dtype, layout, address, allocation and copy.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -648,3 +649,76 @@ def test_the_module_functions_are_the_round_trip_of_their_layout(layout):
     load(layout, mine, 2, stored, 4, "on")
     RoundTrip(layout).load(theirs, 2, stored, 4, "on")
     assert np.array_equal(mine, theirs) and not np.array_equal(mine, _garbage((3, 32), 7))
+
+
+class _CupyDevice:
+    """cupy's ``Device``: an ``id`` and a context manager that makes it current (here: recorded)."""
+
+    current: ClassVar[list[int]] = []
+
+    def __init__(self, id: int):
+        self.id = id
+
+    def __enter__(self):
+        _CupyDevice.current.append(self.id)
+
+    def __exit__(self, *exc):
+        _CupyDevice.current.pop()
+
+
+class _CupyArray:
+    """The attributes of ``cupy.ndarray`` the cupy backend reads, as cupy documents them: ``device.id``,
+    ``data.ptr``, ``dtype``, ``flags.c_contiguous``, ``nbytes``, ``copy()``."""
+
+    def __init__(self, nbytes: int, device: int = 3, ptr: int = 4096, dtype: Any = np.uint8, contiguous: bool = True):
+        self.nbytes, self.dtype = nbytes, np.dtype(dtype)
+        self.device = _CupyDevice(device)
+        self.data = type("MemoryPointer", (), {"ptr": ptr})()
+        self.flags = type("Flags", (), {"c_contiguous": contiguous})()
+
+    def copy(self):
+        return _CupyArray(self.nbytes, self.device.id, self.data.ptr + (1 << 20), self.dtype)
+
+
+def _fake_cupy():
+    import types
+
+    module = types.ModuleType("cupy")
+    module.ndarray = _CupyArray
+    module.uint8 = np.uint8
+
+    def empty(nbytes, dtype):
+        assert np.dtype(dtype) == np.uint8
+        return _CupyArray(nbytes, _CupyDevice.current[-1] if _CupyDevice.current else 0, ptr=1 << 30)
+
+    module.empty = empty
+    return module
+
+
+def test_the_cupy_backend_owns_cupy_arrays_and_reads_them_through_cupys_own_attributes(monkeypatch):
+    """Where cupy is absent (no GPU here), a stand-in ``cupy`` module holding an ``ndarray`` type with cupy's
+    documented attributes checks the adapter: a cupy array is dispatched to the cupy backend exactly when a
+    ``cupy`` module is loaded and the array is its ``ndarray``; the device is ``("cuda", device.id)``; dtype,
+    C-contiguity and the address come from ``dtype``, ``flags.c_contiguous`` and ``data.ptr``; a buffer is
+    allocated with the like array's device current; a copy is a distinct array."""
+    import sys
+
+    from kvproof.impl.state_roundtrip import byte_range
+
+    stand_in = _CupyArray(64)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    with pytest.raises(StateArgumentType, match="not a numpy array, torch tensor or cupy array: _CupyArray"):
+        backend_for(stand_in)
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    cupy_backend = backend_for(stand_in)
+    assert cupy_backend.name == "cupy"
+    assert backend_for(np.zeros(2, np.uint8)).name == "numpy"
+    assert cupy_backend.device(stand_in) == ("cuda", 3)
+    assert cupy_backend.is_uint8(stand_in) and not cupy_backend.is_uint8(_CupyArray(64, dtype=np.float32))
+    assert cupy_backend.is_contiguous(stand_in) and not cupy_backend.is_contiguous(_CupyArray(64, contiguous=False))
+    assert cupy_backend.data_ptr(stand_in) == 4096
+    assert byte_range(cupy_backend, stand_in) == (4096, 4160)
+    made = cupy_backend.empty(21, _CupyArray(8, device=5))
+    assert (made.nbytes, made.device.id, _CupyDevice.current) == (21, 5, [])
+    twin = cupy_backend.copy(stand_in)
+    assert twin is not stand_in and twin.nbytes == 64 and twin.data.ptr != stand_in.data.ptr

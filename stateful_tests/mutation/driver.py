@@ -103,6 +103,19 @@ def marked_json(text: str, marker: str) -> dict:
     raise MutateError(f"mutmut's helper printed no {marker} line")
 
 
+def run_failure(rc: int, text: str, log: Path) -> str:
+    """The message for a mutmut run that failed: its last 15 lines, each cut at 300 characters (mutmut's last
+    line can be a pytest command line of thousands of test ids), and, for pytest's usage error in mutmut's
+    clean run, the likely cause."""
+    lines = [line if len(line) <= 300 else f"{line[:300]} ... ({len(line)} characters)" for line in text.splitlines()[-15:]]
+    why = ""
+    if "BadTestExecutionCommandsException" in text:
+        why = ("; pytest ended mutmut's clean run with a usage error (exit 4), which mostly means a test its stats pass "
+               "recorded was not found when collected a second time in the same process: a test id pytest escapes "
+               "again (keep explicit ids in printable ASCII without backslashes; docs/mutation.md, 'Test ids')")
+    return f"mutmut run failed (exit {rc}){why}; see {log}; its last lines:\n" + "\n".join(lines)
+
+
 @dataclass
 class Run:
     """What ``run_mutation`` did: the report, the workspace, the names run, and the seconds it took."""
@@ -165,8 +178,7 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         stopped = str(exc)  # what mutmut had judged stands; the rest reads "not checked" and fails the run
     else:
         if rc != 0:
-            tail = "\n".join(text.splitlines()[-15:])
-            raise MutateError(f"mutmut run failed (exit {rc}); see {log}; its last lines:\n{tail}")
+            raise MutateError(run_failure(rc, text, log))
     mutants = read_results(workspace, root, set(names) if names else None)
     join_ttd(mutants, read_ttd(workspace.ttd_file))
     survivors = [m.name for m in mutants if m.status == SURVIVED]

@@ -12,9 +12,12 @@ Laws (hand-worked numbers in each docstring):
 - select (R1, C1, Listings 11.4-11.6): ring-view carves every window and copies the raws, raw-prefix is the prefix;
 - load (Listing 11.7, I1, I2, G2): writes exactly ``load_footprint``, a zero-size raw-prefix load is a no-op;
 - ``merge`` and ``take`` by hand.
+- ``live_window_ranges`` (T2's valid rows): the book's slot by hand, and every lhp, tensor and filter against a
+  byte-by-byte oracle (a window row is live when its position is >= 0).
 """
 
 from dataclasses import replace
+from itertools import pairwise
 from types import SimpleNamespace
 
 import pytest
@@ -421,3 +424,66 @@ def test_merge_and_take_by_hand():
     assert S.merge([(5, 5), (2, 4), (0, 2), (7, 9), (8, 8), (8, 10)]) == ((0, 4), (7, 10))
     assert S.merge([(3, 3)]) == ()
     assert S.take(b"abcdef", [(0, 2), (4, 6)]) == b"abef"
+
+
+@pytest.mark.parametrize(
+    "lhp, to_ce, stored_only, live",
+    [
+        (0, True, False, ((508, 512), (1020, 1024), (1532, 1560))),
+        (0, False, False, ((508, 512), (1020, 1024))),
+        (0, True, True, ((508, 512), (1020, 1024))),
+        (-1, True, False, ((1536, 1560),)),
+        (-1, False, False, ()),
+        (126, True, False, ((4, 512), (516, 1024), (1028, 1560))),
+        (127, True, False, ((0, 1560),)),
+        (127, False, True, ((0, 1024),)),
+        (900, True, False, ((0, 1560),)),
+    ],
+)
+def test_live_window_ranges_of_the_book_layout_in_ring_view(lhp, to_ce, stored_only, live):
+    """T2's valid rows, by hand: a window of S = 128 rows of 4 bytes holds positions lhp - 127 .. lhp, so at
+    lhp 0 only its last row (bytes 508..512 of each 512-byte ring) is live, at lhp 126 all but the first, from
+    lhp 127 on all of it; lhp -1 leaves only the 24-byte raw run at 1536. The CE handoff (to_ce) reaches the
+    dropped ring at 1024 and the raw run; the disk tensor (1024 bytes) ends before them; ``stored_only`` keeps
+    the stored rings alone. Adjacent live bytes merge (the dropped ring's last row and the raw run)."""
+    assert S.live_window_ranges(S.book_layout(), lhp, to_ce, stored_only) == live
+
+
+def _live_bytes_row_by_row(layout, lhp, to_ce, stored_only):
+    """The oracle, one byte at a time: every placement that fits in the transfer tensor (and, with
+    ``stored_only``, is a stored ring); a ring-view window's row i holds position lhp - S + 1 + i and is live
+    when that is >= 0; anything else is live for its payload bytes."""
+    size = S.transfer_size(layout, to_ce)
+    live = set()
+    for p in S.placements(layout):
+        seg = p.segment
+        if p.tensor_offset + p.tensor_nbytes > size or (stored_only and (seg.dropped or isinstance(seg, Raw))):
+            continue
+        if isinstance(seg, Ring) and layout.mode == "ring-view":
+            for i in range(seg.transfer_rows):
+                if lhp - seg.transfer_rows + 1 + i >= 0:
+                    live.update(range(p.tensor_offset + i * seg.row_bytes, p.tensor_offset + (i + 1) * seg.row_bytes))
+        else:
+            live.update(range(p.tensor_offset, p.tensor_offset + p.payload_nbytes))
+    return live
+
+
+_STORED_RAW_FIRST = (Raw("s", 3, dropped=False), Ring("a", 4, 2, 1), Ring("d", 3, 3, 2, dropped=True), Raw("c", 2))
+
+
+@pytest.mark.parametrize("mode", ["ring-view", "raw-prefix"])
+@pytest.mark.parametrize("align", [1, 8])
+@pytest.mark.parametrize("segments", [_INTERLEAVED, _STORED_RAW_FIRST], ids=["interleaved", "stored-raw-first"])
+def test_live_window_ranges_are_the_merged_live_bytes_row_by_row(segments, align, mode):
+    """The law over every lhp from -2 to past the widest window, both tensors and both filters: the ranges are
+    exactly the oracle's live bytes, merged (sorted, disjoint, not touching). The stored raw placed before a
+    ring checks that a placement left out does not end the scan."""
+    layout = StateLayout(segments, align=align, mode=mode)
+    for lhp in range(-2, 6):
+        for to_ce in (False, True):
+            for stored_only in (False, True):
+                ranges = S.live_window_ranges(layout, lhp, to_ce, stored_only)
+                got = {b for a, z in ranges for b in range(a, z)}
+                assert got == _live_bytes_row_by_row(layout, lhp, to_ce, stored_only), (lhp, to_ce, stored_only)
+                assert all(z < a2 for (_, z), (a2, _) in pairwise(ranges)), ranges
+                assert all(a < z for a, z in ranges), ranges

@@ -151,6 +151,8 @@ PLAIN = [
     KvCacheEvent(10, Removed(()), 0),
     KvCacheEvent(11, Cleared(), 2**32 - 1),
     KvCacheEvent(12, Stored(None, ()), 0),
+    KvCacheEvent(2**64 - 1, Removed(()), 0),  # 20 digits: the hashes are bounded, and there are none
+    KvCacheEvent(2**64 - 1, Stored(None, ()), 0),
 ]
 
 
@@ -178,6 +180,9 @@ def test_fast_path_answers_every_plain_event_as_the_strict_reading_does(event):
         b'{"event_id":1,"data":{"cleared":null,"removed":{"block_hashes":[]}}}',  # two variants
         b'{"event_id":1,"data":{}}',
         b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"mm_extra_info":{"mm_objects":[]}}]}}}',
+        # two fields given twice where a block leaves mm_extra_info out: each block's keys are counted as given
+        b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"tokens_hash":1,"block_hash":1,'
+        b'"mm_extra_info":null},{"block_hash":2,"tokens_hash":2}]}}}',
     ],
 )
 def test_fast_path_leaves_to_the_strict_reading_what_it_cannot_vouch_for(payload):
@@ -508,6 +513,8 @@ ROUTER_REFUSALS = [
     ('{"worker_id":1,"worker_id":2,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "<root>", "duplicate field `worker_id`"),
     ({"worker_id": -1, "event": event()}, ROUTER, "worker_id", f"integer -1 {U64_RANGE}"),
     ({"worker_id": 2**64, "event": event()}, ROUTER, "worker_id", f"integer 18446744073709551616 {U64_RANGE}"),
+    ('{"worker_id":123456789012345678901,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "worker_id",
+     f"integer <an integer literal of 21 digits> {U64_RANGE}"),  # a literal kept as text names the RouterEvent too
     ({"worker_id": "1", "event": event()}, ROUTER, "worker_id", "expected an unsigned integer, got str '1'"),
     ({"worker_id": {}, "event": event()}, ROUTER, "worker_id", "expected an unsigned integer, got dict {}"),  # read either way
     ('{"worker_id":-0,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "worker_id",
@@ -681,3 +688,21 @@ def test_anything_but_the_three_variants_is_not_an_event(data):
         events.dispatch(data, repr, repr, repr)
     with pytest.raises(TypeError, match=exactly(f"not an event: {data!r}")):
         event_data_json(data)
+
+
+def test_an_event_that_cannot_be_applied_carries_dynamos_prefix_and_its_own_detail():
+    """``KvCacheEventError``: the message is Dynamo's ``Failed to apply event: <detail>``; ``detail`` is the part after
+    it, for a caller that reports the reason without the prefix."""
+    from kvproof.spec.errors import KvCacheEventError
+
+    error = KvCacheEventError("parent 5 is not held by rank (1, 0)")
+    assert str(error) == "Failed to apply event: parent 5 is not held by rank (1, 0)"
+    assert error.detail == "parent 5 is not held by rank (1, 0)" and error.dynamo_message == "Failed to apply event"
+
+
+@pytest.mark.parametrize("data", [Stored(None, (Block(1, 2),)), Removed((2,)), Cleared()], ids=["stored", "removed", "cleared"])
+def test_dispatch_hands_each_variant_to_its_own_handler_and_returns_its_answer(data):
+    from kvproof.spec.events import dispatch
+
+    answer = dispatch(data, lambda d: ("stored", d), lambda d: ("removed", d), lambda d: ("cleared", d))
+    assert answer == (type(data).__name__.lower(), data) and answer[1] is data

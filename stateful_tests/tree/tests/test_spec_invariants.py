@@ -68,6 +68,7 @@ def test_a_sound_node_breaks_nothing():
 @pytest.mark.parametrize(("node", "internal", "children", "index", "broken"), [
     (state((), full=[A]), False, {}, None, ["is_edge_nonempty"]),
     (state(edge(1, 2), cut={A: 2}), False, {}, None, ["is_cutoffs_strictly_inside"]),
+    (state(edge(1, 2), cut={A: 0}), False, {}, None, ["is_cutoffs_strictly_inside"]),  # a cutoff of 0 holds nothing
     (state(edge(1, 2), full=[A], cut={A: 1}), False, {}, None, ["is_full_disjoint_from_cutoffs"]),
     (HELD, False, {4: state(edge(4), full=[A])}, None, ["is_internal_if_it_has_children"]),
     (state(edge(1, 2), cut={B: 1}), True, {4: state(edge(4), full=[A])}, None, ["is_holderless_childless"]),

@@ -224,6 +224,7 @@ def test_check_query_takes_every_sequence_of_u64s_and_returns_plain_ints(sequenc
         (7, "int"),
         (numpy.uint64(7), "uint64"),
         (numpy.zeros((2, 2), dtype=numpy.uint64), "ndarray"),
+        (type("ArrayLike", (), {"__array__": lambda self: numpy.zeros(2)})(), "ArrayLike"),  # array-like, no ndim
     ],
 )
 def test_check_query_refuses_every_other_container_naming_its_type(sequence, name):

@@ -4,12 +4,13 @@ The laws: an int of at most 256 bits is shown as its digits, a larger one as its
 count (``int(bits * log10 2) + 1``, never ``str`` of it, which Python refuses past 4,300 digits),
 wherever it sits in a value; any other value is shown by a short ``repr``, and a value whose ``repr``
 raises by its type's name. A ``FrozenMap`` equals every mapping with the same items, hashes as
-equal maps do, and its copies-with-changes leave it as it was.
+equal maps do (and unequal ones apart), and its copies-with-changes leave it as it was. ``integer_of`` takes an
+``int`` or an ``__index__`` integer, never a bool (numpy's under either of its names) and never a float.
 """
 
 import pytest
 
-from kvproof.spec.primitives import FrozenMap, show, show_int
+from kvproof.spec.primitives import FrozenMap, integer_of, is_numpy_bool, show, show_int
 
 
 @pytest.mark.parametrize(("value", "shown"), [
@@ -61,3 +62,31 @@ def test_a_frozen_maps_changes_are_copies():
     a = FrozenMap({1: "x"})
     assert a.set(2, "y") == {1: "x", 2: "y"} and a.delete(1) == {} and a.delete(9) is a
     assert a == {1: "x"} and repr(a) == "FrozenMap({1: 'x'})"
+
+
+def test_frozen_maps_with_different_items_hash_apart():
+    """Equal maps hash alike; unequal ones spread (a constant hash keeps that contract but turns every set or dict
+    of spec states into a list): 100 maps of different items take at least 90 hashes."""
+    assert len({hash(FrozenMap({i: "x", -i: "y"})) for i in range(100)}) >= 90
+
+
+def _numpy_named(name: str, **methods) -> object:
+    """A scalar type that says it is numpy's ``name`` (numpy 1 called its boolean ``numpy.bool_``; numpy 2 ``numpy.bool``)."""
+    return type(name, (), {"__module__": "numpy", **methods})()
+
+
+@pytest.mark.parametrize("name", ["bool", "bool_"])
+def test_a_numpy_boolean_under_either_name_is_a_bool_and_never_an_integer_even_with_an_index(name):
+    """numpy 1's ``bool_`` declared ``__index__``; it is still no integer for the API (docs/hostile-input.md H9)."""
+    flag = _numpy_named(name, __index__=lambda self: 1)
+    assert is_numpy_bool(flag) and integer_of(flag) is None
+    assert not is_numpy_bool(_numpy_named("int64", __index__=lambda self: 1))
+    assert integer_of(_numpy_named("int64", __index__=lambda self: 1)) == 1
+
+
+def test_a_float_is_never_an_integer_even_one_that_declares_an_index():
+    class IndexFloat(float):
+        def __index__(self) -> int:
+            return 7
+
+    assert integer_of(IndexFloat(7.0)) is None and integer_of(7.0) is None and integer_of("7") is None

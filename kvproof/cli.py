@@ -325,6 +325,22 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
 
 
+def _conform_dynamo(**options: Any) -> None:
+    conform_tree.callback(oracle=TARGET.convert("dynamo", None, click.get_current_context()), **options)  # type: ignore[misc]
+
+
+conform.add_command(click.Command(
+    "dynamo", callback=_conform_dynamo, params=[p for p in conform_tree.params if p.name != "oracle"],
+    help="""The subject against the real Dynamo tree (``dynamo._core.RadixTree`` of the installed ai-dynamo-runtime).
+
+    The same run as `conform tree --oracle dynamo`, with every other option of `conform tree`
+    (--target, --streams, --seed, --shard, --processes, --executor, ...); the last line is
+    `conform: streams=N events=E queries=Q mismatches=M tolerated=T (...)`. The slot tracker's
+    conformance against Dynamo is `conform slot-tracker`.
+    """,
+    short_help="The subject against the real Dynamo tree: conform tree --oracle dynamo."))
+
+
 @main.command()
 @click.option("--versions", default=None, help="comma-separated releases (default: 0.6.0 and every release 0.6.1 to 1.6.1)")
 @click.option("--cache", type=click.Path(file_okay=False), default=".kvproof-releases", show_default=True,
@@ -424,8 +440,10 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
             if m.is_shrunk:
                 cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
             else:
-                click.echo(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
-                           f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})")
+                why = ("its difference does not show by itself outside the stream" if m.shrink_tried else
+                       "it was not shrunk (a run shrinks its first failing streams and its first tolerated one)")
+                click.echo(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: {why} "
+                           f"(regenerate it: {m.replay_command(target.name, 'reference')})")
         if report.mismatches and not cases:
             click.echo("explain: the run differs, but no counterexample could be shrunk to explain; nothing was explained")
             sys.exit(EXIT_FAIL)

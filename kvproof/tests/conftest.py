@@ -35,9 +35,10 @@ def kvproof_cli():
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
     """The reference site, built once per session into a temporary folder (skipped without the docs extra, or failed
-    when ``KVPROOF_REQUIRE_DOCS`` is set)."""
-    from kvproof.docs_site.build import MISSING_EXTRA, build_site, missing_packages
+    when ``KVPROOF_REQUIRE_DOCS`` is set). It is built in a fresh interpreter, as ``kvproof docs`` builds it, so no
+    earlier test of this worker (a patched rule, a module imported halfway, a leftover thread) can reach it."""
+    from kvproof.docs_site.build import MISSING_EXTRA, build_site_apart, missing_packages
     from kvproof.stateful_tests.harness.optional import skip_or_fail
 
     skip_or_fail(MISSING_EXTRA if missing_packages() else None, "KVPROOF_REQUIRE_DOCS")
-    return build_site(tmp_path_factory.mktemp("docs"))
+    return build_site_apart(tmp_path_factory.mktemp("docs"))

@@ -28,6 +28,29 @@ def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch
     assert list((tmp_path / "kvproof-failures").glob("*.json"))
 
 
+@pytest.mark.dynamo
+def test_conform_dynamo_is_conform_tree_against_dynamo_and_its_shards_make_the_whole_run(dynamo_tree, tmp_path, kvproof_cli):
+    """``conform dynamo`` (the issue's command) runs ``conform tree --oracle dynamo``; its two shards run exactly the whole
+    run's streams, and their events, queries and tolerated differences add up to the whole run's."""
+    def run(name: str, *args: str, command: str = "dynamo") -> dict:
+        out = tmp_path / f"{name}.json"
+        ran = kvproof_cli("conform", command, "--streams", "12", "--seed", "3", "--failures", str(tmp_path / name),
+                          "--json", str(out), *args)
+        assert ran.code == EXIT_PASS and "subject=impl oracle=dynamo" in ran.out, ran.out
+        return json.loads(out.read_text())
+
+    whole, first, second = run("whole"), run("first", "--shard", "1/2"), run("second", "--shard", "2/2")
+    assert sorted(first["stream_indices"] + second["stream_indices"]) == whole["stream_indices"] == list(range(12))
+    assert not set(first["stream_indices"]) & set(second["stream_indices"])
+    for key in ("events", "queries", "tolerated"):
+        assert first[key] + second[key] == whole[key], key
+    streams = sorted(d["stream"] for d in first["tolerated_differences"] + second["tolerated_differences"])
+    assert streams == sorted(d["stream"] for d in whole["tolerated_differences"])
+    tree = run("tree", "--oracle", "dynamo", command="tree")
+    assert {**tree, "seconds": 0} == {**whole, "seconds": 0}
+    assert kvproof_cli("conform", "dynamo", "--oracle", "reference").code == EXIT_USAGE
+
+
 def test_conform_refuses_a_tree_against_itself(kvproof_cli):
     ran = kvproof_cli("conform", "tree", "--target", "reference", "--oracle", "reference")
     assert ran.code == EXIT_USAGE and "always agrees with itself" in ran.out

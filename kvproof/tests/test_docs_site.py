@@ -138,6 +138,20 @@ def test_negative_control_a_broken_reference_and_a_broken_rule_fail_the_build(tm
     assert any("site/sequences" in m or "sequences.md" in m for m in steps["doctest"].messages), steps["doctest"].messages
 
 
+
+def test_a_build_apart_that_gives_no_report_or_runs_too_long_is_a_failed_step_saying_so(tmp_path, monkeypatch):
+    """The suite's build runs in a fresh interpreter; a child that dies without its report, or outlives its limit,
+    is a failed step with the child's words, never a pass and never a traceback in the test."""
+    import kvproof.docs_site.build as build
+
+    timed_out = build.build_site_apart(tmp_path / "slow", timeout_s=0.01)
+    assert not timed_out.ok and "ran past 0 s and was stopped" in timed_out.steps[0].messages[0]
+    monkeypatch.setattr(build.sys, "executable", "/bin/false")
+    silent = build.build_site_apart(tmp_path / "silent")
+    assert not silent.ok and silent.steps[0].messages == ["the build process exited 1 without a report:"]
+    assert "FAILED" in silent.summary()
+
+
 # ----------------------------------------------------------------------------- the command
 
 

@@ -48,7 +48,7 @@ def _descendants() -> list[str]:
 
 
 def test_every_page_renders_with_its_pictures_and_no_console_errors(built_site):
-    assert built_site.ok
+    assert built_site.ok, built_site.summary() + "\n" + "\n".join(m for s in built_site.steps for m in s.messages)
     pages = browser.site_pages(built_site.html)
     assert set(PICTURES) <= set(pages) and len(pages) >= 15
     checks = browser.check_pages(built_site.html, pages, SHOTS)

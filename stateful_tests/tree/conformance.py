@@ -90,6 +90,7 @@ class Mismatch:
     kind: str = SCORE
     known: str | None = None
     is_shrunk: bool = False
+    shrink_tried: bool = False  # False: beyond the run's (or shard's) shrink quota, so `shrunk` is the stream as it ran
     kinds: list[str] = field(default_factory=list)  # every kind the stream showed
     fails: bool = True
     query_list: list[list[int]] = field(default_factory=list)  # the queries the shrunk reproduction is judged by
@@ -115,7 +116,10 @@ class Mismatch:
             f"  {self.detail}",
             (f"  minimal reproduction ({len(self.shrunk)} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
              if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: it did not show the difference "
-                                    f"again by itself; regenerate the stream to see it), as Dynamo events:"),
+                                    f"again by itself; regenerate the stream to see it), as Dynamo events:"
+             if self.shrink_tried else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: a run, or a shard, shrinks its "
+                                       f"first failing streams and its first tolerated one; the command below shrinks this "
+                                       f"stream), as Dynamo events:"),
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
@@ -133,6 +137,7 @@ class Mismatch:
             "fails": self.fails,
             "kinds": self.kinds,
             "shrunk_ok": self.is_shrunk,
+            "shrink_tried": self.shrink_tried,
             "detail": self.detail,
             "shrunk": ops_to_lines(self.shrunk),
             "queries": self.query_list,
@@ -298,6 +303,7 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
     wanted = shrink_failures if failing is not None else (shrink_failures if shrink_tolerated is None else shrink_tolerated)
     if wanted:
         mismatch.shrunk, mismatch.query_list, mismatch.is_shrunk = shrink_kind(subject, oracle, upto, all_queries, chosen)
+        mismatch.shrink_tried = True
     else:
         mismatch.shrunk = upto
     result.mismatch = mismatch

@@ -36,10 +36,13 @@ def test_early_exit_differences_are_reported_but_fail_only_under_strict_shape():
 def test_shrinking_keeps_the_kind_of_every_reported_difference():
     report = conform(lambda: RadixTree(REUSE), RadixTree, streams=30, seed=1, max_reported=4, strict_shape=True)
     assert len(report.mismatches) > 4
-    for m in report.mismatches[4:]:  # beyond the reported ones nothing is shrunk, and the report says so
-        assert not m.is_shrunk and "UNSHRUNK" in m.report("s", "o")
+    for m in report.mismatches[4:]:  # beyond the reported ones nothing is shrunk, and the report says why
+        assert not m.is_shrunk and not m.shrink_tried and m.shrunk == m.ops
+        said = m.report("s", "o")
+        assert "UNSHRUNK" in said and "shrinks its first failing streams" in said and "did not show" not in said
+        assert f"--stream {m.stream}" in said and m.to_json()["shrink_tried"] is False
     for m in report.mismatches[:4]:
-        assert m.is_shrunk
+        assert m.is_shrunk and m.shrink_tried and m.to_json()["shrink_tried"] is True
         target = Difference(m.kind, 0, "", m.known)
         assert _differs(lambda: RadixTree(REUSE), RadixTree, m.shrunk, m.query_list, target), m.label()
         assert len(m.shrunk) <= len(m.ops)

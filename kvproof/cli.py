@@ -1713,6 +1713,9 @@ def _merge_mutate(paths: tuple[str, ...], json_path: str | None) -> None:
     _show_mutate(report, seconds, f" merged={len(runs)}", json_path, extra)
 
 
+GAPS_SHOWN = 20  # a report prints this many gaps with their diffs; the JSON lists every one
+
+
 def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None, extra: dict[str, Any]) -> None:
     """Print a mutation report (table, survivors, gaps, time to detection, goals), write its JSON, exit by the goals."""
     from .stateful_tests.mutation.scores import HEADERS, median_ttd
@@ -1724,8 +1727,11 @@ def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None
         click.echo(f"stale equivalent (its function changed; review again): {entry.mutant}")
     gaps = report.of("no tests")
     if gaps:
-        click.echo(f"\ngap: {len(gaps)} mutants reached by no selected test (not counted as killed), e.g. "
-                   + ", ".join(m.name for m in gaps[:3]))
+        shown = gaps[:GAPS_SHOWN]
+        click.echo(f"\ngap: {len(gaps)} mutants reached by no selected test (not counted as killed)"
+                   + (f"; the first {GAPS_SHOWN}:" if len(gaps) > GAPS_SHOWN else ":"))
+        for m in shown:
+            click.echo(f"GAP {m.name}\n{m.diff or '  (no diff)'}")
     ttd = median_ttd(report.mutants)
     timed = sum(m.ttd_s is not None for m in report.of("killed"))
     click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'} over {timed} killed mutants; "

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from .coverage import EdgeState, holders
 from .events import KvCacheEvent, Stored, encode_router_event
 from .primitives import Rank
+from .shape import child_key
 
 N = TypeVar("N")
 StateOf = Callable[[Any], EdgeState]
@@ -111,7 +112,7 @@ def tree_shape(root: N, state_of: StateOf, children_of: ChildrenOf, internal_of:
     while stack:
         path, node = stack.pop()
         state = state_of(node)
-        key = path + (state.edge[0].local,)
+        key = path + (child_key(state),)
         out.append((key, state.edge, state.full_edge_workers, dict(state.worker_cutoffs), internal_of(node)))
         stack.extend((key, c) for c in children_of(node).values())
     return sorted(out, key=repr)

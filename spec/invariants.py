@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .coverage import EdgeState, covers
-from .shape import should_clear_children
+from .shape import child_key, should_clear_children
 
 
 def edge_position(edge: tuple, ext: int) -> int | None:
@@ -55,7 +55,7 @@ def is_full_disjoint_from_cutoffs(state: EdgeState) -> bool:
 
 def is_child_keyed_by_first_local(key: int, child: EdgeState) -> bool:
     """Check if a child hangs under the first local hash of its edge."""
-    return bool(child.edge) and child.edge[0].local == key
+    return bool(child.edge) and child_key(child) == key
 
 
 def is_internal_if_it_has_children(internal: bool, child_count: int) -> bool:

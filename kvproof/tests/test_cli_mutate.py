@@ -13,7 +13,7 @@ from kvproof.stateful_tests.mutation.workspace import Workspace
 def canned(killed: int, survived: int, gaps: int = 0):
     mutants = [Mutant(f"kvproof.spec.coverage.x_f__mutmut_{i}", "spec/coverage.py", 1, ttd_s=0.25) for i in range(killed)]
     mutants += [Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)]
-    mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33) for i in range(gaps)]
+    mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33, diff=f"-c\n+d{i}") for i in range(gaps)]
 
     def fake(root, targets, shard, max_children, equivalents, timeout, work, *args, **kwargs):
         """One group's run (``driver.run_groups`` calls it per test list): the canned mutants of its modules."""
@@ -32,7 +32,8 @@ def test_goals_met_exit_zero_with_the_table_and_json(kvproof_cli, monkeypatch, t
     ran = kvproof_cli("mutate", "--profile", "quick", "--json", str(tmp_path / "m.json"))
     assert ran.code == EXIT_PASS, ran.out
     assert "spec/coverage.py" in ran.out and "99.0%" in ran.out and "SURVIVED kvproof.spec.coverage.x_g__mutmut_0" in ran.out
-    assert "gap: 4 mutants reached by no selected test" in ran.out and "median time to detection: 0.250 s" in ran.out
+    assert "gap: 4 mutants reached by no selected test (not counted as killed):" in ran.out
+    assert "GAP kvproof.spec.coverage.x_h__mutmut_3\n-c\n+d3" in ran.out and "median time to detection: 0.250 s" in ran.out
     assert ran.last.startswith("mutate: pass mutants=104 spec=99.0%")
     body = json.loads((tmp_path / "m.json").read_text())
     assert body["schema"] == "kvproof.mutate/1" and body["passed"] and body["modules"][0]["no_tests"] == 4

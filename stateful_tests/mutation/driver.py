@@ -40,7 +40,7 @@ from . import workspace as ws
 from .equivalents import Equivalent, function_hash, split_equivalents
 from .order import COST_FILE_ENV
 from .profiles import Target
-from .scores import KILLED, SURVIVED, TIMEOUT, Mutant, Report, join_ttd, sharded_names, status_of
+from .scores import KILLED, NO_TESTS, SURVIVED, TIMEOUT, Mutant, Report, join_ttd, sharded_names, status_of
 from .ttd import TTD_FILE_ENV
 
 
@@ -181,12 +181,12 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
             raise MutateError(run_failure(rc, text, log))
     mutants = read_results(workspace, root, set(names) if names else None)
     join_ttd(mutants, read_ttd(workspace.ttd_file))
-    survivors = [m.name for m in mutants if m.status == SURVIVED]
+    shown = [m.name for m in mutants if m.status in (SURVIVED, NO_TESTS)]  # survivors and gaps are printed with their diffs
     valid, stale = split_equivalents(equivalents, {m.name: m.function_hash for m in mutants})
     for m in mutants:
         m.equivalent = valid.get(m.name)
-    if survivors:
-        rc, text = run_child([python, "-c", DIFFS, *survivors], workspace.path, log, env, None if stopped else left())
+    if shown:
+        rc, text = run_child([python, "-c", DIFFS, *shown], workspace.path, log, env, None if stopped else left())
         diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
         for m in mutants:
             m.diff = diffs.get(m.name, "") or m.diff

@@ -62,7 +62,7 @@ PROFILES = ("quick", "ci")
 
 EXPLORE = "stateful_tests/explore/tests/"
 
-TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("contract", "coverage", "dump", "events", "invariants", "match", "primitives", "rules", "shape")) + (
+TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("api", "contract", "coverage", "dump", "events", "invariants", "match", "primitives", "rules", "shape")) + (
     TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py")
 """The tree's spec modules: their mirror tests and laws, and the reference tree's tests and the recorded Dynamo vectors,
 which drive the dump, the match walk, the invariants and the event checks for real (about a second together)."""

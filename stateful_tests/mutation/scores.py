@@ -41,7 +41,7 @@ def status_of(exit_code: int | None) -> str:
 
 @dataclass
 class Mutant:
-    """One mutant's verdict; ``diff`` is filled for survivors, ``ttd_s`` for the killed that the plugin saw."""
+    """One mutant's verdict; ``diff`` is filled for survivors and gaps, ``ttd_s`` for the killed that the plugin saw."""
 
     name: str
     module: str  # the checkout path, spec/coverage.py

@@ -157,6 +157,15 @@ def test_missing_expected_duration_reads_as_the_upstream_error_variant():
     assert str(MissingExpectedDuration()) == "MissingExpectedDuration" and repr(MissingExpectedDuration()) == "MissingExpectedDuration()"
 
 
+def test_missing_expected_duration_is_a_value_that_hashes_as_it_compares():
+    """Equal by class, so equal instances hash alike: a set of per-worker read errors holds one, a map keyed by one
+    finds it under another instance (sequence_errors.MissingExpectedDuration's __eq__ and __hash__)."""
+    first, second = MissingExpectedDuration(), MissingExpectedDuration()
+    assert first is not second and first == second and hash(first) == hash(second)
+    assert len({first, second}) == 1 and {first: "worker 2"}[second] == "worker 2"
+    assert first != "MissingExpectedDuration" and first != ValueError("MissingExpectedDuration")
+
+
 def test_elapsed_time_is_saturating_so_none_has_passed_at_or_before_the_anchor():
     # sequences.md §3 step 4 (saturating_duration_since): 0 at the anchor's own instant and before it
     assert [elapsed_since(secs(5), t) for t in (secs(3), secs(5), secs(5) + 1, secs(7))] == [0, 0, 1, secs(2)]

@@ -434,7 +434,8 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
 
         profile = DEFAULT_PROFILE if capabilities(target.factory).dp_ranks else StreamProfile(max_dp_ranks=1)
         report = run_conform(target.factory, reference(base), streams, seed, profile, subject_name=target.name,
-                             oracle_name="reference", max_reported=examples, strict_shape=True, rules=base.name)
+                             oracle_name="reference", max_reported=examples, shrunk_tolerated=examples, strict_shape=True,
+                             rules=base.name)
         click.echo(report.summary_line())
         for m in (report.mismatches + report.tolerated)[:examples]:
             if m.is_shrunk:

@@ -500,6 +500,7 @@ def conform(
     subject_name: str = "subject",
     oracle_name: str = "oracle",
     max_reported: int = 3,
+    shrunk_tolerated: int = 1,
     on_mismatch: Callable[[Mismatch], None] | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
     strict: bool = False,
@@ -509,8 +510,9 @@ def conform(
 ) -> TreeConformReport:
     """Run the streams of run ``seed`` that ``shard`` owns of ``streams`` (or just ``only_stream``) through both trees.
 
-    The first ``max_reported`` failing streams are shrunk (and so is the first tolerated
-    one, so a maintainer sees an example of what was tolerated). ``on_progress(done,
+    The first ``max_reported`` failing streams are shrunk, and so are the first ``shrunk_tolerated``
+    tolerated ones (one by default, so a maintainer sees an example of what was tolerated); the
+    rest keep their streams as they ran and say so (``Mismatch.shrink_tried``). ``on_progress(done,
     total, seconds)`` is called before each stream (a progress display).
     """
     started = time.perf_counter()
@@ -521,9 +523,9 @@ def conform(
         if on_progress is not None:
             on_progress(done - 1, len(indices), time.perf_counter() - started)
         stream = generate(seed, index, profile)
-        # Shrink the first max_reported failing streams and the first tolerated one.
+        # Shrink the first max_reported failing streams and the first shrunk_tolerated tolerated ones.
         result = run_stream(subject, oracle, stream, shrink_failures=len(report.mismatches) < max_reported, strict=strict,
-                            strict_shape=strict_shape, shrink_tolerated=not report.tolerated)
+                            strict_shape=strict_shape, shrink_tolerated=len(report.tolerated) < shrunk_tolerated)
         report.events += result.events
         report.queries += result.queries
         report.kinds.add(result.differences)

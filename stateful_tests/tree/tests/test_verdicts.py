@@ -48,6 +48,17 @@ def test_shrinking_keeps_the_kind_of_every_reported_difference():
         assert len(m.shrunk) <= len(m.ops)
 
 
+def test_a_run_shrinks_as_many_tolerated_streams_as_asked_and_the_rest_say_they_were_not_tried():
+    """``shrunk_tolerated`` (``kvproof explain`` asks for as many as its examples): the first ones are shrunk keeping
+    their kind, the later ones keep their streams as they ran and carry ``shrink_tried`` False."""
+    for asked in (1, 2):
+        report = conform(lambda: RadixTree(REUSE), RadixTree, streams=30, seed=1, shrunk_tolerated=asked)
+        assert len(report.tolerated) > asked
+        assert [m.shrink_tried for m in report.tolerated] == [True] * asked + [False] * (len(report.tolerated) - asked)
+        assert all(len(m.shrunk) < len(m.ops) for m in report.tolerated[:asked])
+        assert all(m.shrunk == m.ops for m in report.tolerated[asked:])
+
+
 def test_f2_recognizer_names_only_unreplayable_extras():
     kept = [(1, 0, None, (10,))]
     orphan = (2, 0, 99, (20,))  # rank (2, 0) never credited 99: a fresh tree refuses it

@@ -20,7 +20,7 @@ TREES = {"reference": RadixTree, "impl": ConcurrentRadixTree, "impl-pool": Threa
 PROTOCOLS = (KvTree, DpRankRemoval, CheckedTree)
 
 
-API = {
+API: dict[type, tuple[str, ...]] = {
     KvTree: ("apply_event", "find_matches", "remove_worker", "clear_all_blocks", "dump_tree_as_events"),
     DpRankRemoval: ("remove_worker_dp_rank",),
     CheckedTree: ("check", "snapshot"),

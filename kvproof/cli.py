@@ -441,10 +441,8 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
             if m.is_shrunk:
                 cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
             else:
-                why = ("its difference does not show by itself outside the stream" if m.shrink_tried else
-                       "it was not shrunk (a run shrinks its first failing streams and its first tolerated one)")
-                click.echo(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: {why} "
-                           f"(regenerate it: {m.replay_command(target.name, 'reference')})")
+                click.echo(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
+                           f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})")
         if report.mismatches and not cases:
             click.echo("explain: the run differs, but no counterexample could be shrunk to explain; nothing was explained")
             sys.exit(EXIT_FAIL)

@@ -138,7 +138,6 @@ def test_negative_control_a_broken_reference_and_a_broken_rule_fail_the_build(tm
     assert any("site/sequences" in m or "sequences.md" in m for m in steps["doctest"].messages), steps["doctest"].messages
 
 
-
 def test_a_build_apart_that_gives_no_report_or_runs_too_long_is_a_failed_step_saying_so(tmp_path, monkeypatch):
     """The suite's build runs in a fresh interpreter; a child that dies without its report, or outlives its limit,
     is a failed step with the child's words, never a pass and never a traceback in the test."""

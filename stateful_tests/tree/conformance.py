@@ -107,6 +107,17 @@ class Mismatch:
     def label(self) -> str:
         return label(self.kind, self.known, self.oracle_only)
 
+    def _reproduction_heading(self) -> str:
+        """The line above the events: shrunk, tried and not reproduced alone, or beyond the run's shrink quota."""
+        n = len(self.shrunk)
+        if self.is_shrunk:
+            return f"  minimal reproduction ({n} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
+        if self.shrink_tried:
+            return (f"  reproduction, UNSHRUNK ({n} operations: it did not show the difference again by itself; "
+                    f"regenerate the stream to see it), as Dynamo events:")
+        return (f"  reproduction, UNSHRUNK ({n} operations: a run, or a shard, shrinks its first failing streams and its "
+                f"first tolerated one; the command below shrinks this stream), as Dynamo events:")
+
     def report(self, subject: str, oracle: str, log_path: str | None = None, extra: str = "") -> str:
         """The printed report; ``extra`` (e.g. `` --rules dynamo-1.4``) is appended to both commands."""
         verdict = "MISMATCH" if self.fails else "TOLERATED"
@@ -114,12 +125,7 @@ class Mismatch:
             f"{verdict} [{self.label()}] {subject} vs {oracle}: seed={self.seed} stream={self.stream} op={self.op_index}"
             + (f" (the stream also shows: {', '.join(k for k in self.kinds if k != self.kind)})" if len(self.kinds) > 1 else ""),
             f"  {self.detail}",
-            (f"  minimal reproduction ({len(self.shrunk)} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
-             if self.is_shrunk else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: it did not show the difference "
-                                    f"again by itself; regenerate the stream to see it), as Dynamo events:"
-             if self.shrink_tried else f"  reproduction, UNSHRUNK ({len(self.shrunk)} operations: a run, or a shard, shrinks its "
-                                       f"first failing streams and its first tolerated one; the command below shrinks this "
-                                       f"stream), as Dynamo events:"),
+            self._reproduction_heading(),
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:

@@ -17,8 +17,6 @@ from kvproof.reference.radix_tree import RadixTree
 from kvproof.spec.api import CheckedTree, DpRankRemoval, KvTree
 
 TREES = {"reference": RadixTree, "impl": ConcurrentRadixTree, "impl-pool": ThreadPoolIndexer}
-PROTOCOLS = (KvTree, DpRankRemoval, CheckedTree)
-
 
 API: dict[type, tuple[str, ...]] = {
     KvTree: ("apply_event", "find_matches", "remove_worker", "clear_all_blocks", "dump_tree_as_events"),
@@ -27,6 +25,7 @@ API: dict[type, tuple[str, ...]] = {
 }
 """The methods each protocol declares, as spec/api.py states them (named here: a mutation tool adds functions of its
 own to a class, so the class's namespace is not the list)."""
+PROTOCOLS = tuple(API)
 
 
 def members(protocol: type) -> tuple[str, ...]:

@@ -157,13 +157,27 @@ def test_missing_expected_duration_reads_as_the_upstream_error_variant():
     assert str(MissingExpectedDuration()) == "MissingExpectedDuration" and repr(MissingExpectedDuration()) == "MissingExpectedDuration()"
 
 
+def hashes_as_it_compares(make) -> bool:
+    """Two instances from ``make`` are equal, hash alike, collapse in a set and find each other as map keys."""
+    first, second = make(), make()
+    return (first is not second and first == second and hash(first) == hash(second)
+            and len({first, second}) == 1 and {first: "worker 2"}.get(second) == "worker 2")
+
+
 def test_missing_expected_duration_is_a_value_that_hashes_as_it_compares():
     """Equal by class, so equal instances hash alike: a set of per-worker read errors holds one, a map keyed by one
     finds it under another instance (sequence_errors.MissingExpectedDuration's __eq__ and __hash__)."""
-    first, second = MissingExpectedDuration(), MissingExpectedDuration()
-    assert first is not second and first == second and hash(first) == hash(second)
-    assert len({first, second}) == 1 and {first: "worker 2"}[second] == "worker 2"
+    assert hashes_as_it_compares(MissingExpectedDuration)
+    first = MissingExpectedDuration()
     assert first != "MissingExpectedDuration" and first != ValueError("MissingExpectedDuration")
+
+
+def test_negative_control_an_identity_hash_breaks_the_value_law():
+    class IdentityHash(MissingExpectedDuration):
+        def __hash__(self) -> int:
+            return id(self)
+
+    assert not hashes_as_it_compares(IdentityHash)
 
 
 def test_elapsed_time_is_saturating_so_none_has_passed_at_or_before_the_anchor():

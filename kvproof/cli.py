@@ -196,6 +196,8 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
     console.print()
     out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:
+        if row.left_out:
+            console.print(f"\n{row.family}/{row.layer}: {row.name}: " + "".join(f"\n  {n}" for n in row.left_out), markup=False)
         if row.result is Result.PASS and row.known:
             said = row.notes or sorted(set(row.known))
             console.print(f"\nknown {row.family}/{row.layer}: {row.name}: " + "".join(f"\n  {n}" for n in said), markup=False)

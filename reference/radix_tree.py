@@ -165,6 +165,7 @@ class RadixTree(TreeReads):
         self.dump_merges_chains = not self._per_block
         self._cleared_worker = rules.has("cleared-clears-worker")
         self._self_parent_allowed = rules.has("self-parent-allowed")
+        self._skip_unknown = rules.has("removal-skips-unknown")
         self.root = Node(ROOT_STATE)
         self._lookups: dict[Rank, dict[int, Node]] = {}
         self._stats: Counter[str] = Counter()
@@ -408,9 +409,11 @@ class RadixTree(TreeReads):
     # ------------------------------------------------------------------ remove
 
     def _apply_removed(self, rank: Rank, removed: Removed) -> None:
+        known = rank in self._lookups  # variant removal-skips-unknown skips hashes of a rank the tree has seen
         lookup = self._lookups.setdefault(rank, {})
         hashes = removed.block_hashes
-        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed))
+        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed),
+                     self._skip_unknown and known)
 
     def _remove_run(self, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]) -> int | None:
         """Remove the run of hashes from ``i`` on one node; return how many it consumed, None if ``hashes[i]`` is not held."""

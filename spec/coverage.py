@@ -221,8 +221,12 @@ def stale_hashes(edge: tuple[Block, ...], uncovered: range, removed: int) -> lis
     return [removed]
 
 
-def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, set[int]], int | None]) -> None:
+def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, set[int]], int | None],
+                 skip_unknown: bool = False) -> None:
     """Apply a ``removed`` batch: every hash the rank holds is removed first, then the first one it did not hold is reported.
+
+    ``skip_unknown`` (variant ``removal-skips-unknown``, the concurrent tree): a hash the rank does not
+    hold is skipped and nothing is reported.
 
     ``remove_from(i, scrubbed)`` removes the run that starts at ``hashes[i]`` and returns how
     many hashes it consumed (at least 1), or None when the rank does not hold ``hashes[i]``;
@@ -242,5 +246,5 @@ def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, 
             missing = hashes[i] if missing is None else missing
             consumed = 1
         i += consumed
-    if missing is not None:
+    if missing is not None and not skip_unknown:
         raise BlockNotFound(f"Failed to find block {missing} for {rank}")

@@ -28,6 +28,20 @@ The variants:
   removal never clears the children of a node nobody holds; the tree of releases before
   the compressed radix tree. ``early_exit`` then stops after the
   first *block* where one rank is left, and the dump writes one event per block.
+- ``removal-skips-unknown`` (the concurrent tree): a removal skips a hash the rank does not
+  hold and the event succeeds (a rank the tree has never seen still gets ``BlockNotFound``);
+  the single-threaded tree removes the held ones and then reports ``BlockNotFound``.
+
+A rule set is **exact** when the reference answers every call as the release does. The
+concurrent tree's is not: where the contract leaves an answer open (a store under a parent
+the rank holds but cannot reach, a removal naming a block it cannot reach, a score between
+the reachable and the held prefix, dump entries below an eviction's cut), it keeps or clears
+subtrees on rules of its own, so there a difference that keeps the contract is known finding
+F9 (docs/dynamo-findings.md), not a failure; every contract break still fails.
+
+A rule set also names its **component**: ``tree`` for the single-threaded ``RadixTree`` (the
+binding, ``KvIndexer``), ``concurrent`` for ``ThreadPoolIndexer<ConcurrentRadixTreeCompressed>``
+(the standalone indexer with two or more threads, the selection service, the frontend router).
 
 Source: observed on every release of ai-dynamo-runtime from 0.6.1 to 1.6.1
 (``kvproof releases``); upstream references in ``VARIANTS``.
@@ -50,6 +64,7 @@ class Variant:
     upstream: str  # the upstream change that ended it (or introduced the reference's rule)
     releases: str  # the releases that follow it
     tree: bool = True  # False: a wire-format variant, consulted by the bad-input law only (not by the tree)
+    component: str = "tree"  # the Dynamo tree that follows it: "tree" (single-threaded) or "concurrent" (RuleSet.component)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -97,6 +112,16 @@ VARIANTS: dict[str, Variant] = {
             "ended by ai-dynamo/dynamo PR #10542 (compress single-threaded radix recovery dumps), first in 1.3.0",
             "0.6.1 to 1.2.1 (and earlier)",
         ),
+        Variant(
+            "removal-skips-unknown",
+            "a removal naming a block the rank does not hold removes the held ones, then fails BlockNotFound",
+            "a removal skips every hash the rank does not hold and succeeds: the concurrent tree deletes the "
+            "(absent) lookup entry and moves on (crtc.md §4.1)",
+            "the concurrent tree's rule since it was written (ai-dynamo/dynamo PR #10542 era); the single-threaded "
+            "tree keeps BlockNotFound",
+            "the concurrent indexer of 1.1.0 to 1.6.1",
+            component="concurrent",
+        ),
     )
 }
 
@@ -110,6 +135,8 @@ class RuleSet:
     first: str
     last: str
     summary: str
+    component: str = "tree"  # "tree": the single-threaded RadixTree; "concurrent": ThreadPoolIndexer over the CRTC
+    exact: bool = True  # False: where the contract leaves an answer open, the tree may differ from the reference (F9)
 
     def has(self, variant: str) -> bool:
         return variant in self.variants
@@ -128,6 +155,8 @@ RULE_SETS: dict[str, RuleSet] = {
                 "1.3.0.post1", "1.3.1", "the compressed tree whose cleared event empties the whole worker"),
         RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker", "self-parent-allowed"}), "0.1.1",
                 "1.2.1", "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)"),
+        RuleSet("dynamo-1.6-concurrent", frozenset({"removal-skips-unknown", "self-parent-allowed"}),
+                "1.1.0", "1.6.1", "the concurrent indexer (ThreadPoolIndexer over the CRTC)", "concurrent", exact=False),
     )
 }
 """Every rule set, newest first. ``dynamo-1.6`` is the reference as written."""
@@ -147,14 +176,15 @@ def version_key(version: str) -> Version:
     return Version(Version(version).public)
 
 
-def rule_set_for(version: str) -> RuleSet | None:
-    """The rule set describing release ``version``, or None when kvproof has not established one (or it is no version)."""
+def rule_set_for(version: str, component: str = "tree") -> RuleSet | None:
+    """The rule set describing ``component`` of release ``version``, or None when kvproof has not established one
+    (or it is no version)."""
     try:
         key = version_key(version)
     except InvalidVersion:
         return None
     for rules in RULE_SETS.values():
-        if version_key(rules.first) <= key <= version_key(rules.last):
+        if rules.component == component and version_key(rules.first) <= key <= version_key(rules.last):
             return rules
     return None
 

@@ -53,6 +53,7 @@ class Row:
     replay: str = ""
     known: list[str] = field(default_factory=list)  # short tags of the known findings and variants the row tolerated
     notes: list[str] = field(default_factory=list)  # what exactly was tolerated, one line each
+    left_out: list[str] = field(default_factory=list)  # calls the target's surface cannot carry, not asked (harness.surface)
 
     @property
     def verdict(self) -> str:
@@ -64,7 +65,8 @@ class Row:
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "layer": self.layer, "name": self.name, "checks": self.checks,
                 "examples": self.examples, "seconds": round(self.seconds, 3), "result": self.result.value,
-                "known": sorted(set(self.known)), "notes": self.notes, "detail": self.detail, "replay": self.replay}
+                "known": sorted(set(self.known)), "notes": self.notes, "left_out": self.left_out, "detail": self.detail,
+                "replay": self.replay}
 
 
 @dataclass
@@ -84,7 +86,7 @@ def _always(ctx: Context) -> str | None:
     return None
 
 
-def _everywhere(ctx: Context) -> bool:
+def _everywhere(ctx: Context) -> bool | str:
     return True
 
 
@@ -95,7 +97,7 @@ class Check:
     name: str
     run: Callable[[Context, Row], None]
     applies: Callable[[Context], str | None] = _always  # a skip reason, or None
-    relevant: Callable[[Context], bool] = _everywhere  # False: the row is not part of this gate
+    relevant: Callable[[Context], bool | str] = _everywhere  # not True: the row is not part of this gate (a str says why)
     what: str = ""  # one line: what the row checks, and on which layer (the README's gate table)
 
     @property
@@ -144,8 +146,9 @@ def select(ctx: Context, families: tuple[str, ...], only: str | None) -> Selecti
             left_out.append((check, f"family {check.family} not selected"))
         elif only and only not in check.layer and only not in check.name and only != check.family:
             continue
-        elif not check.relevant(ctx):
-            left_out.append((check, "checks a structure this target does not ship (the embedded implementation's concurrent tree or pool)"))
+        elif (verdict := check.relevant(ctx)) is not True:
+            left_out.append((check, verdict or "checks a structure this target does not ship (the embedded implementation's "
+                                              "concurrent tree or pool)"))
         else:
             chosen.append(check)
     return Selection(families, chosen, left_out)

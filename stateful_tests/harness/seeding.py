@@ -85,11 +85,36 @@ def history_free() -> Iterator[None]:
         providers._get_local_constants, providers.CONSTANTS_CACHE = saved_get, saved_cache
 
 
-def run_machine(machine: type, the_settings: settings, seed: int | None = None) -> None:
-    """Run a state machine class with an explicit seed (raises on a counterexample)."""
+def run_machine(machine: type, the_settings: settings, seed: int | None = None, shrink_seconds: float | None = None) -> None:
+    """Run a state machine class with an explicit seed (raises on a counterexample).
+
+    ``shrink_seconds`` bounds the time Hypothesis spends shrinking a failure (its default is five
+    minutes); a target behind a process boundary costs milliseconds a step, so its rows pass the
+    profile's budget and report the failure as far as it got.
+    """
     hypothesis_seed(suite_seed() if seed is None else seed)(machine)
-    with history_free():
+    with history_free(), shrink_budget(shrink_seconds):
         run_state_machine_as_test(machine, settings=the_settings)
+
+
+@contextmanager
+def shrink_budget(seconds: float | None) -> Iterator[None]:
+    """Hypothesis's shrinking time limit set to ``seconds`` for the block (None: left as it is).
+
+    ``MAX_SHRINKING_SECONDS`` is the engine's documented knob for this ("make it monkeypatchable",
+    hypothesis/internal/conjecture/engine.py); there is no setting for it.
+    """
+    if seconds is None:
+        yield
+        return
+    from hypothesis.internal.conjecture import engine
+
+    before = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]  # an int in the engine; a float works alike
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = before
 
 
 def run_given(test: Callable[..., Any], the_settings: settings, seed: int | None = None) -> None:

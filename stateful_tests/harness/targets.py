@@ -15,6 +15,11 @@ Names accepted by ``load_target``:
 - ``impl-pool``: ``kvproof.impl.indexer.ThreadPoolIndexer`` with four event threads;
 - ``dynamo``: ``dynamo._core.RadixTree`` from ``ai-dynamo-runtime`` (whichever copy is first on
   ``sys.path``: ``PYTHONPATH=<unpacked wheel>`` points kvproof at any release);
+- ``dynamo-indexer``: Dynamo's standalone indexer, ``python -m dynamo.indexer``, with 4 event
+  threads (``ThreadPoolIndexer`` over the concurrent tree, as the frontend router runs it), fed
+  over ZMQ and read over HTTP (``harness.dynamo_indexer``); ``dynamo-indexer@N`` for N threads
+  (``dynamo-indexer@1`` is Dynamo's single-threaded ``KvIndexer``, the control that must agree with
+  ``dynamo``);
 - ``reference@RULES``: the reference under the rule set ``RULES`` of ``spec.rules`` (e.g.
   ``reference@dynamo-1.4``), a stand-in for the release line that rule set describes;
 - ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
@@ -33,6 +38,8 @@ from ...spec.errors import BlockNotFound, InvalidBlockSequence, KvCacheEventErro
 from ...spec.events import KvCacheEvent, Stored, decode_router_event, encode_event
 from ...spec.primitives import Block, integer_of
 from ...spec.rules import DEFAULT_RULES, RULE_SETS, RuleSet, rule_set_for, rule_set_named
+from .services import ServiceFailure
+from .surface import FULL, NotOnSurface, Surface, surface_of
 
 OK = "ok"
 
@@ -57,16 +64,24 @@ class Target:
         return self.factory is not None
 
 
+def dynamo_core() -> Any:
+    """Import ``dynamo._core`` with its log kept to errors unless the user chose a level.
+
+    The binding logs every rejected event as a warning on stderr; ``DYN_LOG`` is its log filter,
+    read once, when the module is first imported.
+    """
+    os.environ.setdefault("DYN_LOG", "error")
+    import dynamo._core
+
+    return dynamo._core
+
+
 def dynamo_tree_factory() -> tuple[Callable[[], Any] | None, str]:
     """Return ``(dynamo._core.RadixTree, "")`` or ``(None, why it cannot be imported)``."""
-    # The binding logs every rejected event as a warning on stderr; keep only errors unless the
-    # user asked for more (DYN_LOG is the binding's log filter).
-    os.environ.setdefault("DYN_LOG", "error")
     try:
-        from dynamo._core import RadixTree
-    except ImportError as exc:
+        return dynamo_core().RadixTree, ""
+    except (ImportError, AttributeError) as exc:
         return None, f"ai-dynamo-runtime is not installed ({exc}); install the [dynamo] extra"
-    return RadixTree, ""
 
 
 def dynamo_release() -> str | None:
@@ -95,16 +110,44 @@ def resolve_rules(*names: str | None, override: str | None = None) -> tuple[Rule
     if fixed and fixed[0] in RULE_SETS:
         rules = rule_set_named(fixed[0])
         return rules, f"rules: {rules.describe()}, the rule set of the target reference@{fixed[0]}"
-    if "dynamo" in names:
+    components = [c for c in map(dynamo_component, names) if c is not None]
+    if components:
+        component = "concurrent" if "concurrent" in components else "tree"
         version = dynamo_release()
         if version is None:
             return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()} (ai-dynamo-runtime is not installed)"
-        rules_for = rule_set_for(version)
+        rules_for = rule_set_for(version, component)
         if rules_for is None:
-            return DEFAULT_RULES, (f"WARNING: ai-dynamo-runtime {version} is a release whose rules kvproof has not "
-                                   f"established; judging it by {DEFAULT_RULES.describe()} (--rules NAME to choose)")
-        return rules_for, f"rules: {rules_for.describe()}, detected from ai-dynamo-runtime {version}"
+            return DEFAULT_RULES, (f"WARNING: ai-dynamo-runtime {version} is a release whose rules for its {component} "
+                                   f"tree kvproof has not established; judging it by {DEFAULT_RULES.describe()} "
+                                   "(--rules NAME to choose)")
+        return rules_for, f"rules: {rules_for.describe()}, detected from ai-dynamo-runtime {version} ({component} tree)"
     return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()}"
+
+
+def dynamo_component(name: str | None) -> str | None:
+    """Which of Dynamo's trees a target name runs: ``tree`` (the binding, the indexer at one thread), ``concurrent``
+    (the indexer or selection service at two or more), or None (not Dynamo's)."""
+    if name is None:
+        return None
+    if name == "dynamo":
+        return "tree"
+    base, _, _ = name.partition("@")
+    if base in ("dynamo-indexer", "dynamo-selection"):
+        threads = threads_of(name, 4)
+        return "tree" if threads == 1 else "concurrent"
+    return None
+
+
+def rules_of_target(name: str) -> RuleSet:
+    """The rule set a target follows by itself: a reference's own, Dynamo's component's for the installed release,
+    the reference as written for kvproof's embedded trees and for any other (their rules are not known)."""
+    base, _, fixed = name.partition("@")
+    if base == "reference" and fixed in RULE_SETS:
+        return RULE_SETS[fixed]
+    component = dynamo_component(name)
+    version = dynamo_release() if component else None
+    return (rule_set_for(version, component) if version and component else None) or DEFAULT_RULES
 
 
 def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
@@ -146,14 +189,42 @@ def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
     if name == "dynamo":
         factory, reason = dynamo_tree_factory()
         return Target(name, factory, reason)
+    if name == "dynamo-indexer" or name.startswith("dynamo-indexer@"):
+        return _indexer_target(name)
     if ":" in name:
         factory, reason = import_factory(name)
         return Target(name, factory, reason)
     return Target(name, None, f"unknown target {name!r}: use {', '.join(NAMES)}, or module.path:Factory")
 
 
-NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo")
-"""The targets known by name (any other is ``module.path:Factory``)."""
+NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo", "dynamo-indexer")
+"""The targets known by name (any other is ``module.path:Factory``); ``reference`` and ``dynamo-indexer`` take ``@``."""
+
+
+def threads_of(name: str, default: int) -> int | str:
+    """The thread count of ``base@N`` (``default`` for a bare name), or why ``N`` is not one."""
+    _, at, count = name.partition("@")
+    if not at:
+        return default
+    if not count.isdigit() or not 1 <= int(count) <= 64:
+        return f"{name!r}: the thread count after @ must be a number from 1 to 64"
+    return int(count)
+
+
+def _indexer_target(name: str) -> Target:
+    from . import dynamo_indexer
+
+    threads = threads_of(name, dynamo_indexer.DEFAULT_THREADS)
+    if isinstance(threads, str):
+        return Target(name, None, threads)
+    why = dynamo_indexer.unavailable()
+    if why is not None:
+        return Target(name, None, why)
+
+    def indexer() -> Any:
+        return dynamo_indexer.IndexerTree(threads)
+
+    return Target(name, indexer)
 
 
 def import_factory(name: str) -> tuple[Callable[..., Any] | None, str]:
@@ -185,9 +256,16 @@ def outcome_of(exc: BaseException) -> str:
 
 
 def outcome_of_call(call: Callable[[], object]) -> str:
-    """Run ``call``; return ``"ok"`` or the outcome its error stands for (a binding's panic included)."""
+    """Run ``call``; return ``"ok"`` or the outcome its error stands for (a binding's panic included).
+
+    Two errors are no outcome and pass through: ``NotOnSurface`` (the call never reached the
+    target; the row leaves it out) and ``ServiceFailure`` (the target's process crashed or hung:
+    a finding that fails the row).
+    """
     try:
         call()
+    except (NotOnSurface, ServiceFailure):
+        raise
     except Exception as exc:  # every target's errors are mapped onto one vocabulary
         return outcome_of(exc)
     except BaseException as exc:  # a Rust binding's panic (pyo3's PanicException is a BaseException)
@@ -205,6 +283,18 @@ def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
 def is_panic(exc: BaseException) -> bool:
     """Whether ``exc`` is a native binding's panic (pyo3 raises ``PanicException``, a ``BaseException``)."""
     return type(exc).__name__ == "PanicException"
+
+
+def scores_many(tree: Any, queries: list[list[int]]) -> list[dict[tuple[int, int], int]]:
+    """``scores(tree, q)`` of each query (no early exit), in one batch where the tree offers ``find_matches_many``."""
+    many = getattr(tree, "find_matches_many", None)
+    if many is None:
+        return [scores(tree, q) for q in queries]
+    return [_plain(answer.scores) for answer in many(queries)]
+
+
+def _plain(by_rank: dict[Any, int]) -> dict[tuple[int, int], int]:
+    return {(rank, 0) if isinstance(rank, int) else tuple(rank): score for rank, score in by_rank.items()}
 
 
 def scores(tree: Any, query: list[int], early_exit: bool = False) -> dict[tuple[int, int], int]:
@@ -226,6 +316,7 @@ class Capabilities:
     dump: bool  # dump_tree_as_events
     dp_ranks: bool  # scores keyed by (worker_id, dp_rank); False: by plain worker id, ranks merged
     rank_removal: bool  # remove_worker_dp_rank
+    surface: Surface = FULL  # what the target's door cannot carry (harness.surface)
 
     def notes(self) -> list[str]:
         out = []
@@ -246,13 +337,14 @@ def capabilities(factory: Callable[[], Any]) -> Capabilities:
         tree = factory()
     except Exception:  # the rows report it
         return Capabilities(True, True, False)
+    rank_removal, surface = callable(getattr(tree, "remove_worker_dp_rank", None)), surface_of(tree)
     try:
         apply(tree, 1, KvCacheEvent(0, Stored(None, (Block(7, 70),)), 0))
         keys = list(tree.find_matches([7], False).scores)
         plain = bool(keys) and all(isinstance(k, int) for k in keys)
-        return Capabilities(has_dump(tree), not plain, callable(getattr(tree, "remove_worker_dp_rank", None)))
+        return Capabilities(has_dump(tree), not plain, rank_removal, surface)
     except Exception:  # the rows report it
-        return Capabilities(True, True, callable(getattr(tree, "remove_worker_dp_rank", None)))
+        return Capabilities(True, True, rank_removal, surface)
     finally:
         dispose(tree)
 

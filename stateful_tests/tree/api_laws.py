@@ -20,28 +20,35 @@ from typing import Any
 
 from ...spec.errors import KvProofError
 from ..harness import targets
+from ..harness.surface import LeftOut
 from ..harness.targets import canonical, dump_entries
-from .streams import Stream, apply_op
+from .streams import Stream, apply_op, not_carried
 
 
-def check_dump_rebuild(factory: Callable[[], Any], stream: Stream, known: list[str] | None = None) -> list[str]:
+def check_dump_rebuild(factory: Callable[[], Any], stream: Stream, known: list[str] | None = None,
+                       left_out: LeftOut | None = None) -> list[str]:
     """Apply ``stream`` to a fresh tree, rebuild a second tree from its dump, and compare.
 
     A refused dump entry that names a parent the same rank was not credited with earlier in
     the dump is finding F2 (docs/dynamo-findings.md): when ``known`` is a list, such refusals
-    are appended to it as ``"F2"`` instead of being returned as problems.
+    are appended to it as ``"F2"`` instead of being returned as problems. Operations the tree's
+    surface cannot carry are not applied (``left_out`` counts them).
     """
     tree, rebuilt = factory(), factory()
     try:
-        return _rebuild(tree, rebuilt, stream, known)
+        return _rebuild(tree, rebuilt, stream, known, left_out if left_out is not None else LeftOut())
     finally:
         targets.dispose(tree)
         targets.dispose(rebuilt)
 
 
-def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None = None) -> list[str]:
+def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None, left_out: LeftOut) -> list[str]:
     for op in stream.ops:
-        apply_op(tree, op)
+        gap = not_carried(tree, op)
+        if gap is not None:
+            left_out.add(gap.part, gap.why)
+        else:
+            apply_op(tree, op)
     problems = []
     lines = tree.dump_tree_as_events()
     kept, unreplayable = targets.replayable([targets.dump_entry(line) for line in lines])
@@ -54,11 +61,10 @@ def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None = 
                 known.append("F2")
                 continue
             problems.append(f"dump entry refused on replay ({targets.outcome_of(exc)}): {line}")
-    queries = {tuple(q) for qs in stream.queries for q in qs}
-    for q in sorted(queries):
-        a, b = targets.scores(tree, list(q)), targets.scores(rebuilt, list(q))
+    queries = [list(q) for q in sorted({tuple(q) for qs in stream.queries for q in qs})]
+    for q, a, b in zip(queries, targets.scores_many(tree, queries), targets.scores_many(rebuilt, queries)):
         if a != b:
-            problems.append(f"find_matches({list(q)}): original {a}, rebuilt {b}")
+            problems.append(f"find_matches({q}): original {a}, rebuilt {b}")
     original = dump_index(tree)
     if known is not None and unreplayable:  # F2: the refused entries credit nothing a rebuild can hold
         original = _index_of(kept)

@@ -37,6 +37,7 @@ from ...spec.contract import (
     on_remove_worker,
     on_remove_worker_dp_rank,
     on_stored,
+    remove_verdict,
     store_verdict,
 )
 from ...spec.events import Removed, Stored
@@ -46,7 +47,8 @@ from ...spec.rules import RULE_SETS, RuleSet
 from ..harness import targets
 from ..harness.paths import held_prefix
 from ..harness.shards import WHOLE, Shard, run_parts
-from ..harness.targets import dump_entries
+from ..harness.surface import LeftOut, lacks
+from ..harness.targets import DumpEntry, dump_entries
 from .log import file_safe, judging_options, ops_to_lines
 from .streams import (
     DEFAULT_PROFILE,
@@ -58,10 +60,12 @@ from .streams import (
     apply_op,
     describe,
     generate,
+    not_carried,
 )
 from .verdicts import (
     CONTRACT,
     EARLY_EXIT,
+    ORACLE_CONTRACT,
     OUTCOME,
     SCORE,
     Difference,
@@ -156,88 +160,150 @@ class StreamResult:
     queries: int
     differences: list[Difference] = field(default_factory=list)
     mismatch: Mismatch | None = None
+    left_out: LeftOut = field(default_factory=LeftOut)
 
 
 def compare_prefix(
-    subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]]
+    subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]],
+    left_out: LeftOut | None = None,
 ) -> tuple[list[Difference], int]:
     """Replay ``ops`` on both trees; return ``(differences, queries compared)``.
 
     ``queries[i]`` are compared after op ``i`` (None: none); ``final_queries`` after the last.
+    What a tree's surface cannot carry is asked of neither and counted in ``left_out``.
     """
     a, b = subject(), oracle()
     try:
-        return _compare(a, b, ops, queries, final_queries)
+        return _compare(a, b, ops, queries, final_queries, left_out if left_out is not None else LeftOut())
     finally:
         targets.dispose(a)
         targets.dispose(b)
 
 
-def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]]):
+def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]],
+             left_out: LeftOut):
     """Return ``(differences, queries compared)``: the first difference of each kind (``verdicts``).
 
-    Alongside the two trees the subject ``a`` is held to the contract (``spec/contract.py``),
-    fed with its own outcomes: a difference that breaks it is a ``contract`` difference
-    whatever the oracle says. Comparison stops at the first difference that makes the
-    states diverge (contract, outcome, score).
+    Alongside the two trees each is held to the contract (``spec/contract.py``), fed with its
+    own outcomes: a difference where the subject breaks it is a ``contract`` difference whatever
+    the oracle says; a score difference where only the *oracle's* answer breaks it is an
+    ``oracle-contract`` difference. Under a rule set that is not exact, a difference the
+    contract allows (an outcome it leaves open, scores and dumps both within it) is known
+    finding F9 and comparison goes on. Comparison stops at the first difference that makes the
+    states diverge (contract, oracle-contract, outcome, score).
+
+    An operation either tree's surface cannot carry (``streams.not_carried``) is applied to
+    neither; ``early_exit`` is compared only where both trees have it.
     """
     found: dict[str, Difference] = {}
     compared = 0
-    state: ContractState = EMPTY_CONTRACT
+    state: ContractState = EMPTY_CONTRACT  # the contract fed with the subject's outcomes (judges the subject)
+    theirs_state: ContractState = EMPTY_CONTRACT  # fed with the oracle's (judges the oracle)
     # What a cleared event means follows the subject's own rule set when it states one (a reference
     # under a rule set), else the oracle's (the reference judging a release under its rules).
     rules = getattr(a, "rules", None) or getattr(b, "rules", None)
     whole_worker = isinstance(rules, RuleSet) and rules.has("cleared-clears-worker")
+    no_early_exit = lacks(a, "early_exit") or lacks(b, "early_exit")
+    # A tree whose rule set is not exact (Dynamo's concurrent tree) may differ where the contract leaves the answer open.
+    open_zone = any(isinstance(r, RuleSet) and not r.exact for r in (getattr(a, "rules", None), getattr(b, "rules", None)))
 
     def note(d: Difference) -> None:
-        found.setdefault(d.kind, d)
+        kept = found.get(d.kind)
+        if kept is None or (kept.known is not None and d.known is None):  # a failing difference outranks a known one
+            found[d.kind] = d
 
     def compare_queries(index: int, qs: Iterable[list[int]], where: str) -> bool:
         nonlocal compared
-        for q in qs:
-            plain = {}
-            for early_exit in (False, True):
-                compared += 1
-                got_s, want_s = targets.scores(a, q, early_exit), targets.scores(b, q, early_exit)
-                if not early_exit:
-                    plain = got_s
-                    broken = contract_score_problems(state, q, got_s)
-                    if broken:
-                        note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
-                        return True
-                elif not early_exit_agrees(plain, got_s):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
-                    note(Difference(CONTRACT, index, f"{where}: find_matches({q}, early_exit=True) = {got_s} breaks the "
-                                                     f"early-exit law against the full walk's {plain} "
-                                                     "(spec.match.early_exit_agrees)"))
-                    return True
-                if got_s != want_s:
-                    kind = EARLY_EXIT if early_exit else SCORE
-                    detail = f"{where}: find_matches({q}, early_exit={early_exit}) = {got_s}, oracle {want_s}"
-                    # F7: both answers obey the early-exit law; they differ only by where the trees cut edges.
-                    note(Difference(kind, index, detail, "F7" if early_exit else None))
-                    if kind == SCORE:
-                        return True
+        asked = list(qs)
+        for q, got_s, want_s in zip(asked, targets.scores_many(a, asked), targets.scores_many(b, asked)):
+            compared += 1
+            broken = contract_score_problems(state, q, got_s)
+            if broken:
+                note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
+                return True
+            if got_s != want_s:
+                theirs = contract_score_problems(theirs_state, q, want_s)
+                detail = f"{where}: find_matches({q}, early_exit=False) = {got_s}, oracle {want_s}"
+                if theirs:
+                    note(Difference(ORACLE_CONTRACT, index, f"{where}: the oracle's find_matches({q}) = {want_s}: {theirs} "
+                                                            f"(the subject's {got_s} keeps the contract)"))
+                elif open_zone:
+                    note(Difference(SCORE, index, f"{detail} (both within the contract)", OPEN_ZONE))
+                    continue
+                else:
+                    note(Difference(SCORE, index, detail))
+                return True
+            if no_early_exit is not None:
+                left_out.add("early_exit", no_early_exit)
+                continue
+            compared += 1
+            got_e, want_e = targets.scores(a, q, True), targets.scores(b, q, True)
+            if not early_exit_agrees(got_s, got_e):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
+                note(Difference(CONTRACT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e} breaks the "
+                                                 f"early-exit law against the full walk's {got_s} "
+                                                 "(spec.match.early_exit_agrees)"))
+                return True
+            if got_e != want_e:
+                # F7: both answers obey the early-exit law; they differ only by where the trees cut edges.
+                note(Difference(EARLY_EXIT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e}, oracle {want_e}",
+                                "F7"))
         return False
 
     for i, op in enumerate(ops):
-        got, want = apply_op(a, op), apply_op(b, op)
-        broken = contract_refusal(state, op, got)
-        if broken:
-            note(Difference(CONTRACT, i, f"op {i} {describe(op)}: outcome {got}, oracle {want}: {broken}"))
-            return list(found.values()), compared
-        state = contract_after(state, op, got, whole_worker)
-        if got != want:
-            note(Difference(OUTCOME, i, f"op {i} {describe(op)}: outcome {got} != oracle {want}"))
-            return list(found.values()), compared
+        gap = not_carried(a, op) or not_carried(b, op)
+        if gap is not None:
+            left_out.add(gap.part, gap.why)
+        else:
+            got, want = apply_op(a, op), apply_op(b, op)
+            broken = contract_refusal(state, op, got)
+            if broken:
+                note(Difference(CONTRACT, i, f"op {i} {describe(op)}: outcome {got}, oracle {want}: {broken}"))
+                return list(found.values()), compared
+            left_open = open_zone and contract_leaves_open(state, op)
+            state = contract_after(state, op, got, whole_worker)
+            theirs_state = contract_after(theirs_state, op, want, whole_worker)
+            if got != want:
+                detail = f"op {i} {describe(op)}: outcome {got} != oracle {want}"
+                if not left_open:
+                    note(Difference(OUTCOME, i, detail))
+                    return list(found.values()), compared
+                note(Difference(OUTCOME, i, f"{detail} (the contract allows either)", OPEN_ZONE))
         if compare_queries(i, queries[i] if queries else (), f"after op {i} {describe(op)}"):
             return list(found.values()), compared
     if compare_queries(len(ops), final_queries, "at end"):
         return list(found.values()), compared
     if targets.has_dump(a) and targets.has_dump(b):
-        d = dump_difference(len(ops), dump_entries(a), dump_entries(b))
+        mine = dump_entries(a)
+        d = dump_difference(len(ops), mine, dump_entries(b))
+        if d is not None and d.known is None and open_zone and not dump_contract_problems(state, mine):
+            d = dataclasses.replace(d, detail=f"{d.detail} (the subject's dump credits only held blocks)", known=OPEN_ZONE)
         if d is not None:
             note(d)
     return list(found.values()), compared
+
+
+OPEN_ZONE = "F9"
+"""The known finding a difference in the contract's open zone is labelled with, under a rule set that is not exact
+(``spec.rules``; docs/dynamo-findings.md F9)."""
+
+
+def contract_leaves_open(state: ContractState, op: Op) -> bool:
+    """Whether the contract lets a tree accept or refuse ``op`` (a store under a held but unreachable parent,
+    a removal naming a block the rank cannot reach)."""
+    if not isinstance(op, EventOp):
+        return False
+    rank = Rank(op.worker_id, op.event.dp_rank)
+    if isinstance(op.event.data, Stored):
+        return store_verdict(state, rank, op.event.data) is Verdict.MAY_REJECT
+    if isinstance(op.event.data, Removed):
+        return remove_verdict(state, rank, op.event.data) is Verdict.MAY_REJECT
+    return False
+
+
+def dump_contract_problems(state: ContractState, entries: list[DumpEntry]) -> list[str]:
+    """The dump entries that credit a rank with a block it does not hold (the contract's bound on a dump)."""
+    return [f"{entry}" for entry in entries
+            if not set(entry[3]) <= holdings(state, Rank(entry[0], entry[1])).held.keys()]
 
 
 def _rank_of(op: Op) -> Rank | None:
@@ -291,8 +357,9 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
     A failing difference is shrunk when ``shrink_failures``, a tolerated one when
     ``shrink_tolerated`` (default: the same as ``shrink_failures``).
     """
-    differences, compared = compare_prefix(subject, oracle, stream.ops, stream.queries, [])
-    result = StreamResult(events=len(stream.ops), queries=compared, differences=differences)
+    left_out = LeftOut()
+    differences, compared = compare_prefix(subject, oracle, stream.ops, stream.queries, [], left_out)
+    result = StreamResult(events=len(stream.ops), queries=compared, differences=differences, left_out=left_out)
     if not differences:
         return result
     failing = worst(differences, strict, strict_shape)
@@ -425,6 +492,7 @@ class TreeConformReport:
     strict_shape: bool = False
     shard: str = "1/1"  # the part of the run this report covers (harness.shards)
     stream_indices: list[int] = field(default_factory=list)  # the streams compared, in order
+    left_out: LeftOut = field(default_factory=LeftOut)  # calls a tree's surface cannot carry, asked of neither
 
     def options(self) -> str:
         """The command-line options that judge a replay the same way (``--rules``, ``--strict``, ``--strict-shape``)."""
@@ -453,6 +521,7 @@ class TreeConformReport:
             merged.mismatches += part.mismatches
             merged.tolerated += part.tolerated
             merged.stream_indices += part.stream_indices
+            merged.left_out.merge(part.left_out)
             for kind, n in part.kinds.counts.items():
                 merged.kinds.counts[kind] = merged.kinds.counts.get(kind, 0) + n
             for name, n in part.kinds.known.items():
@@ -479,6 +548,7 @@ class TreeConformReport:
             "seconds": round(self.seconds, 3),
             "shard": self.shard,
             "stream_indices": self.stream_indices,
+            "left_out": self.left_out.to_json(),
             "failures": [m.to_json() for m in self.mismatches],
             "tolerated_differences": [m.to_json() for m in self.tolerated],
         }
@@ -535,6 +605,7 @@ def conform(
         report.events += result.events
         report.queries += result.queries
         report.kinds.add(result.differences)
+        report.left_out.merge(result.left_out)
         m = result.mismatch
         if m is None:
             continue

@@ -79,8 +79,8 @@ def _left_over(subject: Factory, oracle: Factory, example: Counterexample) -> li
 
 
 def candidates(base: RuleSet) -> list[frozenset[str]]:
-    """The variant sets tried after the base: one variant switched, then two."""
-    names = sorted(v for v in VARIANTS if VARIANTS[v].tree)
+    """The variant sets tried after the base: one variant of the base's component switched, then two."""
+    names = sorted(v for v in VARIANTS if VARIANTS[v].tree and VARIANTS[v].component == base.component)
     singles = [base.variants ^ {v} for v in names]
     pairs = [base.variants ^ {v, w} for v, w in itertools.combinations(names, 2)]
     return singles + pairs

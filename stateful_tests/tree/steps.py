@@ -15,7 +15,8 @@ from typing import Any
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block
 from ..harness import targets
-from ..harness.scenario import OK, Scenario, mismatches
+from ..harness.scenario import OK, Scenario
+from ..harness.surface import LeftOut, NotOnSurface, lacks
 from ..harness.targets import canonical_dump
 
 PBNF = "ParentBlockNotFound"
@@ -74,8 +75,19 @@ class Dump:
 Step = Store | Remove | Clear | RemoveWorker | ClearAllBlocks | Query | Dump
 
 
-def run_step(tree: Any, step: Step, event_id: int) -> str | None:
-    """Apply one step; return a description of the mismatch, or None."""
+def query_modes(tree: Any, step: Query, left_out: LeftOut | None = None) -> list[bool]:
+    """The early_exit modes a query step asks of ``tree``: those it names, less those the tree's surface lacks."""
+    modes = [False, True] if step.early_exit is None else [step.early_exit]
+    why = lacks(tree, "early_exit")
+    if why is not None and True in modes:
+        modes.remove(True)
+        if left_out is not None:
+            left_out.add("early_exit", why)
+    return modes
+
+
+def run_step(tree: Any, step: Step, event_id: int, left_out: LeftOut | None = None) -> str | None:
+    """Apply one step; return a description of the mismatch, or None (early_exit queries the surface lacks: left out)."""
     if isinstance(step, Store):
         blocks = tuple(Block(local, ext) for ext, local in step.blocks)
         got = targets.apply(tree, step.worker, KvCacheEvent(event_id, Stored(step.parent, blocks), step.dp))
@@ -93,8 +105,7 @@ def run_step(tree: Any, step: Step, event_id: int) -> str | None:
         tree.clear_all_blocks(step.worker)
         return None
     if isinstance(step, Query):
-        modes = [False, True] if step.early_exit is None else [step.early_exit]
-        for mode in modes:
+        for mode in query_modes(tree, step, left_out):
             got_scores = targets.scores(tree, step.sequence, mode)
             if got_scores != step.scores:
                 return f"{step} (early_exit={mode}): got {got_scores}"
@@ -123,10 +134,26 @@ def checked_after_every_event(tree_class: type[Any], scenario: Scenario) -> type
     return type(f"Checked{tree_class.__name__}", (tree_class,), {"apply_event": apply_event})
 
 
-def run_scenario(factory: Callable[[], Any], scenario: Scenario) -> list[str]:
-    """Replay ``scenario`` on a fresh tree; return one line per mismatching step (empty: it passed)."""
+def run_scenario(factory: Callable[[], Any], scenario: Scenario, left_out: LeftOut | None = None) -> list[str]:
+    """Replay ``scenario`` on a fresh tree; return one line per mismatching step (empty: it passed).
+
+    A step the tree's surface cannot carry ends the scenario there (what follows depends on it);
+    ``left_out`` counts it under its part's name, with the scenario's name.
+    """
     tree = factory()
-    return mismatches(scenario.steps, lambda i, step: run_step(tree, step, i))
+    problems: list[str] = []
+    try:
+        for i, step in enumerate(scenario.steps):
+            problem = run_step(tree, step, i, left_out)
+            if problem:
+                problems.append(f"step {i}: {problem}")
+    except NotOnSurface as gap:
+        if left_out is None:
+            raise
+        left_out.add(gap.part, gap.why, where=f"vector {scenario.name} from step {i} on")
+    finally:
+        targets.dispose(tree)
+    return problems
 
 
 def observe_step(tree: Any, step: Step, event_id: int) -> Any:
@@ -141,8 +168,7 @@ def observe_step(tree: Any, step: Step, event_id: int) -> Any:
     if isinstance(step, (RemoveWorker, ClearAllBlocks)):
         return run_step(tree, step, event_id)
     if isinstance(step, Query):
-        modes = [False, True] if step.early_exit is None else [step.early_exit]
-        return [targets.scores(tree, step.sequence, mode) for mode in modes]
+        return [targets.scores(tree, step.sequence, mode) for mode in query_modes(tree, step)]
     if isinstance(step, Dump):
         return canonical_dump(tree) if targets.has_dump(tree) else None
     raise TypeError(step)
@@ -171,3 +197,59 @@ def run_scenario_against(factory: Callable[[], Any], oracle: Callable[[], Any], 
     got, want = observations(factory, scenario), observations(oracle, scenario)
     return [f"step {i} {step}: got {g}, the reference under the rules {w}"
             for i, (step, g, w) in enumerate(zip(scenario.steps, got, want)) if g != w]
+
+
+def scenario_ops(scenario: Scenario) -> tuple[list[Any], list[list[list[int]]]]:
+    """A scenario as a differential stream: ``(operations, the queries asked after each)``.
+
+    Stores, removals and clears become events, worker removals and clears their calls; each
+    query step is asked after the operation before it (every vector starts with an operation).
+    Expected outcomes, scores and dumps are dropped: the oracle of the comparison answers
+    instead (used where the rule set in force is not exact, ``spec.rules``).
+
+    The vectors name blocks by Dynamo's test convention (``100 * local``); the contract the
+    comparison holds both trees to reads a block's path from its hash (``harness.paths``), so
+    every hash a store names is renamed to the hash of its path (parent's path plus its local
+    hash), and removals and parents follow the renaming. An in-contract vector names each path
+    once, so nothing merges; a hash no store named, and the blocks of a store under such a
+    parent, keep their numbers.
+    """
+    from ..harness.paths import ext as path_ext
+    from .streams import ClearAllBlocksOp, EventOp, RemoveWorkerOp
+
+    path_of: dict[int, tuple[int, ...]] = {}
+
+    def renamed(h: int) -> int:
+        return path_ext(path_of[h]) if h in path_of else h
+
+    ops: list[Any] = []
+    queries: list[list[list[int]]] = []
+    for i, step in enumerate(scenario.steps):
+        if isinstance(step, Query):
+            if not queries:
+                raise ValueError(f"{scenario.name}: a query before any operation")
+            queries[-1].append(list(step.sequence))
+            continue
+        if isinstance(step, Store):
+            known_parent = step.parent is None or step.parent in path_of
+            path = path_of.get(step.parent, ()) if step.parent is not None else ()
+            blocks = []
+            for h, local in step.blocks:
+                path = path + (local,)
+                if known_parent:  # under a parent no store named, the blocks keep their numbers (no path to derive)
+                    path_of.setdefault(h, path)
+                blocks.append(Block(local, renamed(h)))
+            parent = None if step.parent is None else renamed(step.parent)
+            ops.append(EventOp(step.worker, KvCacheEvent(i, Stored(parent, tuple(blocks)), step.dp)))
+        elif isinstance(step, Remove):
+            ops.append(EventOp(step.worker, KvCacheEvent(i, Removed(tuple(map(renamed, step.hashes))), step.dp)))
+        elif isinstance(step, Clear):
+            ops.append(EventOp(step.worker, KvCacheEvent(i, Cleared(), step.dp)))
+        elif isinstance(step, RemoveWorker):
+            ops.append(RemoveWorkerOp(step.worker))
+        elif isinstance(step, ClearAllBlocks):
+            ops.append(ClearAllBlocksOp(step.worker))
+        else:  # a dump: the comparison compares the dumps at the end
+            continue
+        queries.append([])
+    return ops, queries

@@ -36,6 +36,7 @@ from ...spec.events import Cleared, KvCacheEvent, Removed, Stored, encode_event
 from ...spec.primitives import Block, Rank
 from ..harness import targets
 from ..harness.paths import ext, held_prefix
+from ..harness.surface import NotOnSurface, lacks, store_not_carried, surface_of
 
 Path = tuple[int, ...]
 
@@ -83,6 +84,20 @@ def apply_op(tree: Any, op: Op) -> str:
     if isinstance(op, RemoveWorkerDpRankOp):
         return targets.outcome_of_call(lambda: tree.remove_worker_dp_rank(op.worker_id, op.dp_rank))
     return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
+
+
+def not_carried(tree: Any, op: Op) -> NotOnSurface | None:
+    """Why ``tree``'s surface cannot carry ``op`` (``harness.surface``), or None: a store its converter would
+    rewrite, or a rank removal it has no door for."""
+    if isinstance(op, EventOp) and isinstance(op.event.data, Stored):
+        stored = op.event.data
+        return store_not_carried(surface_of(tree), stored.parent_hash, [b.ext for b in stored.blocks])
+    if isinstance(op, RemoveWorkerDpRankOp):
+        why = lacks(tree, "rank_removal")
+        if why is None and not callable(getattr(tree, "remove_worker_dp_rank", None)):
+            why = "the target has no remove_worker_dp_rank"
+        return NotOnSurface("rank_removal", why) if why is not None else None
+    return None
 
 
 Encoded = tuple[str, int, Any]

@@ -35,6 +35,7 @@ from typing import Any
 
 from ...spec.match import early_exit_agrees
 from ..harness import targets
+from ..harness.surface import LeftOut, lacks
 from ..harness.targets import dump_entries
 from .router import Ask, Route, RouterPlan, RouterSim, RouterStats, TrackerCall, apply_tracker_call, nanos
 from .streams import apply_op, describe
@@ -107,6 +108,7 @@ class TraceReport:
     seconds: float = 0.0
     stress: TraceStressReport | None = None  # the same events under real threads (trace_stress.py), when run
     calls: list[TrackerCall] = field(default_factory=list)  # the tracker calls, when kept (the real tracker replays them)
+    left_out: LeftOut = field(default_factory=LeftOut)  # queries a tree's surface cannot carry (harness.surface)
 
     @property
     def queries(self) -> int:
@@ -174,6 +176,7 @@ class _Trees:
         self.oracle = oracle
         self.trees = {name: factory() for name, factory in trees.items()}
         self.verdicts = {name: TreeVerdict(name) for name in self.names}
+        self.left_out = LeftOut()
 
     def apply(self, op: Any, where: str) -> None:
         for name, tree in self.trees.items():
@@ -183,23 +186,31 @@ class _Trees:
 
     def ask(self, ask: Ask, where: str) -> Scores:
         query = list(ask.query)
-        answers = {name: (targets.scores(tree, query, False), targets.scores(tree, query, True))
+        answers = {name: (targets.scores(tree, query, False), self._early(name, tree, query))
                    for name, tree in self.trees.items()}
         want_plain, want_early = answers[self.oracle]
         for name, (plain, early) in answers.items():
             verdict = self.verdicts[name]
-            verdict.queries += 2
+            verdict.queries += 1 + (early is not None)
             for mode, got in (("", plain), (", early_exit=True", early)):
-                over = overcredit(got, ask.truth)
+                over = overcredit(got, ask.truth) if got is not None else ""
                 if over:
                     verdict.fail(f"{where}: find_matches(query{mode}) over-credits: {over}", overcredit=True)
-            if not early_exit_agrees(plain, early):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
+            if early is not None and not early_exit_agrees(plain, early):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
                 verdict.fail(f"{where}: early_exit=True {early} breaks the early-exit law against the full walk {plain}")
             elif name != self.oracle and plain != want_plain:
                 verdict.fail(f"{where}: find_matches = {plain}, {self.oracle} {want_plain}")
-            elif name != self.oracle and early != want_early:
+            elif name != self.oracle and None not in (early, want_early) and early != want_early:
                 verdict.tolerated += 1  # F7: both obey the law; they cut edges in different places
         return want_plain
+
+    def _early(self, name: str, tree: Any, query: list[int]) -> Scores | None:
+        """The early-exit answer, or None (counted as left out) where the tree's surface has no early exit."""
+        why = lacks(tree, "early_exit")
+        if why is None:
+            return targets.scores(tree, query, True)
+        self.left_out.add(f"early_exit ({name})", why)
+        return None
 
     def finish(self) -> None:
         oracle = self.trees[self.oracle]
@@ -302,7 +313,8 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
     if books:
         books.finish()
     report = TraceReport(plan, chosen, sim.stats, list(forest.verdicts.values()) if forest else [],
-                         list(books.verdicts.values()) if books else [], calls=calls)
+                         list(books.verdicts.values()) if books else [], calls=calls,
+                         left_out=forest.left_out if forest else LeftOut())
     report.seconds = time.perf_counter() - started
     return report
 

@@ -6,6 +6,10 @@ one of five kinds, from the most to the least severe:
 - ``contract``: the subject breaks the contract of ``spec/contract.py`` whatever the oracle
   says: it over-credits a rank (a score above the prefix the rank holds), or it accepts a
   store under a parent the rank does not hold. Always a bug.
+- ``oracle-contract``: the trees' scores differ and the *oracle's* breaks the contract (an
+  over-credit or an unexplained undercount) while the subject's keeps it: the finding is the
+  oracle's (Dynamo's concurrent indexer over-credits, docs/dynamo-findings.md F8). It fails a
+  run as a contract break does: the run found a bug, in the tree it trusted.
 - ``outcome``: the two trees answer an operation differently (accepted vs rejected, or a
   different error kind).
 - ``score``: a plain ``find_matches`` score differs (within the contract).
@@ -33,11 +37,12 @@ from dataclasses import dataclass, field
 
 from ..harness.targets import DumpEntry, canonical, replayable
 
-CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT = "contract", "outcome", "score", "dump", "early-exit"
-KINDS = (CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT)
+CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT = (
+    "contract", "oracle-contract", "outcome", "score", "dump", "early-exit")
+KINDS = (CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT)
 """Every kind of difference, most severe first."""
 
-DIVERGING = frozenset({CONTRACT, OUTCOME, SCORE})
+DIVERGING = frozenset({CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE})
 """Kinds after which the two trees hold different state (comparison of the stream stops)."""
 
 

@@ -98,12 +98,14 @@ def test_version_key_pads_missing_parts_and_orders_post_pre_and_dev_releases():
 
 
 def test_each_rule_set_holds_its_first_and_last_release_and_the_ranges_are_newest_first_and_disjoint():
-    """docs/releases.md "Rule sets and variants": each rule set's releases, inclusive, newest first."""
-    sets = list(RULE_SETS.values())
-    for rules in sets:
-        assert rule_set_for(rules.first) is rules and rule_set_for(rules.last) is rules
-    for newer, older in itertools.pairwise(sets):
-        assert version_key(older.last) < version_key(newer.first)
+    """docs/releases.md "Rule sets and variants": each component's rule sets hold their releases, inclusive, newest first."""
+    for component in ("tree", "concurrent"):
+        sets = [r for r in RULE_SETS.values() if r.component == component]
+        assert sets
+        for rules in sets:
+            assert rule_set_for(rules.first, component) is rules and rule_set_for(rules.last, component) is rules
+        for newer, older in itertools.pairwise(sets):
+            assert version_key(older.last) < version_key(newer.first)
 
 
 @pytest.mark.parametrize(("version", "name"), [
@@ -134,11 +136,12 @@ def test_rule_sets_name_only_known_variants_and_the_default_has_none():
 def test_an_unknown_name_or_variant_is_a_key_error_listing_the_known_ones():
     with pytest.raises(KeyError) as caught:
         rule_set_named("dynamo-9")
-    assert caught.value.args == ("unknown rule set 'dynamo-9': use dynamo-1.6, dynamo-1.4, dynamo-1.3, dynamo-0.6",)
+    assert caught.value.args == ("unknown rule set 'dynamo-9': use dynamo-1.6, dynamo-1.4, dynamo-1.3, dynamo-0.6, "
+                                 "dynamo-1.6-concurrent",)
     with pytest.raises(KeyError) as caught:
         with_variants(frozenset({"no-such-variant", "reuse-dead-nodes"}))
     assert caught.value.args == ("unknown variants ['no-such-variant']: use reuse-dead-nodes, cleared-clears-worker, "
-                                 "self-parent-allowed, blocks-as-arrays, per-block-nodes",)
+                                 "self-parent-allowed, blocks-as-arrays, per-block-nodes, removal-skips-unknown",)
 
 
 @pytest.mark.parametrize(("variants", "name"), [

@@ -70,6 +70,7 @@ def _spec_laws(ctx: Context, row: Row) -> None:
 def _vectors(ctx: Context, row: Row) -> None:
     """Replay the vectors observed on Dynamo 1.6.1; under another rule set, a vector that the reference
     answers differently under those rules is judged against the reference under them instead."""
+    from ..stateful_tests.harness import lockstep
     from ..stateful_tests.harness.targets import load_target
     from ..stateful_tests.tree.steps import depends_on_rules, run_scenario, run_scenario_against
     from ..stateful_tests.tree.vectors import SCENARIOS
@@ -81,14 +82,16 @@ def _vectors(ctx: Context, row: Row) -> None:
     left_out = LeftOut()
     if not ctx.rules.exact:
         return _vectors_by_contract(ctx, row, under_rules)
-    for scenario in SCENARIOS:
-        row.examples += 1
-        row.checks += len(scenario.steps)
+    def job(scenario: Any) -> list[str]:
         if ctx.rules.variants and depends_on_rules(scenario, plain, under_rules):
             rejudged.append(scenario.name)
-            problems += [f"{scenario.name} {p}" for p in run_scenario_against(ctx.factory, under_rules, scenario)]
-        else:
-            problems += [f"{scenario.name} {p}" for p in run_scenario(ctx.factory, scenario, left_out)]
+            return [f"{scenario.name} {p}" for p in run_scenario_against(ctx.factory, under_rules, scenario)]
+        return [f"{scenario.name} {p}" for p in run_scenario(ctx.factory, scenario, left_out)]
+
+    for scenario, found in zip(SCENARIOS, lockstep.run([lambda s=s: job(s) for s in SCENARIOS])):
+        row.examples += 1
+        row.checks += len(scenario.steps)
+        problems += found
     row.left_out += left_out.lines()
     if rejudged:
         row.known.append(ctx.rules.name)
@@ -102,20 +105,24 @@ def _vectors_by_contract(ctx: Context, row: Row, under_rules: Callable[[], Any])
     """The vectors under a rule set that is not exact (Dynamo's concurrent tree): each is a differential stream
     against the reference under the rules, judged as ``conformance`` judges (the contract always, the reference
     outside the contract's open zone, F9); the out-of-contract vectors are left out (no rule says what is right)."""
+    from ..stateful_tests.harness import lockstep
     from ..stateful_tests.tree.conformance import compare_prefix
     from ..stateful_tests.tree.steps import scenario_ops
     from ..stateful_tests.tree.vectors import SCENARIOS
 
     left_out, problems = LeftOut(), []
+    judged = []
     for scenario in SCENARIOS:
         if "out of contract" in scenario.source:
             left_out.add("out-of-contract vector", "the contract does not say what a tree answers there, and this rule set "
                          "is not exact", where=scenario.name)
-            continue
-        ops, queries = scenario_ops(scenario)
+        else:
+            judged.append(scenario)
+    runs = [lambda ops_queries=scenario_ops(s): compare_prefix(ctx.factory, under_rules, *ops_queries, [], left_out)[0]
+            for s in judged]
+    for scenario, found in zip(judged, lockstep.run(runs)):
         row.examples += 1
         row.checks += len(scenario.steps)
-        found, _ = compare_prefix(ctx.factory, under_rules, ops, queries, [], left_out)
         row.known += [d.known for d in found if d.known is not None]
         problems += [f"{scenario.name}: [{d.label()}] {d.detail}" for d in found if d.fails(ctx.strict, ctx.strict_shape)]
     row.left_out += left_out.lines()
@@ -165,26 +172,41 @@ def _contract_machine(ctx: Context, row: Row) -> None:
 
 
 def _dump_rebuild(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.harness import lockstep
     from ..stateful_tests.tree.api_laws import check_dump_rebuild
     from ..stateful_tests.tree.streams import generate
 
-    known: list[str] = []
-    streams_with_f2 = 0
     left_out = LeftOut()
-    for index in range(ctx.profile.tree.dump_streams):
+    tolerate = tolerates_known(ctx)
+
+    def job(index: int) -> tuple[list[str], list[str]]:
+        known: list[str] = []
+        return check_dump_rebuild(ctx.factory, generate(ctx.seed, index), known if tolerate else None, left_out), known
+
+    # In lockstep: a target that pays a fixed delay per round trip pays it once per step for every stream.
+    results = lockstep.run([lambda i=i: job(i) for i in range(ctx.profile.tree.dump_streams)])
+    row.left_out = left_out.lines()
+    known_entries = streams_with_f2 = 0
+    for index, (problems, known) in enumerate(results):
         stream = generate(ctx.seed, index)
         row.examples += 1
         row.checks += len({tuple(q) for qs in stream.queries for q in qs}) + 1
-        before = len(known)
-        problems = check_dump_rebuild(ctx.factory, stream, known if tolerates_known(ctx) else None, left_out)
-        row.left_out = left_out.lines()
-        streams_with_f2 += len(known) > before
+        known_entries += len(known)
+        streams_with_f2 += bool(known)
         if problems:
             raise Failed(f"stream {index}: {problems[0]} ({len(problems)} problems)")
-    if known:
+    if known_entries:
         row.known.append("F2")
-        row.notes.append(f"F2 in {streams_with_f2} streams: {len(known)} dump entries name a parent their rank no longer "
+        row.notes.append(f"F2 in {streams_with_f2} streams: {known_entries} dump entries name a parent their rank no longer "
                          f"holds and are refused on replay (docs/dynamo-findings.md F2; --strict fails them)")
+
+
+def _one_at_a_time(ctx: Context) -> bool | str:
+    """A row that drives one tree a step at a time cannot batch a target's per-round-trip delay across trees."""
+    if _capabilities(ctx).lockstep:
+        return ("each step needs its own round trip to the target, which costs a fixed delay (a recovery call's second); "
+                "the row drives one tree at a time, so it cannot share it (the streams, vectors and dumps rows do)")
+    return True
 
 
 def _has_wire(ctx: Context) -> bool | str:
@@ -427,7 +449,7 @@ CHECKS: list[Check] = [
           what='the node rules of spec/ (cover-prefix, removal, split, extension, plans, the match walk) over random edge states; spec only, not the target'),
     Check("tree", "vectors", "observed Dynamo behaviours", _vectors, _needs_dump_and_ranks,
           what='the target replays every vector observed on Dynamo 1.6.1 (crtc.md §13, §10): every outcome, score and dump'),
-    Check("tree", "contract", "state machine vs contract", _contract_machine, _needs_ranks,
+    Check("tree", "contract", "state machine vs contract", _contract_machine, _needs_ranks, relevant=_one_at_a_time,
           what='the target driven by the contract machine: no overcount, no unexplained undercount, accepted and rejected stores, check() after every step'),
     Check("tree", "api", "dump rebuilds the tree", _dump_rebuild, _needs_dump,
           what="the target's dump replayed into a fresh target answers every query alike"),
@@ -439,7 +461,7 @@ CHECKS: list[Check] = [
                'Dynamo alike except the recorded differences (docs/hostile-input.md)'),
     Check("tree", "conformance", "differential vs Dynamo", _conformance, _conformance_applies,
           what='the target against an oracle tree (Dynamo; the reference under the release\'s rule set when the target is Dynamo) on random streams: every difference classified (contract, outcome, score, dump, early-exit)'),
-    Check("tree", "traffic", "the Mooncake trace, routed", _trace, _conformance_applies,
+    Check("tree", "traffic", "the Mooncake trace, routed", _trace, _conformance_applies, relevant=_one_at_a_time,
           what='requests of the Mooncake conversation trace through the router simulation (8 workers, 500-block caches, '
                'LRU eviction): every routing query asked of the target and the oracle in both early_exit modes before '
                'routing, scores equal and never above what the engine holds (no over-credit)'),

@@ -33,6 +33,7 @@ class Surface:
     wire: str | None = None  # malformed JSON payloads reach the target (the bad-input and fuzz rows)
     self_parented: str | None = None  # a store whose parent is among its own blocks
     duplicate_hashes: str | None = None  # a store that lists a block hash twice
+    outcomes: str | None = None  # an event's outcome (accepted, or which rejection) comes back from apply_event
 
     def gaps(self) -> dict[str, str]:
         """The missing parts, by name, with why."""

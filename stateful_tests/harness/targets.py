@@ -191,14 +191,16 @@ def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
         return Target(name, factory, reason)
     if name == "dynamo-indexer" or name.startswith("dynamo-indexer@"):
         return _indexer_target(name)
+    if name == "dynamo-selection" or name.startswith("dynamo-selection@"):
+        return _selection_target(name)
     if ":" in name:
         factory, reason = import_factory(name)
         return Target(name, factory, reason)
     return Target(name, None, f"unknown target {name!r}: use {', '.join(NAMES)}, or module.path:Factory")
 
 
-NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo", "dynamo-indexer")
-"""The targets known by name (any other is ``module.path:Factory``); ``reference`` and ``dynamo-indexer`` take ``@``."""
+NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo", "dynamo-indexer", "dynamo-selection")
+"""The targets known by name (any other is ``module.path:Factory``); ``reference`` and the ``dynamo-*`` services take ``@``."""
 
 
 def threads_of(name: str, default: int) -> int | str:
@@ -225,6 +227,22 @@ def _indexer_target(name: str) -> Target:
         return dynamo_indexer.IndexerTree(threads)
 
     return Target(name, indexer)
+
+
+def _selection_target(name: str) -> Target:
+    from . import dynamo_selection
+
+    threads = threads_of(name, dynamo_selection.DEFAULT_THREADS)
+    if isinstance(threads, str):
+        return Target(name, None, threads)
+    why = dynamo_selection.unavailable()
+    if why is not None:
+        return Target(name, None, why)
+
+    def selection() -> Any:
+        return dynamo_selection.SelectionTree(threads)
+
+    return Target(name, selection)
 
 
 def import_factory(name: str) -> tuple[Callable[..., Any] | None, str]:
@@ -275,9 +293,15 @@ def outcome_of_call(call: Callable[[], object]) -> str:
     return OK
 
 
+UNOBSERVED = "unobserved"
+"""The outcome of an event on a target whose surface reports none (``Surface.outcomes``): accepted as far as
+anyone can tell; the rows compare it with nothing and say so."""
+
+
 def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
-    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"`` or the outcome name."""
-    return outcome_of_call(lambda: tree.apply_event(worker_id, encode_event(event)))
+    """Apply ``event`` to ``tree`` through the wire format; return ``"ok"``, the outcome name, or ``UNOBSERVED``."""
+    outcome = outcome_of_call(lambda: tree.apply_event(worker_id, encode_event(event)))
+    return UNOBSERVED if outcome == OK and surface_of(tree).outcomes is not None else outcome
 
 
 def is_panic(exc: BaseException) -> bool:
@@ -288,6 +312,8 @@ def is_panic(exc: BaseException) -> bool:
 def scores_many(tree: Any, queries: list[list[int]]) -> list[dict[tuple[int, int], int]]:
     """``scores(tree, q)`` of each query (no early exit), in one batch where the tree offers ``find_matches_many``."""
     many = getattr(tree, "find_matches_many", None)
+    if not queries:
+        return []
     if many is None:
         return [scores(tree, q) for q in queries]
     return [_plain(answer.scores) for answer in many(queries)]
@@ -317,6 +343,7 @@ class Capabilities:
     dp_ranks: bool  # scores keyed by (worker_id, dp_rank); False: by plain worker id, ranks merged
     rank_removal: bool  # remove_worker_dp_rank
     surface: Surface = FULL  # what the target's door cannot carry (harness.surface)
+    lockstep: bool = False  # every round trip costs a fixed delay: rows run many trees at once (harness.lockstep)
 
     def notes(self) -> list[str]:
         out = []
@@ -338,6 +365,10 @@ def capabilities(factory: Callable[[], Any]) -> Capabilities:
     except Exception:  # the rows report it
         return Capabilities(True, True, False)
     rank_removal, surface = callable(getattr(tree, "remove_worker_dp_rank", None)), surface_of(tree)
+    batched = bool(getattr(tree, "lockstep", False))
+    if batched:  # probing would cost a round trip; such a target is one of kvproof's adapters, whose API is known
+        dispose(tree)
+        return Capabilities(True, True, rank_removal, surface, batched)
     try:
         apply(tree, 1, KvCacheEvent(0, Stored(None, (Block(7, 70),)), 0))
         keys = list(tree.find_matches([7], False).scores)

@@ -52,7 +52,7 @@ from ..explore.linearizability import check as check_linearizable
 from ..explore.specs import TreeSpec
 from ..harness import targets
 from ..harness.paths import held_prefix
-from ..harness.surface import LeftOut
+from ..harness.surface import LeftOut, lacks
 from .conformance import contract_after
 from .log import ops_to_lines
 from .streams import EventOp, Op, Stream, apply_op, describe, generate, not_carried
@@ -213,7 +213,10 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
                     verdict.violations.append(Violation(number, problem))
                 state = contract_after(state, op, outcome, whole_worker)
             states.append(state)
-            if Counter(got) != Counter(expected):
+            unobserved = lacks(tree, "outcomes")
+            if unobserved is not None:
+                verdict.left_out.add("outcomes", unobserved, len(carried))
+            elif Counter(got) != Counter(expected):
                 verdict.outcome = (f"round {number}: the tree answered {sorted(Counter(got).items())}, the reference under "
                                    f"{rules.name} {sorted(Counter(expected).items())} for {[describe(op) for op in carried]}")
             for op, outcome in zip(carried, expected):

@@ -181,7 +181,9 @@ class _Trees:
     def apply(self, op: Any, where: str) -> None:
         for name, tree in self.trees.items():
             got = apply_op(tree, op)
-            if got != targets.OK:
+            if got == targets.UNOBSERVED:
+                self.left_out.add(f"outcomes ({name})", lacks(tree, "outcomes") or "")
+            elif got != targets.OK:
                 self.verdicts[name].fail(f"{where}: {describe(op)}: outcome {got}, but the engine held the parent")
 
     def ask(self, ask: Ask, where: str) -> Scores:

@@ -1,0 +1,79 @@
+"""Many independent jobs run in lockstep, so a target whose every round trip costs a fixed delay pays it once for all.
+
+Dynamo's selection service takes events only through peer recovery, and each recovery call
+sleeps one second before it fetches (``harness.dynamo_selection``). A differential stream that
+asks queries after every event would pay that second per event. Run many streams at once
+instead: each job is a greenlet (the coroutine library the explorer's scheduler also uses);
+when a job needs the target brought up to date it calls ``wait_for_flush()``, which parks it;
+once every unfinished job is parked, the hub calls each registered flusher once (one recovery
+call carrying every job's pending events) and resumes them all. Outside ``run`` a
+``wait_for_flush`` returns False at once and the caller flushes for itself.
+
+Jobs never run at the same time (one thread, switches only at ``wait_for_flush``), so code
+written for one tree at a time needs no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import greenlet
+
+_HUB: list[Any] = []  # the running hub's greenlet (one at a time)
+_FLUSHERS: dict[int, Callable[[], None]] = {}  # id -> flush, registered by the jobs' targets while parked
+
+
+def active() -> bool:
+    """Whether the caller runs inside ``run`` (as one of its jobs)."""
+    return bool(_HUB) and greenlet.getcurrent() is not _HUB[0]
+
+
+def wait_for_flush(key: int, flush: Callable[[], None]) -> bool:
+    """Park the calling job until the hub has called ``flush`` (registered under ``key``, once per round).
+
+    Returns False without waiting when not inside ``run``: the caller then flushes itself.
+    """
+    if not active():
+        return False
+    _FLUSHERS[key] = flush
+    _HUB[0].switch(("parked",))
+    return True
+
+
+def run(jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run ``jobs`` in lockstep; return their results in order (a job's exception is re-raised after all ended)."""
+    if _HUB:
+        raise RuntimeError("lockstep.run does not nest")
+    hub = greenlet.getcurrent()
+    _HUB.append(hub)
+    results: list[Any] = [None] * len(jobs)
+    errors: list[BaseException | None] = [None] * len(jobs)
+
+    def body(i: int) -> Any:
+        try:
+            results[i] = jobs[i]()
+        except BaseException as exc:  # kept for the caller, who re-raises it in order
+            errors[i] = exc
+        return ("done",)
+
+    try:
+        waiting = [greenlet.greenlet(lambda i=i: body(i), parent=hub) for i in range(len(jobs))]
+        while waiting:
+            parked = []
+            for g in waiting:
+                if g.switch() == ("parked",):
+                    parked.append(g)
+            if parked:
+                flushers = list(_FLUSHERS.values())
+                _FLUSHERS.clear()
+                for flush in flushers:
+                    flush()
+            waiting = parked
+    finally:
+        _HUB.clear()
+        _FLUSHERS.clear()
+    for error in errors:
+        if error is not None:
+            raise error
+    return results

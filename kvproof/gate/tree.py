@@ -118,8 +118,11 @@ def _vectors_by_contract(ctx: Context, row: Row, under_rules: Callable[[], Any])
                          "is not exact", where=scenario.name)
         else:
             judged.append(scenario)
-    runs = [lambda ops_queries=scenario_ops(s): compare_prefix(ctx.factory, under_rules, *ops_queries, [], left_out)[0]
-            for s in judged]
+    def run(scenario: Any) -> list[Any]:
+        ops, queries = scenario_ops(scenario)
+        return compare_prefix(ctx.factory, under_rules, ops, queries, [], left_out)[0]
+
+    runs = [lambda s=s: run(s) for s in judged]
     for scenario, found in zip(judged, lockstep.run(runs)):
         row.examples += 1
         row.checks += len(scenario.steps)

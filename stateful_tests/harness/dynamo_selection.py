@@ -107,7 +107,7 @@ class Peer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 body = peer.body if self.path.startswith("/dump") else b"{}"
                 self.send_response(200 if self.path.startswith("/dump") else 404)
                 self.send_header("Content-Type", "application/json")
@@ -344,7 +344,7 @@ class SelectionTree:
         for entry in part["events"]:
             if entry["worker_id"] not in self._workers:
                 continue  # a stand-in
-            worker, event = decode_router_event(json.dumps(entry))
+            _, event = decode_router_event(json.dumps(entry))
             lines.append(encode_router_event(self._workers[entry["worker_id"]], event))
         return lines
 

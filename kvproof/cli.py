@@ -257,11 +257,15 @@ def conform() -> None:
 @strict_shape_option
 @click.option("--failures", "failures_dir", type=click.Path(file_okay=False), default="kvproof-failures", show_default=True,
               help="where each reported difference is written: events (.jsonl), summary (.json) and a pytest regression test")
+@click.option("--concurrent", is_flag=True,
+              help="production mode: the target's events of different workers sent at once, reads racing them, judged by "
+                   "the contract and linearizability against the reference (a target with send_many: dynamo-indexer, "
+                   "dynamo-selection); --oracle is not used")
 @shard_options("streams")
 @json_option
 def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, rank_removal: float,
                  dp_ranks: int | None, rules: str | None, strict: bool, strict_shape: bool, failures_dir: str,
-                 shard: Any, processes: int, executor: str, json_path: str | None) -> None:
+                 concurrent: bool, shard: Any, processes: int, executor: str, json_path: str | None) -> None:
     """Random event streams through the subject and the oracle; every difference classified, the worst shrunk.
 
     Kinds: contract (always a bug), outcome, score, dump, early-exit (reported; fails only
@@ -273,6 +277,8 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     from .stateful_tests.tree.conformance import write_failure_files
     from .stateful_tests.tree.streams import StreamProfile
 
+    if concurrent:
+        _conform_concurrent(target, streams, seed, stream, rules, json_path)
     if target.name == oracle.name:
         raise click.BadParameter(f"the subject and the oracle are both {target.name!r}: a tree always agrees with itself",
                                  param_hint="--oracle")
@@ -295,8 +301,14 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     extra = judging_options(rules, strict, strict_shape)
 
     def on_mismatch(m: Any) -> None:
+        from .stateful_tests.harness.targets import dynamo_component
+        from .stateful_tests.tree.verdicts import ORACLE_CONTRACT, named_finding
+
         click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name, target.name)}.jsonl"),
                             extra))
+        named = named_finding(dynamo_component(oracle.name if m.kind == ORACLE_CONTRACT else target.name), m.detail)
+        if named:
+            click.echo(f"  {named}")
 
     profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
     if stream is None and (processes > 1 or executor != "local"):
@@ -321,10 +333,41 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
         for path in write_failure_files(result, Path(failures_dir)):
             click.echo(f"wrote {path}")
     click.echo(f"seconds={result.seconds:.1f} seed={seed} subject={target.name} oracle={oracle.name} rules={rule_set.name}")
+    for line in result.left_out.lines():
+        click.echo(line)
     if json_path:
         out.write_json(json_path, "conform-tree", result.to_json())
     click.echo(result.summary_line())
     sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
+
+
+def _conform_concurrent(target: Any, streams: int, seed: int, stream: int | None, rules: str | None,
+                        json_path: str | None) -> None:
+    """``conform tree --concurrent``: production mode (stateful_tests/tree/production.py)."""
+    from .stateful_tests.harness.targets import production_factory, resolve_rules
+    from .stateful_tests.tree.production import feed, feeds_concurrently
+
+    factory = production_factory(target.name)
+    probe = factory() if factory is not None else None
+    takes_many = probe is not None and feeds_concurrently(probe)
+    if probe is not None:
+        from .stateful_tests.harness.targets import dispose
+
+        dispose(probe)
+    if not takes_many:
+        raise click.UsageError(f"--concurrent needs a target that takes events of several ranks at once (send_many); "
+                               f"{target.name} does not")
+    rule_set, note = resolve_rules(target.name, override=rules)
+    click.echo(f"conform tree --concurrent: {note}")
+    assert factory is not None
+    report = feed(factory, target.name, rule_set, streams, seed, stream, on_failure=click.echo)
+    click.echo(f"seconds={report.seconds:.1f} seed={seed} subject={target.name} rules={rule_set.name}")
+    for line in report.left_out.lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "conform-concurrent", report.to_json())
+    click.echo(report.summary_line())
+    sys.exit(EXIT_PASS if report.ok else EXIT_FAIL)
 
 
 def _conform_dynamo(**options: Any) -> None:
@@ -545,6 +588,50 @@ def _sequence_model(value: str) -> Callable[..., Any]:
     if factory is None:
         raise click.BadParameter(f"{reason}; use {', '.join(TARGETS)} or module.path:Class", param_hint="--model")
     return factory
+
+
+@conform.command("selection")
+@click.option("--scenarios", type=int, default=200, show_default=True, help="the slot tracker's random scenarios to run")
+@seed_option(1, "the run's seed; scenario K of seed S is always the same plan")
+@click.option("--scenario", type=int, default=None, help="replay only scenario K of the run")
+@click.option("--trace", "trace_requests", type=int, default=None, metavar="REQUESTS",
+              help="also replay the tracker calls a router makes on this many requests of the shipped Mooncake slice")
+@click.option("--model", default="reference", show_default=True, help="the model compared: reference, impl, spec, or module:Class")
+@json_option
+def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, model: str,
+                      json_path: str | None) -> None:
+    """A sequence tracker against the Rust ActiveSequences inside Dynamo's selection service (in process).
+
+    Reservations, prefill completions, frees and output blocks; every outcome and every rank's
+    load and potential load compared exactly. Ends with `conform selection: scenarios=N ...
+    mismatches=M`; what the service's surface cannot carry is listed as left out.
+    """
+    from .stateful_tests.sequences.selection_oracle import conform_selection_trace, trace_calls, unavailable
+    from .stateful_tests.sequences.selection_oracle import conform_selection as run_conform
+
+    reason = unavailable()
+    if reason:
+        click.echo(f"kvproof: the selection service is unavailable: {reason}", err=True)
+        sys.exit(EXIT_USAGE)
+    factory = _sequence_model(model)
+    report = run_conform(scenarios, seed, scenario, on_mismatch=lambda m: click.echo(m.report(seed, scenarios)),
+                         model_factory=factory)
+    reports = [report]
+    if trace_requests:
+        trace = conform_selection_trace(trace_calls(trace_requests), factory)
+        for m in trace.mismatches:
+            click.echo(m.report(seed, scenarios, trace=True))
+        click.echo(f"trace: {trace.summary_line()}")
+        reports.append(trace)
+    for r in reports[1:]:
+        report.left_out.merge(r.left_out)
+    for line in report.left_out.lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "conform-selection", {"scenarios": report.to_json(),
+                                                        "trace": reports[1].to_json() if len(reports) > 1 else None})
+    click.echo(report.summary_line())
+    sys.exit(EXIT_FAIL if any(r.mismatches for r in reports) else EXIT_PASS)
 
 
 @conform.command("slot-tracker")

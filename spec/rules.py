@@ -37,7 +37,7 @@ concurrent tree's is not: where the contract leaves an answer open (a store unde
 the rank holds but cannot reach, a removal naming a block it cannot reach, a score between
 the reachable and the held prefix, dump entries below an eviction's cut), it keeps or clears
 subtrees on rules of its own, so there a difference that keeps the contract is known finding
-F9 (docs/dynamo-findings.md), not a failure; every contract break still fails.
+F11 (docs/dynamo-findings.md), not a failure; every contract break still fails.
 
 A rule set also names its **component**: ``tree`` for the single-threaded ``RadixTree`` (the
 binding, ``KvIndexer``), ``concurrent`` for ``ThreadPoolIndexer<ConcurrentRadixTreeCompressed>``
@@ -136,7 +136,7 @@ class RuleSet:
     last: str
     summary: str
     component: str = "tree"  # "tree": the single-threaded RadixTree; "concurrent": ThreadPoolIndexer over the CRTC
-    exact: bool = True  # False: where the contract leaves an answer open, the tree may differ from the reference (F9)
+    exact: bool = True  # False: where the contract leaves an answer open, the tree may differ from the reference (F11)
 
     def has(self, variant: str) -> bool:
         return variant in self.variants

@@ -227,6 +227,13 @@ def run_check(check: Check, ctx: Context) -> Row:
             raise
         row.result = Result.FAIL
         row.detail = f"the target panicked: {exc}"
+    if row.result is Result.FAIL and check.family == "tree":
+        from ..stateful_tests.harness.targets import dynamo_component
+        from ..stateful_tests.tree.verdicts import named_finding
+
+        named = named_finding(dynamo_component(ctx.target_name), row.detail)
+        if named:
+            row.detail += f"\n  {named}"
     if row.result is Result.FAIL and not row.replay:
         row.replay = f"{ctx.command} --only '{check.name}'"
     row.seconds = time.perf_counter() - started

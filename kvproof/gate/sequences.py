@@ -145,6 +145,30 @@ def _conformance(ctx: Context, row: Row) -> None:
         raise Failed(f"{len(report.mismatches)} mismatches in {report.scenarios} scenarios; first:\n{m.report(ctx.seed, scenarios)}")
 
 
+def _selection_applies(ctx: Context) -> str | None:
+    from ..stateful_tests.sequences.selection_oracle import unavailable
+
+    return unavailable()
+
+
+def _selection(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace, trace_calls
+
+    scenarios = ctx.profile.sequences.selection_scenarios
+    report = conform_selection(scenarios, ctx.seed)
+    trace = conform_selection_trace(trace_calls(ctx.profile.tree.trace_requests))
+    row.examples = report.scenarios + trace.scenarios
+    row.checks = report.outcomes + report.reads + trace.outcomes + trace.reads
+    report.left_out.merge(trace.left_out)
+    row.left_out += report.left_out.lines()
+    if report.mismatches or trace.mismatches:
+        m = (report.mismatches or trace.mismatches)[0]
+        row.replay = (f"kvproof conform selection --seed {ctx.seed} --scenarios {scenarios} --scenario {m.scenario}"
+                      if report.mismatches else f"kvproof conform selection --trace {ctx.profile.tree.trace_requests}")
+        raise Failed(f"{len(report.mismatches)} of {report.scenarios} scenarios and {len(trace.mismatches)} trace "
+                     f"mismatches; first:\n{m.report(ctx.seed, scenarios, trace=not report.mismatches)}")
+
+
 # ``--only`` matches a family, layer or name substring; these layers and names avoid "spec" and "vectors",
 # the words that select the tree's own rows.
 CHECKS: list[Check] = [
@@ -169,4 +193,8 @@ CHECKS: list[Check] = [
           what='each broken tracker is caught by the values or the law its table names'),
     Check("sequences", "conformance", "vs dynamo.slot_tracker", _conformance, _conformance_applies,
           what='the reference tracker against the real python -m dynamo.slot_tracker (HTTP and replica sync)'),
+    Check("sequences", "conformance", "vs the selection service's ActiveSequences", _selection, _selection_applies,
+          what="the reference tracker against the Rust ActiveSequences inside dynamo._core.SelectionService: "
+               "reservations, prefill completions, frees and output blocks, every outcome and every rank's load and "
+               "potential load compared, on the slot tracker's scenarios and the Mooncake trace's tracker calls"),
 ]

@@ -104,7 +104,7 @@ def _vectors(ctx: Context, row: Row) -> None:
 def _vectors_by_contract(ctx: Context, row: Row, under_rules: Callable[[], Any]) -> None:
     """The vectors under a rule set that is not exact (Dynamo's concurrent tree): each is a differential stream
     against the reference under the rules, judged as ``conformance`` judges (the contract always, the reference
-    outside the contract's open zone, F9); the out-of-contract vectors are left out (no rule says what is right)."""
+    outside the contract's open zone, F11); the out-of-contract vectors are left out (no rule says what is right)."""
     from ..stateful_tests.harness import lockstep
     from ..stateful_tests.tree.conformance import compare_prefix
     from ..stateful_tests.tree.steps import scenario_ops
@@ -282,6 +282,43 @@ def _conformance(ctx: Context, row: Row) -> None:
         notes = "".join(f"\n  note: {n}" for n in caps.notes())
         raise Failed(f"{len(report.mismatches)} of {report.streams} streams differ against {why} "
                      f"({report.kinds.line()}); first:\n{m.report(ctx.target_name, oracle_name)}{notes}")
+
+
+def _feeds_at_once(ctx: Context) -> bool | str:
+    """Production mode belongs to a target that takes events of several ranks at once (``send_many``)."""
+    from ..stateful_tests.harness.targets import production_factory
+    from ..stateful_tests.tree.production import feeds_concurrently
+
+    factory = production_factory(ctx.target_name)
+    if factory is None:
+        return "the target takes one event at a time (no send_many)"
+    tree = factory()
+    try:
+        return True if feeds_concurrently(tree) else "the target takes one event at a time (no send_many)"
+    finally:
+        from ..stateful_tests.harness.targets import dispose
+
+        dispose(tree)
+
+
+def _production(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.harness.targets import production_factory
+    from ..stateful_tests.tree.production import feed
+
+    factory = production_factory(ctx.target_name)
+    assert factory is not None
+    report = feed(factory, ctx.target_name, ctx.rules, ctx.profile.tree.production_streams, ctx.seed)
+    row.examples, row.checks = report.streams, report.events + report.reads
+    row.left_out += report.left_out.lines()
+    if report.tolerated:
+        row.known.append("F11")
+        row.notes.append(f"F11 in {report.tolerated} streams: histories within the contract that the reference under "
+                         f"{ctx.rules.name}, which is not exact, cannot linearize")
+    failed = report.failures or report.not_linearizable
+    if failed:
+        row.replay = (f"kvproof conform tree --concurrent --target {ctx.target_name} --seed {ctx.seed} "
+                      f"--streams {ctx.profile.tree.production_streams}")
+        raise Failed(f"{report.summary_line()}; first:\n{report.report(failed[0])}")
 
 
 def _impl_twin(ctx: Context, row: Row) -> None:
@@ -468,6 +505,10 @@ CHECKS: list[Check] = [
           what='requests of the Mooncake conversation trace through the router simulation (8 workers, 500-block caches, '
                'LRU eviction): every routing query asked of the target and the oracle in both early_exit modes before '
                'routing, scores equal and never above what the engine holds (no over-credit)'),
+    Check("tree", "concurrent", "production mode: lanes at once, reads racing", _production, relevant=_feeds_at_once,
+          what="the target's events of different workers sent at once, on their own lanes, as production does, with reads "
+               "racing them: every outcome and read within the contract for the states each rank passed through, every "
+               "round's history linearizable against the reference (Dynamo's indexer and selection service)"),
     Check("tree", "impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=embedded_only,
           what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
     Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,

@@ -268,7 +268,10 @@ class IndexerTree:
     surface = SURFACE
 
     def __init__(self, threads: int = DEFAULT_THREADS) -> None:
+        from .targets import rules_of_target
+
         self.threads = threads
+        self.rules = rules_of_target(f"dynamo-indexer@{threads}")  # the rule set this component follows (spec.rules)
         self.process = indexer_process(threads)
         self.model = self.process.next_model()
         self._instances: dict[int, int] = {}  # worker id -> instance id

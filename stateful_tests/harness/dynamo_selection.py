@@ -155,10 +155,11 @@ class SelectionHost:
 
         return asyncio.run_coroutine_threadsafe(build(), self.loop).result(60)
 
-    def call(self, method: str, *args: Any, timeout: float = 120.0) -> Any:
-        """Call an async method of the service on its loop and wait for the answer; a hang is a ``ServiceFailure``."""
+    def call(self, method: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -> Any:
+        """Call a method of the service (async or not) on its loop and wait for the answer; a hang is a ``ServiceFailure``."""
         async def invoke() -> Any:
-            return await getattr(self.service, method)(*args)
+            answer = getattr(self.service, method)(*args, **kwargs)
+            return await answer if hasattr(answer, "__await__") else answer
 
         future = asyncio.run_coroutine_threadsafe(invoke(), self.loop)
         try:

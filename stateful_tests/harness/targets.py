@@ -229,6 +229,20 @@ def _indexer_target(name: str) -> Target:
     return Target(name, indexer)
 
 
+def production_factory(name: str) -> Callable[[], Any] | None:
+    """The factory production mode feeds (``tree.production``): the target's own, except that the selection service's
+    trees are made with their lanes free (not pinned to one), so a round's events run at once; None when unavailable."""
+    base = name.partition("@")[0]
+    if base != "dynamo-selection":
+        return load_target(name).factory
+    from . import dynamo_selection
+
+    threads = threads_of(name, dynamo_selection.DEFAULT_THREADS)
+    if isinstance(threads, str) or dynamo_selection.unavailable():
+        return None
+    return lambda: dynamo_selection.SelectionTree(threads, pinned=False)
+
+
 def _selection_target(name: str) -> Target:
     from . import dynamo_selection
 

@@ -189,7 +189,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
     the oracle says; a score difference where only the *oracle's* answer breaks it is an
     ``oracle-contract`` difference. Under a rule set that is not exact, a difference the
     contract allows (an outcome it leaves open, scores and dumps both within it) is known
-    finding F9 and comparison goes on. Comparison stops at the first difference that makes the
+    finding F11 and comparison goes on. Comparison stops at the first difference that makes the
     states diverge (contract, oracle-contract, outcome, score).
 
     An operation either tree's surface cannot carry (``streams.not_carried``) is applied to
@@ -286,9 +286,9 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
     return list(found.values()), compared
 
 
-OPEN_ZONE = "F9"
+OPEN_ZONE = "F11"
 """The known finding a difference in the contract's open zone is labelled with, under a rule set that is not exact
-(``spec.rules``; docs/dynamo-findings.md F9)."""
+(``spec.rules``; docs/dynamo-findings.md F11)."""
 
 
 def contract_leaves_open(state: ContractState, op: Op) -> bool:

@@ -18,9 +18,13 @@ Every answer is judged twice:
 - **linearizability** against the reference under the run's rule set, with the explorer's
   checker (``explore.linearizability``, ``explore.specs.TreeSpec``): writes exact, reads within
   what the rank scored in some state that existed while they ran, exact when nothing overlapped.
-  The history partitions by worker, and a round holds one event per worker, so the search is small.
-  Under a rule set that is not exact (the concurrent tree's, F9) a history that keeps the
-  contract but is not linearizable against the reference is reported as known F9.
+  The reader idles between rounds, so each round is checked alone, from the reference as it stood
+  before it; a round holds one event per worker, so the search is small.
+  Under a rule set that is not exact (the concurrent tree's, F11) a history that keeps the
+  contract but is not linearizable against the reference is reported as known F11.
+
+A target that pays a fixed delay per round trip (the selection service's recovery call) is fed
+in lockstep with the other streams and read after each round, quiescent, instead of raced.
 
 A round's outcomes come back as a multiset of the indexer's labels; the events of different
 workers do not affect one another's outcomes, so each event gets the outcome the reference gives
@@ -40,6 +44,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ...impl import _sync
@@ -50,11 +55,11 @@ from ...spec.rules import RuleSet
 from ..explore.history import Call
 from ..explore.linearizability import check as check_linearizable
 from ..explore.specs import TreeSpec
-from ..harness import targets
+from ..harness import lockstep, targets
 from ..harness.paths import held_prefix
 from ..harness.surface import LeftOut, lacks
 from .conformance import contract_after
-from .log import ops_to_lines
+from .log import file_safe, ops_to_lines
 from .streams import EventOp, Op, Stream, apply_op, describe, generate, not_carried
 
 Factory = Callable[[], Any]
@@ -119,9 +124,13 @@ class StreamVerdict:
 
 
 class _Reader:
-    """A thread that asks the stream's queries in pipelined batches until told to stop, stamping each batch."""
+    """A thread that asks the stream's queries in pipelined batches until told to stop, stamping each batch.
 
-    def __init__(self, tree: Any, clock: Callable[[], int]) -> None:
+    With ``racing=False`` (a target that pays a fixed delay per round trip, run in lockstep) there is
+    no thread: the queries are asked once after each round, when the target is quiescent.
+    """
+
+    def __init__(self, tree: Any, clock: Callable[[], int], racing: bool = True) -> None:
         self.tree, self.clock = tree, clock
         self.queries: list[list[int]] = []
         self.calls: list[Call] = []
@@ -129,7 +138,8 @@ class _Reader:
         self.idle = True  # no batch in flight (the next round waits for it, so every read lies inside one round)
         self.stopping = False
         self.error: BaseException | None = None
-        self.thread = _sync.Thread(self._run, "kvproof-reader")
+        self.racing = racing
+        self.thread = _sync.Thread(self._run, "kvproof-reader") if racing else None
 
     def _run(self) -> None:
         try:
@@ -146,7 +156,8 @@ class _Reader:
     def _batch(self) -> None:
         qs = list(self.queries)
         if not qs:
-            time.sleep(0.001)
+            if self.racing:
+                time.sleep(0.001)
             return
         start = self.clock()
         answers = targets.scores_many(self.tree, qs)
@@ -155,15 +166,20 @@ class _Reader:
         self.calls.append(Call("reader", start, end, "find_matches_many", (tuple(map(tuple, qs)),), result, read=True))
 
     def pause(self) -> None:
-        """Stop asking and wait for the batch in flight (so no read spans two rounds)."""
+        """Stop asking and wait for the batch in flight (so no read spans two rounds); without a thread, ask once now."""
         self.running = False
+        if self.thread is None:
+            self._batch()
+            self.idle = True
+            return
         deadline = time.monotonic() + 10
         while not self.idle and self.thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.0002)
 
     def stop(self) -> None:
         self.stopping = True
-        self.thread.join(10)
+        if self.thread is not None:
+            self.thread.join(10)
 
 
 def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 200_000) -> StreamVerdict:
@@ -175,7 +191,7 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
     oracle = reference()
     counter = itertools.count()
     clock = counter.__next__
-    reader = _Reader(tree, clock)
+    reader = _Reader(tree, clock, racing=not getattr(tree, "lockstep", False))
     segments: list[tuple[Any, list[Call], int]] = []  # per round: the reference before it, its writes, reads so far
     spans: list[tuple[int, int]] = []  # each round's (first stamp, last stamp)
     states: list[ContractState] = [EMPTY_CONTRACT]  # the contract after each round
@@ -365,7 +381,7 @@ class ProductionReport:
     reads: int = 0
     failures: list[StreamVerdict] = field(default_factory=list)  # contract breaks and outcome differences
     not_linearizable: list[StreamVerdict] = field(default_factory=list)
-    tolerated: int = 0  # histories within the contract that the reference, not exact here, cannot linearize (F9)
+    tolerated: int = 0  # histories within the contract that the reference, not exact here, cannot linearize (F11)
     left_out: LeftOut = field(default_factory=LeftOut)
     seconds: float = 0.0
 
@@ -377,16 +393,20 @@ class ProductionReport:
         return (f"concurrent: streams={self.streams} rounds={self.rounds} events={self.events} reads={self.reads} "
                 f"contract_breaks={sum(1 for v in self.failures if v.violations)} "
                 f"outcome_differences={sum(1 for v in self.failures if v.outcome and not v.violations)} "
-                f"not_linearizable={len(self.not_linearizable)} tolerated={self.tolerated} (F9)")
+                f"not_linearizable={len(self.not_linearizable)} tolerated={self.tolerated} (F11)")
 
     def report(self, verdict: StreamVerdict) -> str:
         """One stream's failure: what broke, the events up to it, and the command that runs the stream again."""
         what = (verdict.violations[0].detail if verdict.violations else verdict.outcome or
                 f"the history is {verdict.linearizable} against the reference under {self.rules}")
+        events = ops_to_lines(verdict.ops)
+        path = Path("kvproof-failures") / file_safe(f"concurrent-{self.subject}-seed{verdict.seed}-stream{verdict.stream}.jsonl")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in events))
         lines = [f"CONCURRENT [{'contract' if verdict.violations else 'outcome' if verdict.outcome else 'linearizability'}] "
                  f"{self.subject}: seed={verdict.seed} stream={verdict.stream}", f"  {what}",
-                 f"  the stream up to there ({len(verdict.ops)} operations), as Dynamo events:"]
-        lines += [f"    {line}" for line in ops_to_lines(verdict.ops)]
+                 f"  the stream up to there: {len(events)} operations, as Dynamo events, in {path}; the last ones:"]
+        lines += [f"    {line}" for line in events[-8:]]
         lines += [f"  {line}" for line in verdict.history]
         lines.append(f"  run it again: kvproof conform tree --concurrent --target {self.subject} --seed {verdict.seed} "
                      f"--stream {verdict.stream} (the interleaving is the machine's: it may take a few runs)")
@@ -406,8 +426,9 @@ def feed(subject: Factory, subject_name: str, rules: RuleSet, streams: int, seed
     """Feed ``streams`` streams of run ``seed`` (or just ``only_stream``) to fresh trees of ``subject``."""
     started = time.perf_counter()
     report = ProductionReport(subject_name, rules.name, seed)
-    for index in [only_stream] if only_stream is not None else range(streams):
-        verdict = feed_stream(subject, generate(seed, index), rules)
+    indices = [only_stream] if only_stream is not None else list(range(streams))
+    verdicts = lockstep.run([lambda i=i: feed_stream(subject, generate(seed, i), rules) for i in indices])
+    for verdict in verdicts:
         report.streams += 1
         report.rounds += verdict.rounds
         report.events += verdict.events

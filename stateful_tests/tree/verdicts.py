@@ -8,7 +8,7 @@ one of five kinds, from the most to the least severe:
   store under a parent the rank does not hold. Always a bug.
 - ``oracle-contract``: the trees' scores differ and the *oracle's* breaks the contract (an
   over-credit or an unexplained undercount) while the subject's keeps it: the finding is the
-  oracle's (Dynamo's concurrent indexer over-credits, docs/dynamo-findings.md F8). It fails a
+  oracle's (Dynamo's concurrent indexer over-credits, docs/dynamo-findings.md F10). It fails a
   run as a contract break does: the run found a bug, in the tree it trusted.
 - ``outcome``: the two trees answer an operation differently (accepted vs rejected, or a
   different error kind).
@@ -137,3 +137,19 @@ class KindCounts:
         kinds = " ".join(f"{k}={v}" for k, v in self.counts.items())
         known = ",".join(f"{k}:{v}" for k, v in sorted(self.known.items())) or "none"
         return f"{kinds} known={known}"
+
+
+CONCURRENT_OVERCREDIT = (
+    "this is the over-credit of Dynamo's concurrent indexer (docs/dynamo-findings.md F10): its match walk skips the "
+    "intersection of the active ranks with a child's holders when the two sets have equal size, so a rank is carried "
+    "into a child it does not hold; in every release from 1.1.0 to 1.6.1, fixed upstream after 1.6.1 (nightly "
+    "1.6.0.dev20261014). A bug under every rule set, so the row fails"
+)
+
+
+def named_finding(component: str | None, detail: str) -> str:
+    """The line naming the known Dynamo bug a failure shows, when kvproof knows it ("" otherwise): an over-credit by
+    Dynamo's concurrent tree is F10."""
+    if component == "concurrent" and ("over-credit" in detail or "overcount" in detail):
+        return CONCURRENT_OVERCREDIT
+    return ""

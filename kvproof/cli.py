@@ -606,8 +606,8 @@ def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_req
     load and potential load compared exactly. Ends with `conform selection: scenarios=N ...
     mismatches=M`; what the service's surface cannot carry is listed as left out.
     """
-    from .stateful_tests.sequences.selection_oracle import conform_selection_trace, trace_calls, unavailable
     from .stateful_tests.sequences.selection_oracle import conform_selection as run_conform
+    from .stateful_tests.sequences.selection_oracle import conform_selection_trace, trace_calls, unavailable
 
     reason = unavailable()
     if reason:

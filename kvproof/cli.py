@@ -395,9 +395,12 @@ conform.add_command(click.Command(
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write the table (docs/releases.md's) here")
 @json_option
+@click.option("--component", "components", multiple=True, type=click.Choice(["tree", "indexer", "selection"]),
+              help="the Dynamo trees to check (repeatable; default: every one a release ships): tree (the binding), "
+                   "indexer (python -m dynamo.indexer, from 1.1.0), selection (SelectionService, from 1.4.0)")
 def releases(versions: str | None, cache: str, profile: str | None, timeout: float, markdown_path: str | None,
-             json_path: str | None) -> None:
-    """Run `kvproof check --target dynamo` on every release of ai-dynamo-runtime, one child process each.
+             json_path: str | None, components: tuple[str, ...]) -> None:
+    """Run `kvproof check` on every Dynamo tree of every release of ai-dynamo-runtime, one child process each.
 
     Each release's wheel comes from the package index (pip download --no-deps), is unpacked
     into --cache, and is put first on the child's PYTHONPATH, so the child detects the
@@ -416,14 +419,15 @@ def releases(versions: str | None, cache: str, profile: str | None, timeout: flo
         except InvalidVersion:
             raise click.UsageError(f"--versions: {version!r} is not a release (PEP 440), e.g. 1.6.1 or 0.8.1.post3") from None
     profile_name = profile or "quick"
-    cmd = "kvproof releases" + (f" --versions {versions}" if versions else "") + (f" --profile {profile}" if profile else "")
+    cmd = ("kvproof releases" + (f" --versions {versions}" if versions else "") + (f" --profile {profile}" if profile else "")
+           + "".join(f" --component {c}" for c in components))
 
     def on_result(r: Any) -> None:
         failing = ", ".join(row["name"] for row in r.failing())
-        click.echo(f"{r.version:<12} {r.rules:<11} {r.verdict:<14} {r.seconds:5.0f} s"
+        click.echo(f"{r.version:<12} {r.component:<10} {r.rules:<22} {r.verdict:<14} {r.seconds:5.0f} s"
                    + (f"  failing: {failing}" if failing else "") + (f"  ({r.note})" if r.note and not r.rows else ""))
 
-    results = survey(chosen, Path(cache).resolve(), profile_name, timeout, on_result)
+    results = survey(chosen, Path(cache).resolve(), profile_name, timeout, on_result, components or None)
     if markdown_path:
         click.echo(f"wrote {write_between_markers(Path(markdown_path), markdown(results, cmd))}")
     if json_path:
@@ -1493,6 +1497,33 @@ def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite
     if json_path:
         out.write_json(json_path, "bench-shards", {"processes": processes, "executor": executor, "rows": body})
     sys.exit(EXIT_PASS if same else EXIT_FAIL)
+
+
+@bench.command("services")
+@click.option("--target", "names", multiple=True,
+              help="a Dynamo target (repeatable; default: dynamo, dynamo-indexer@1, dynamo-indexer, dynamo-selection@1, "
+                   "dynamo-selection)")
+@click.option("--streams", type=int, default=20, show_default=True, help="generated streams, each on a fresh tree")
+@json_option
+def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) -> None:
+    """Events/s and queries/s each Dynamo door sustains, deterministic and concurrent, beside the binding in one run.
+
+    CPU per call counts this process (every thread) and the standalone indexer's own process; ratios
+    to the binding are by CPU.
+    """
+    from .stateful_tests.tree import bench_services as bench_room
+
+    rows, missing = bench_room.bench_services(names or bench_room.DEFAULT_TARGETS, streams)
+    for name, why in missing.items():
+        click.echo(f"bench services: {name} left out: {why}")
+    if not rows:
+        click.echo("bench services: no target available", err=True)
+        sys.exit(EXIT_USAGE)
+    out.print_table(bench_room.HEADERS, bench_room.table(rows), numeric=(2, 3, 4, 6, 7, 8))
+    if json_path:
+        out.write_json(json_path, "bench-services", {"streams": streams, "rows": [r.to_json() for r in rows],
+                                                     "missing": missing})
+    sys.exit(EXIT_PASS)
 
 
 @bench.command("memory")

@@ -155,6 +155,29 @@ class IndexerProcess(services.HttpService):
             pause = min(pause * 2, 0.01)
 
 
+    def fence_missing(self) -> str | None:
+        """Why this indexer cannot be fenced (None: it can): one probe event on a model of its own must show in the
+        outcome counters within ``PROBE_S`` (the standalone indexer of 1.1.x to 1.2.x exposes no such counter)."""
+        probe = IndexerTree(self.threads, process=self)
+        pub = probe._publisher(Rank(1, 0))
+        before = sum(self.counts.values())
+        pub.send([{"type": "AllBlocksCleared"}], 0)
+        deadline = time.monotonic() + PROBE_S
+        try:
+            while time.monotonic() < deadline:
+                now = self.outcome_counts()
+                if sum(now.values()) > before:
+                    self.counts = now
+                    return None
+                time.sleep(0.01)
+        finally:
+            probe.close()
+        return (f"this release's standalone indexer reports no per-event outcome in /metrics ({METRIC} never moved within "
+                f"{PROBE_S:.0f} s of an event), so kvproof cannot fence its events one at a time")
+
+
+PROBE_S = 3.0
+
 _PROCESSES: dict[int, IndexerProcess] = {}
 
 
@@ -164,11 +187,25 @@ def indexer_process(threads: int) -> IndexerProcess:
     if proc is None or not proc.alive():
         if proc is not None:
             proc.close()
-        proc = IndexerProcess(threads)
-        proc.start()
+        for attempt in range(3):  # a free port can be taken by another process before the indexer binds it
+            proc = IndexerProcess(threads)
+            try:
+                proc.start()
+                break
+            except services.ServiceFailure:
+                if attempt == 2:
+                    raise
         proc.counts = proc.outcome_counts()
         _PROCESSES[threads] = proc
     return proc
+
+
+def fence_unavailable(threads: int) -> str | None:
+    """Why the indexer of ``threads`` threads cannot be driven here (it does not start, or cannot be fenced), or None."""
+    try:
+        return indexer_process(threads).fence_missing()
+    except services.ServiceFailure as exc:
+        return str(exc)
 
 
 def close_processes() -> None:
@@ -267,12 +304,12 @@ class IndexerTree:
 
     surface = SURFACE
 
-    def __init__(self, threads: int = DEFAULT_THREADS) -> None:
+    def __init__(self, threads: int = DEFAULT_THREADS, process: IndexerProcess | None = None) -> None:
         from .targets import rules_of_target
 
         self.threads = threads
         self.rules = rules_of_target(f"dynamo-indexer@{threads}")  # the rule set this component follows (spec.rules)
-        self.process = indexer_process(threads)
+        self.process = process or indexer_process(threads)
         self.model = self.process.next_model()
         self._instances: dict[int, int] = {}  # worker id -> instance id
         self._workers: dict[int, int] = {}  # instance id -> worker id

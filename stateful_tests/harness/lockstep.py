@@ -6,7 +6,8 @@ asks queries after every event would pay that second per event. Run many streams
 instead: each job is a greenlet (the coroutine library the explorer's scheduler also uses);
 when a job needs the target brought up to date it calls ``wait_for_flush()``, which parks it;
 once every unfinished job is parked, the hub calls each registered flusher once (one recovery
-call carrying every job's pending events) and resumes them all. Outside ``run`` a
+call carrying every job's pending events; flushers of different services at once, on threads)
+and resumes them all. Outside ``run`` a
 ``wait_for_flush`` returns False at once and the caller flushes for itself.
 
 Jobs never run at the same time (one thread, switches only at ``wait_for_flush``), so code
@@ -19,6 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import greenlet
+
+from ...impl import _sync
 
 _HUB: list[Any] = []  # the running hub's greenlet (one at a time)
 _FLUSHERS: dict[int, Callable[[], None]] = {}  # id -> flush, registered by the jobs' targets while parked
@@ -67,8 +70,7 @@ def run(jobs: list[Callable[[], Any]]) -> list[Any]:
             if parked:
                 flushers = list(_FLUSHERS.values())
                 _FLUSHERS.clear()
-                for flush in flushers:
-                    flush()
+                _flush_all(flushers)
             waiting = parked
     finally:
         _HUB.clear()
@@ -77,3 +79,25 @@ def run(jobs: list[Callable[[], Any]]) -> list[Any]:
         if error is not None:
             raise error
     return results
+
+
+def _flush_all(flushers: list[Callable[[], None]]) -> None:
+    """Call every flusher; several (one per target service) at once, each on a thread, since each mostly waits."""
+    if len(flushers) == 1:
+        flushers[0]()
+        return
+    errors: list[BaseException] = []
+
+    def guarded(flush: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                flush()
+            except BaseException as exc:  # re-raised on the hub's thread below
+                errors.append(exc)
+        return run
+
+    threads = [_sync.Thread(guarded(flush), "kvproof-flush") for flush in flushers]
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

@@ -219,7 +219,7 @@ def _indexer_target(name: str) -> Target:
     threads = threads_of(name, dynamo_indexer.DEFAULT_THREADS)
     if isinstance(threads, str):
         return Target(name, None, threads)
-    why = dynamo_indexer.unavailable()
+    why = dynamo_indexer.unavailable() or dynamo_indexer.fence_unavailable(threads)
     if why is not None:
         return Target(name, None, why)
 

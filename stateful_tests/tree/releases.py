@@ -2,9 +2,12 @@
 
 ``survey`` fetches each release's wheel from the package index (``pip download --no-deps``,
 the only network it needs), unpacks it into a throwaway folder, and runs
-``kvproof check --target dynamo`` in a child process whose ``PYTHONPATH`` puts that copy of
+``kvproof check --target T`` in a child process whose ``PYTHONPATH`` puts that copy of
 ``dynamo`` ahead of the environment's, so the child detects the release, picks its rule
-set (``spec.rules``) and judges it. Each child runs in its own process group and is killed
+set (``spec.rules``) and judges it. ``T`` is each **component** the release ships
+(``COMPONENTS``): the single-threaded tree (``dynamo``, every release), the standalone indexer's
+concurrent tree (``dynamo-indexer``, from 1.1.0) and the selection service's (``dynamo-selection``,
+from 1.4.0, the first with peer recovery). Each child runs in its own process group and is killed
 with its group on timeout or interrupt. The verdict of a release is one of:
 
 - ``pass``: every row passes, possibly naming what it tolerated (known findings, variants);
@@ -42,14 +45,33 @@ older ones cannot be checked) and every release from 0.6.1 to 1.6.1 on the packa
 
 
 @dataclass(frozen=True)
+class Component:
+    """One of Dynamo's trees the survey checks: the target that reaches it, and the first release that ships it."""
+
+    name: str
+    target: str
+    first: str
+    rules: str  # the spec.rules component whose rule sets judge it
+
+
+COMPONENTS = (
+    Component("tree", "dynamo", "0.1.1", "tree"),
+    Component("indexer", "dynamo-indexer", "1.1.0", "concurrent"),
+    Component("selection", "dynamo-selection", "1.4.0", "concurrent"),
+)
+"""Dynamo's trees, as the survey reaches them (docs/releases.md)."""
+
+
+@dataclass(frozen=True)
 class KnownBug:
-    """An upstream bug kvproof finds, with the releases it spans and where it came from and went."""
+    """An upstream bug kvproof finds, with the releases it spans, the component, and where it came from and went."""
 
     name: str
     first: str
     last: str
     statement: str
     upstream: str
+    component: str = "tree"  # a spec.rules component: "tree" or "concurrent"
 
 
 KNOWN_BUGS = (
@@ -63,12 +85,25 @@ KNOWN_BUGS = (
              "WalkSkipsEqualSizedIntersection)",
              "introduced by ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0); gone with the compressed tree of PR #10542 "
              "(1.3.0)"),
+    KnownBug("concurrent equal-size over-credit (F10)", "1.1.0", "1.6.1",
+             "the concurrent tree's walk skips intersecting the active ranks with a child's holders when the two sets "
+             "have the same size, so a rank is carried into a child it does not hold (docs/dynamo-findings.md F10)",
+             "in ConcurrentRadixTreeCompressed since ai-dynamo/dynamo PR #7459; fixed on main between the nightlies "
+             "1.6.0.dev20261013 and 1.6.0.dev20261014 (pinned by the upstream test "
+             "equal_sized_coverage_after_head_first_eviction_scores_exactly); in no release on the index",
+             component="concurrent"),
 )
 
 
-def bugs_of(version: str) -> list[KnownBug]:
+def bugs_of(version: str, component: str = "tree") -> list[KnownBug]:
     key = version_key(version)
-    return [b for b in KNOWN_BUGS if version_key(b.first) <= key <= version_key(b.last)]
+    return [b for b in KNOWN_BUGS if b.component == component and version_key(b.first) <= key <= version_key(b.last)]
+
+
+def components_of(version: str, wanted: tuple[str, ...] | None = None) -> list[Component]:
+    """The components release ``version`` ships, of those ``wanted`` (all by default)."""
+    key = version_key(version)
+    return [c for c in COMPONENTS if (wanted is None or c.name in wanted) and version_key(c.first) <= key]
 
 
 @dataclass
@@ -80,12 +115,14 @@ class ReleaseResult:
     note: str = ""
     seconds: float = 0.0
     command: str = ""
+    component: str = "tree"
 
     def failing(self) -> list[dict]:
         return [r for r in self.rows if r["result"] == "FAIL"]
 
     def to_json(self) -> dict:
-        return {"version": self.version, "verdict": self.verdict, "rules": self.rules, "note": self.note,
+        return {"version": self.version, "component": self.component, "verdict": self.verdict, "rules": self.rules,
+                "note": self.note,
                 "seconds": round(self.seconds, 1), "command": self.command, "rows": self.rows}
 
 
@@ -156,44 +193,52 @@ def _breaks_contract(row: dict) -> bool:
 
 
 def survey(versions: list[str], cache: Path, profile: str = "quick", timeout: float = 600.0,
-           on_result: Callable[[ReleaseResult], None] | None = None) -> list[ReleaseResult]:
-    """Run the gate on every release in ``versions``; return one result per release."""
-    import time
-
+           on_result: Callable[[ReleaseResult], None] | None = None,
+           components: tuple[str, ...] | None = None) -> list[ReleaseResult]:
+    """Run the gate on every component of every release in ``versions``; return one result per (release, component)."""
     results = []
     for version in versions:
-        started = time.perf_counter()
-        rules = rule_set_for(version)
-        command = f"PYTHONPATH={cache}/site/{version} kvproof check --target dynamo --profile {profile}"
-        try:
-            site = fetch(version, cache)
-        except (subprocess.CalledProcessError, RuntimeError, OSError, zipfile.BadZipFile) as exc:
-            detail = exc.stderr.strip().splitlines()[-1] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
-            result = ReleaseResult(version, "not checkable", rules.name if rules else "?", note=f"cannot fetch: {detail}")
-        else:
-            with tempfile.TemporaryDirectory() as tmp:
-                report = Path(tmp) / "gate.json"
-                env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-                           DYN_LOG="error")
-                rc, output = _run_child([sys.executable, "-m", "kvproof", "check", "--target", "dynamo", "--profile", profile,
-                                         "--json", str(report)], env, timeout)
-                if rc is None:
-                    result = ReleaseResult(version, "not checkable", rules.name if rules else "?",
-                                           note=f"the gate ran past {timeout:.0f} s")
-                elif not report.exists():
-                    tail = output.strip().splitlines()[-1] if output.strip() else f"exit {rc}"
-                    result = ReleaseResult(version, "not checkable", rules.name if rules else "?", note=f"no report: {tail}")
-                else:
-                    body = json.loads(report.read_text())
-                    rows = body["rows"]
-                    result = ReleaseResult(version, verdict_of(rows), body.get("rules", "?"), rows,
-                                           note=body.get("rules_note", ""))
-        result.seconds = time.perf_counter() - started
-        result.command = command
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
+        for component in components_of(version, components):
+            result = _survey_one(version, component, cache, profile, timeout)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
     return results
+
+
+def _survey_one(version: str, component: Component, cache: Path, profile: str, timeout: float) -> ReleaseResult:
+    import time
+
+    started = time.perf_counter()
+    rules = rule_set_for(version, component.rules)
+    rules_name = rules.name if rules else "?"
+    target = component.target
+    command = f"PYTHONPATH={cache}/site/{version} kvproof check --target {target} --profile {profile}"
+    try:
+        site = fetch(version, cache)
+    except (subprocess.CalledProcessError, RuntimeError, OSError, zipfile.BadZipFile) as exc:
+        detail = exc.stderr.strip().splitlines()[-1] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
+        result = ReleaseResult(version, "not checkable", rules_name, note=f"cannot fetch: {detail}")
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "gate.json"
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+                       DYN_LOG="error")
+            rc, output = _run_child([sys.executable, "-m", "kvproof", "check", "--target", target, "--profile", profile,
+                                     "--family", "tree", "--json", str(report)], env, timeout)
+            if rc is None:
+                result = ReleaseResult(version, "not checkable", rules_name, note=f"the gate ran past {timeout:.0f} s")
+            elif not report.exists():
+                tail = output.strip().splitlines()[-1] if output.strip() else f"exit {rc}"
+                result = ReleaseResult(version, "not checkable", rules_name, note=f"no report: {tail}")
+            else:
+                body = json.loads(report.read_text())
+                rows = body["rows"]
+                result = ReleaseResult(version, verdict_of(rows), body.get("rules", "?"), rows, note=body.get("rules_note", ""))
+    result.seconds = time.perf_counter() - started
+    result.command = command
+    result.component = component.name
+    return result
 
 
 def _row_cell(row: dict) -> str:
@@ -208,7 +253,8 @@ def _why(result: ReleaseResult) -> str:
     rules = RULE_SETS.get(result.rules)
     if rules is not None and rules.variants:
         parts.append("intended: " + "; ".join(f"{v} ({VARIANTS[v].upstream})" for v in sorted(rules.variants)))
-    for bug in bugs_of(result.version):
+    component = next(c for c in COMPONENTS if c.name == result.component)
+    for bug in bugs_of(result.version, component.rules):
         parts.append(f"upstream bug: {bug.name}: {bug.statement}; {bug.upstream}")
     for row in result.rows:
         if row["result"] == "SKIP":
@@ -230,11 +276,13 @@ def markdown(results: list[ReleaseResult], command: str) -> str:
                 names.append(row["name"])
     short = {"node-rule laws": "laws", "observed Dynamo behaviours": "vectors", "state machine vs contract": "contract",
              "dump rebuilds the tree": "dump", "bad input is rejected, harmless": "bad input", "differential vs Dynamo": "conformance"}
-    header = ["release", "rule set", "verdict", *[short.get(n, n) for n in names], "what differs, and why"]
+    header = ["release", "component", "rule set", "verdict", *[short.get(n, n) for n in names], "what differs, and why"]
     lines = [f"Generated by `{command}`.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for r in sorted(results, key=lambda x: version_key(x.version)):
+    order = [c.name for c in COMPONENTS]
+    for r in sorted(results, key=lambda x: (version_key(x.version), order.index(x.component))):
         by_name = {row["name"]: row for row in r.rows}
-        cells = [r.version, r.rules, f"**{r.verdict}**", *[_row_cell(by_name[n]) if n in by_name else "—" for n in names], _why(r)]
+        cells = [r.version, r.component, r.rules, f"**{r.verdict}**",
+                 *[_row_cell(by_name[n]) if n in by_name else "—" for n in names], _why(r)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

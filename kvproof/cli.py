@@ -725,19 +725,26 @@ def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter
 @main.command()
 @target_option()
 def vectors(target: Any) -> None:
-    """Replay the observed-behaviour vectors (crtc.md §13 and §10) one by one."""
-    from .stateful_tests.tree.steps import run_scenario
+    """Replay the observed-behaviour vectors (crtc.md §13 and §10), judged as the gate's vectors row judges them.
+
+    The target's rule set is detected as for `kvproof check`: under a rule set that is not exact (Dynamo's
+    concurrent tree) each vector is a differential stream against the reference under it; calls the target's
+    surface cannot carry are listed as left out.
+    """
+    from .gate import Result, make_context, run_check
+    from .gate.tree import CHECKS
+    from .stateful_tests.harness.profiles import profile_named
     from .stateful_tests.tree.vectors import SCENARIOS
 
-    failed = 0
-    for scenario in SCENARIOS:
-        problems = run_scenario(target.factory, scenario)
-        failed += bool(problems)
-        click.echo(f"{'FAIL' if problems else 'pass'}  {scenario.name}  ({scenario.source})")
-        for p in problems:
-            click.echo(f"      {p}")
-    click.echo(f"vectors: {len(SCENARIOS)} scenarios, {failed} failed (target={target.name})")
-    sys.exit(EXIT_FAIL if failed else EXIT_PASS)
+    ctx = make_context(target.name, target.factory, profile_named("quick"), 1)
+    click.echo(f"vectors: {ctx.rules_note}")
+    row = run_check(next(c for c in CHECKS if c.layer == "vectors"), ctx)
+    for line in row.left_out + row.notes:
+        click.echo(line)
+    if row.result is not Result.PASS:
+        click.echo(f"{row.result.value}: {row.detail}")
+    click.echo(f"vectors: {len(SCENARIOS)} scenarios, {row.checks} steps, {row.result.value} (target={target.name})")
+    sys.exit({Result.PASS: EXIT_PASS, Result.FAIL: EXIT_FAIL}.get(row.result, EXIT_SKIPPED))
 
 
 # ----------------------------------------------------------------------------- fuzz

@@ -156,7 +156,10 @@ RULE_SETS: dict[str, RuleSet] = {
         RuleSet("dynamo-0.6", frozenset({"per-block-nodes", "blocks-as-arrays", "cleared-clears-worker", "self-parent-allowed"}), "0.1.1",
                 "1.2.1", "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)"),
         RuleSet("dynamo-1.6-concurrent", frozenset({"removal-skips-unknown", "self-parent-allowed"}),
-                "1.1.0", "1.6.1", "the concurrent indexer (ThreadPoolIndexer over the CRTC)", "concurrent", exact=False),
+                "1.4.0", "1.6.1", "the concurrent indexer (ThreadPoolIndexer over the CRTC)", "concurrent", exact=False),
+        RuleSet("dynamo-1.3-concurrent", frozenset({"removal-skips-unknown", "self-parent-allowed", "cleared-clears-worker"}),
+                "1.3.0.post1", "1.3.1", "the concurrent indexer whose cleared event empties the whole worker", "concurrent",
+                exact=False),
     )
 }
 """Every rule set, newest first. ``dynamo-1.6`` is the reference as written."""

@@ -2,8 +2,8 @@
 
 Built on click: command groups (``conform``, ``stress``, ``bench``), option decorators shared
 by every command that takes them, and a ``TARGET`` parameter type that loads ``reference``,
-``impl``, ``impl-lanes``, ``impl-pool``, ``dynamo`` or ``module.path:Factory`` with a clear
-error. Exit codes are those of ``kvproof.report`` (0 pass, 1 fail, 2 usage or unavailable
+``impl``, ``impl-lanes``, ``impl-pool``, ``dynamo``, ``dynamo-indexer[@N]``, ``dynamo-selection[@N]``
+or ``module.path:Factory`` with a clear error. Exit codes are those of ``kvproof.report`` (0 pass, 1 fail, 2 usage or unavailable
 target, 3 skipped).
 """
 
@@ -55,7 +55,8 @@ def _under(target: Any, rule_set: Any) -> Any:
 
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
-                        help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, or module.path:Factory")
+                        help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "
+                             "dynamo-selection[@N], or module.path:Factory")
 
 
 def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -343,9 +344,9 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
 
 def _conform_concurrent(target: Any, streams: int, seed: int, stream: int | None, rules: str | None,
                         json_path: str | None) -> None:
-    """``conform tree --concurrent``: production mode (stateful_tests/tree/production.py)."""
+    """``conform tree --concurrent``: production mode (stateful_tests/explore/production.py)."""
     from .stateful_tests.harness.targets import production_factory, resolve_rules
-    from .stateful_tests.tree.production import feed, feeds_concurrently
+    from .stateful_tests.explore.production import feed, feeds_concurrently
 
     factory = production_factory(target.name)
     probe = factory() if factory is not None else None
@@ -610,8 +611,9 @@ def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_req
     load and potential load compared exactly. Ends with `conform selection: scenarios=N ...
     mismatches=M`; what the service's surface cannot carry is listed as left out.
     """
+    from .gate.sequences import trace_calls
     from .stateful_tests.sequences.selection_oracle import conform_selection as run_conform
-    from .stateful_tests.sequences.selection_oracle import conform_selection_trace, trace_calls, unavailable
+    from .stateful_tests.sequences.selection_oracle import conform_selection_trace, unavailable
 
     reason = unavailable()
     if reason:
@@ -1518,7 +1520,7 @@ def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) 
     CPU per call counts this process (every thread) and the standalone indexer's own process; ratios
     to the binding are by CPU.
     """
-    from .stateful_tests.tree import bench_services as bench_room
+    from .stateful_tests.explore import bench_services as bench_room
 
     rows, missing = bench_room.bench_services(names or bench_room.DEFAULT_TARGETS, streams)
     for name, why in missing.items():

@@ -56,6 +56,13 @@ def _broken_tracker(mutant_name: str) -> Callable[[MonkeyPatch], None]:
     return breaks
 
 
+def _broken_model_against_the_selection_service(mp: MonkeyPatch) -> None:
+    """The reference tracker as FreeSkipsPrefillCleanup, compared with the selection service's ActiveSequences."""
+    from kvproof.stateful_tests.sequences import model, mutants
+
+    mp.setitem(model.TARGETS, "reference", mutants.FreeSkipsPrefillCleanup)
+
+
 def _broken_tracker_under_stress(mp: MonkeyPatch) -> None:
     """The concurrent tracker as BookBeforeSlotLock."""
     from kvproof.stateful_tests.sequences import mutants, stress
@@ -178,6 +185,10 @@ CONTROLS = [
     RowControl("faults mid-operation: clean or poisoned", "impl", _broken_tracker("NeverPoisonedTracker"), "quick", "broken="),
     RowControl("negative controls", "impl", _a_sequence_control_that_catches_nothing, "quick", "NotBroken (values)"),
     RowControl("vs dynamo.slot_tracker", "impl", _broken_model_against_the_real_tracker, "quick", "mismatches in"),
+    RowControl("vs the selection service's ActiveSequences", "impl", _broken_model_against_the_selection_service, "quick",
+               "mismatches; first:"),
+    RowControl("production mode: lanes at once, reads racing", TREE_MUTANTS + "FedAtOnceOverCredits", None, "quick",
+               "over-credits"),
     RowControl("golden numbers (ch. 11 labs)", "impl", _broken_lab_rule, "quick", "printed lines differ"),
     RowControl("round-trip laws, numpy", "impl", _broken_round_trip, "quick", "laws fail"),
     RowControl("round-trip laws, torch CPU", "impl", _broken_round_trip, "quick", "laws fail"),

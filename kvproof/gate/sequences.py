@@ -151,12 +151,28 @@ def _selection_applies(ctx: Context) -> str | None:
     return unavailable()
 
 
+def trace_calls(requests: int) -> list[Any]:
+    """The slot tracker calls a router makes on the first ``requests`` requests of the shipped Mooncake slice
+    (the tree room's router simulation; the sequence room may not import it)."""
+    from ..reference.sequences import SlotTracker
+    from ..stateful_tests.tree.router import RouterPlan
+    from ..stateful_tests.tree.trace_check import check_trace
+    from ..stateful_tests.tree.traffic import default_trace, mooncake_requests
+
+    report = check_trace(mooncake_requests(default_trace(), limit=requests), RouterPlan(workers=8, capacity=500), {},
+                         {"reference": SlotTracker}, keep_calls=True)
+    return report.calls
+
+
 def _selection(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace, trace_calls
+    from ..stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace
+
+    from ..stateful_tests.sequences.model import TARGETS
 
     scenarios = ctx.profile.sequences.selection_scenarios
-    report = conform_selection(scenarios, ctx.seed)
-    trace = conform_selection_trace(trace_calls(ctx.profile.tree.trace_requests))
+    reference = TARGETS["reference"]
+    report = conform_selection(scenarios, ctx.seed, model_factory=reference)
+    trace = conform_selection_trace(trace_calls(ctx.profile.tree.trace_requests), reference)
     row.examples = report.scenarios + trace.scenarios
     row.checks = report.outcomes + report.reads + trace.outcomes + trace.reads
     report.left_out.merge(trace.left_out)

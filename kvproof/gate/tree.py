@@ -88,7 +88,7 @@ def _vectors(ctx: Context, row: Row) -> None:
             return [f"{scenario.name} {p}" for p in run_scenario_against(ctx.factory, under_rules, scenario)]
         return [f"{scenario.name} {p}" for p in run_scenario(ctx.factory, scenario, left_out)]
 
-    for scenario, found in zip(SCENARIOS, lockstep.run([lambda s=s: job(s) for s in SCENARIOS])):
+    for scenario, found in zip(SCENARIOS, lockstep.run_each(job, SCENARIOS)):
         row.examples += 1
         row.checks += len(scenario.steps)
         problems += found
@@ -122,8 +122,7 @@ def _vectors_by_contract(ctx: Context, row: Row, under_rules: Callable[[], Any])
         ops, queries = scenario_ops(scenario)
         return compare_prefix(ctx.factory, under_rules, ops, queries, [], left_out)[0]
 
-    runs = [lambda s=s: run(s) for s in judged]
-    for scenario, found in zip(judged, lockstep.run(runs)):
+    for scenario, found in zip(judged, lockstep.run_each(run, judged)):
         row.examples += 1
         row.checks += len(scenario.steps)
         row.known += [d.known for d in found if d.known is not None]
@@ -187,7 +186,7 @@ def _dump_rebuild(ctx: Context, row: Row) -> None:
         return check_dump_rebuild(ctx.factory, generate(ctx.seed, index), known if tolerate else None, left_out), known
 
     # In lockstep: a target that pays a fixed delay per round trip pays it once per step for every stream.
-    results = lockstep.run([lambda i=i: job(i) for i in range(ctx.profile.tree.dump_streams)])
+    results = lockstep.run_each(job, range(ctx.profile.tree.dump_streams))
     row.left_out = left_out.lines()
     known_entries = streams_with_f2 = 0
     for index, (problems, known) in enumerate(results):
@@ -287,7 +286,7 @@ def _conformance(ctx: Context, row: Row) -> None:
 def _feeds_at_once(ctx: Context) -> bool | str:
     """Production mode belongs to a target that takes events of several ranks at once (``send_many``)."""
     from ..stateful_tests.harness.targets import production_factory
-    from ..stateful_tests.tree.production import feeds_concurrently
+    from ..stateful_tests.explore.production import feeds_concurrently
 
     factory = production_factory(ctx.target_name)
     if factory is None:
@@ -303,7 +302,7 @@ def _feeds_at_once(ctx: Context) -> bool | str:
 
 def _production(ctx: Context, row: Row) -> None:
     from ..stateful_tests.harness.targets import production_factory
-    from ..stateful_tests.tree.production import feed
+    from ..stateful_tests.explore.production import feed
 
     factory = production_factory(ctx.target_name)
     assert factory is not None

@@ -83,7 +83,7 @@ def test_release_verdicts_from_gate_rows():
     assert verdict_of(ok + [row("differential vs Dynamo", "conformance", "FAIL", "(contract=0 outcome=2)")]) == "differs"
     assert verdict_of(ok + [row("dump rebuilds the tree", "api", "SKIP", "no dump")]) == "not checkable"
     table = markdown([ReleaseResult("1.4.2", "pass", "dynamo-1.4", ok)], "kvproof releases")
-    assert "| 1.4.2 | dynamo-1.4 | **pass** |" in table and "reuse-dead-nodes (ended by ai-dynamo/dynamo PR #14878" in table
+    assert "| 1.4.2 | tree | dynamo-1.4 | **pass** |" in table and "reuse-dead-nodes (ended by ai-dynamo/dynamo PR #14878" in table
 
 
 @pytest.mark.dynamo
@@ -97,13 +97,13 @@ def test_releases_runs_the_gate_on_an_unpacked_release_in_a_child(dynamo_tree, k
     for info in source.parent.glob("ai_dynamo_runtime-1.6.1*.dist-info"):
         shutil.copytree(info, site / info.name)
     table = tmp_path / "releases.md"
-    ran = kvproof_cli("releases", "--versions", "1.6.1", "--cache", str(tmp_path / "cache"), "--markdown", str(table),
-                      "--json", str(tmp_path / "r.json"))
+    ran = kvproof_cli("releases", "--versions", "1.6.1", "--component", "tree", "--cache", str(tmp_path / "cache"),
+                      "--markdown", str(table), "--json", str(tmp_path / "r.json"))
     assert ran.code == EXIT_PASS, ran.out
     assert ran.last == "releases: 1 releases: 1 pass, 0 upstream bug, 0 differs, 0 not checkable"
     body = json.loads((tmp_path / "r.json").read_text())
     assert body["releases"][0]["rules"] == "dynamo-1.6" and body["releases"][0]["rows"]
-    assert "| 1.6.1 | dynamo-1.6 | **pass** |" in table.read_text()
+    assert "| 1.6.1 | tree | dynamo-1.6 | **pass** |" in table.read_text()
 
 
 def test_an_older_api_is_adapted_to_or_skipped_with_a_reason_never_a_traceback(kvproof_cli, tmp_path, monkeypatch):

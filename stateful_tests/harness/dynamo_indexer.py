@@ -187,17 +187,23 @@ def indexer_process(threads: int) -> IndexerProcess:
     if proc is None or not proc.alive():
         if proc is not None:
             proc.close()
-        for attempt in range(3):  # a free port can be taken by another process before the indexer binds it
-            proc = IndexerProcess(threads)
-            try:
-                proc.start()
-                break
-            except services.ServiceFailure:
-                if attempt == 2:
-                    raise
+        proc = _started(threads)
         proc.counts = proc.outcome_counts()
         _PROCESSES[threads] = proc
     return proc
+
+
+def _started(threads: int, attempts: int = 3) -> IndexerProcess:
+    """A started indexer; a free port can be taken by another process before the indexer binds it, so try again."""
+    for attempt in range(attempts):
+        proc = IndexerProcess(threads)
+        try:
+            proc.start()
+            return proc
+        except services.ServiceFailure:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def fence_unavailable(threads: int) -> str | None:

@@ -16,8 +16,12 @@ written for one tree at a time needs no change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+I = TypeVar("I")
 
 import greenlet
 
@@ -44,13 +48,13 @@ def wait_for_flush(key: int, flush: Callable[[], None]) -> bool:
     return True
 
 
-def run(jobs: list[Callable[[], Any]]) -> list[Any]:
+def run(jobs: Sequence[Callable[[], T]]) -> list[T]:
     """Run ``jobs`` in lockstep; return their results in order (a job's exception is re-raised after all ended)."""
     if _HUB:
         raise RuntimeError("lockstep.run does not nest")
     hub = greenlet.getcurrent()
     _HUB.append(hub)
-    results: list[Any] = [None] * len(jobs)
+    results: list[Any] = [None] * len(jobs)  # each filled by its job
     errors: list[BaseException | None] = [None] * len(jobs)
 
     def body(i: int) -> Any:
@@ -101,3 +105,8 @@ def _flush_all(flushers: list[Callable[[], None]]) -> None:
         thread.join()
     if errors:
         raise errors[0]
+
+
+def run_each(job: Callable[[I], T], items: Iterable[I]) -> list[T]:
+    """``run`` of ``job(item)`` for every item, in order."""
+    return run([functools.partial(job, item) for item in items])

@@ -31,7 +31,7 @@ class TreeBudget:
     fuzz_inputs: int  # hostile cases, each over every tree at once (stateful_tests/fuzz)
     trace_requests: int  # requests of the Mooncake trace replayed by the router simulation (stateful_tests/tree/trace_check.py)
     shrink_s: float  # seconds a failure may spend shrinking (Hypothesis's machines, conformance): a target behind a process is slow
-    production_streams: int  # streams fed in production mode (tree/production.py) to a target that takes events at once
+    production_streams: int  # streams fed in production mode (explore/production.py) to a target that takes events at once
 
 
 @dataclass(frozen=True)

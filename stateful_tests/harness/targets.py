@@ -232,7 +232,7 @@ def _indexer_target(name: str) -> Target:
 
 
 def production_factory(name: str) -> Callable[[], Any] | None:
-    """The factory production mode feeds (``tree.production``): the target's own, except that the selection service's
+    """The factory production mode feeds (``explore.production``): the target's own, except that the selection service's
     trees are made with their lanes free (not pinned to one), so a round's events run at once; None when unavailable."""
     base = name.partition("@")[0]
     if base != "dynamo-selection":

@@ -318,18 +318,6 @@ def conform_selection_trace(calls: Any, model_factory: Callable[[], Any] = Refer
     return report
 
 
-def trace_calls(requests: int) -> list[Any]:
-    """The slot tracker calls a router makes on the first ``requests`` requests of the shipped Mooncake slice."""
-    from ...reference.sequences import SlotTracker
-    from ..tree.router import RouterPlan
-    from ..tree.trace_check import check_trace
-    from ..tree.traffic import default_trace, mooncake_requests
-
-    report = check_trace(mooncake_requests(default_trace(), limit=requests), RouterPlan(workers=8, capacity=500), {},
-                         {"reference": SlotTracker}, keep_calls=True)
-    return report.calls
-
-
 def unavailable() -> str | None:
     """Why the selection service cannot be driven here (None: it can)."""
     return dynamo_selection.unavailable()

@@ -609,7 +609,7 @@ def conform(
     report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules, strict=strict,
                                strict_shape=strict_shape, shard=str(shard), stream_indices=list(indices))
     if in_lockstep(subject, oracle):
-        results = _lockstep_results(subject, oracle, seed, indices, profile, max_reported, shrunk_tolerated, strict,
+        results = _lockstep_results(subject, oracle, seed, list(indices), profile, max_reported, shrunk_tolerated, strict,
                                     strict_shape, shrink_seconds, on_progress, started)
     else:
         results = None
@@ -668,13 +668,13 @@ def _lockstep_results(subject: Factory, oracle: Factory, seed: int, indices: lis
         if on_progress is not None:
             on_progress(first, len(indices), time.perf_counter() - started)
         group = indices[first:first + LOCKSTEP_GROUP]
-        results += lockstep.run([lambda i=i: run_stream(subject, oracle, generate(seed, i, profile), False, strict,
-                                                          strict_shape, False) for i in group])
+        results += lockstep.run_each(lambda i: run_stream(subject, oracle, generate(seed, i, profile), False, strict,
+                                                            strict_shape, False), group)
     failing = [k for k, r in enumerate(results) if r.mismatch is not None and r.mismatch.fails][:max_reported]
     tolerated = [k for k, r in enumerate(results) if r.mismatch is not None and not r.mismatch.fails][:shrunk_tolerated]
     again = failing + tolerated
-    shrunk = lockstep.run([lambda k=k: run_stream(subject, oracle, generate(seed, indices[k], profile), True, strict,
-                                                    strict_shape, True, shrink_seconds) for k in again])
+    shrunk = lockstep.run_each(lambda k: run_stream(subject, oracle, generate(seed, indices[k], profile), True, strict,
+                                                      strict_shape, True, shrink_seconds), again)
     for k, result in zip(again, shrunk):
         results[k] = result
     return results

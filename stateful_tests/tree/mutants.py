@@ -263,3 +263,16 @@ class PanicsOnClear(RadixTree):
         if self.poisoned:
             raise PanicException("called `Result::unwrap()` on an `Err` value: PoisonError")
         return super().find_matches(sequence, early_exit)
+
+
+class FedAtOnceOverCredits(WalkSkipsEqualSizedIntersection):
+    """The equal-size over-credit (Dynamo's concurrent indexer, docs/dynamo-findings.md F10) behind the door of
+    Dynamo's indexer: ``send_many`` takes the events of several ranks at once and answers each outcome as the
+    indexer's ``/metrics`` label (applied one by one here). The production-mode row's control."""
+
+    def send_many(self, events: Any) -> list[tuple[str, str]]:
+        from ..harness.targets import apply
+
+        labels = {"ok": "ok", "ParentBlockNotFound": "parent_block_not_found", "BlockNotFound": "block_not_found",
+                  "InvalidBlockSequence": "invalid_block"}
+        return [("event", labels[apply(self, rank.worker_id, event)]) for rank, event in events]

@@ -86,8 +86,9 @@ def test_conformance_finds_the_over_credit_on_the_concurrent_tree_and_nothing_on
 
 
 def test_the_selection_services_active_sequences_agree_with_the_reference_tracker(selection):
+    from kvproof.gate.sequences import trace_calls
     from kvproof.stateful_tests.sequences.mutants import FreeSkipsPrefillCleanup
-    from kvproof.stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace, trace_calls
+    from kvproof.stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace
 
     report = conform_selection(60, 1)
     trace = conform_selection_trace(trace_calls(150))

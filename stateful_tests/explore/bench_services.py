@@ -7,7 +7,7 @@ service at 1 and N threads) on the same generated streams (``streams.generate``,
   indexer: one event behind the ``/metrics`` fence at a time; the selection service: queued and
   applied by one peer-recovery call for all streams, lanes pinned), then every stream's queries
   asked of its final tree (``find_matches_many`` where the target pipelines them);
-- **concurrent** (the targets that take events at once): production mode (``tree.production``),
+- **concurrent** (the targets that take events at once): production mode (``explore.production``),
   rounds of events of different workers at once with reads racing them.
 
 Each figure is per second of wall time and per CPU time: this process's (``time.process_time``,
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..harness import lockstep, targets
-from .streams import EventOp, apply_op, generate, not_carried
+from ..tree.streams import EventOp, apply_op, generate, not_carried
 
 DEFAULT_TARGETS = ("dynamo", "dynamo-indexer@1", "dynamo-indexer", "dynamo-selection@1", "dynamo-selection")
 
@@ -82,7 +82,7 @@ def deterministic(name: str, factory: Callable[[], Any], streams: int) -> Servic
     trees = [factory() for _ in work]
     try:
         clock = _Clock(trees[0])
-        events = sum(lockstep.run([lambda t=t, s=s: _apply(t, s.ops) for t, s in zip(trees, work)]))
+        events = sum(lockstep.run_each(lambda pair: _apply(pair[0], pair[1].ops), list(zip(trees, work))))
         for tree in trees:  # a tree that queues events (the selection service) applies them here, all in one call
             targets.scores_many(tree, [[0]])
         event_wall, event_cpu = clock.lap()

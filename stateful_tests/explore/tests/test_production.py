@@ -1,10 +1,10 @@
-"""tree/production.py: production mode judges every read against the contract and every round for linearizability."""
+"""explore/production.py: production mode judges every read against the contract and every round for linearizability."""
 
 from kvproof.reference import RadixTree
 from kvproof.spec.rules import DEFAULT_RULES
 from kvproof.stateful_tests.harness.targets import apply
 from kvproof.stateful_tests.tree.mutants import WalkSkipsEqualSizedIntersection
-from kvproof.stateful_tests.tree.production import LABEL_OUTCOMES, feed, rounds_of
+from kvproof.stateful_tests.explore.production import LABEL_OUTCOMES, feed, rounds_of
 from kvproof.stateful_tests.tree.streams import ClearAllBlocksOp, EventOp, generate
 
 STATUS = {outcome: status for status, outcome in LABEL_OUTCOMES.items()}

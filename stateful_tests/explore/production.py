@@ -56,15 +56,15 @@ from ...spec.contract import EMPTY_CONTRACT, ContractState, Verdict, holdings, r
 from ...spec.events import Removed, Stored
 from ...spec.primitives import Rank
 from ...spec.rules import RuleSet
-from ..explore.history import Call
-from ..explore.linearizability import check as check_linearizable
-from ..explore.specs import TreeSpec
 from ..harness import lockstep, targets
 from ..harness.paths import held_prefix
 from ..harness.surface import LeftOut, lacks
-from .conformance import contract_after
-from .log import file_safe, ops_to_lines
-from .streams import EventOp, Op, Stream, apply_op, describe, generate, not_carried
+from ..tree.conformance import contract_after
+from ..tree.log import file_safe, ops_to_lines
+from ..tree.streams import EventOp, Op, Stream, apply_op, describe, generate, not_carried
+from .history import Call
+from .linearizability import check as check_linearizable
+from .specs import TreeSpec
 
 Factory = Callable[[], Any]
 
@@ -316,7 +316,7 @@ def _one(call: Call, k: int) -> Call:
 
 
 def _one_seen(seen: Any, k: int) -> Any:
-    from ..explore.linearizability import Seen
+    from .linearizability import Seen
 
     return Seen(tuple(("ok", s[1][k]) for s in seen.states), seen.completed, seen.opened)
 
@@ -461,7 +461,7 @@ def feed(subject: Factory, subject_name: str, rules: RuleSet, streams: int, seed
     started = time.perf_counter()
     report = ProductionReport(subject_name, rules.name, seed)
     indices = [only_stream] if only_stream is not None else list(range(streams))
-    verdicts = lockstep.run([lambda i=i: feed_stream(subject, generate(seed, i), rules) for i in indices])
+    verdicts = lockstep.run_each(lambda i: feed_stream(subject, generate(seed, i), rules), indices)
     for verdict in verdicts:
         report.streams += 1
         report.rounds += verdict.rounds

@@ -345,8 +345,8 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
 def _conform_concurrent(target: Any, streams: int, seed: int, stream: int | None, rules: str | None,
                         json_path: str | None) -> None:
     """``conform tree --concurrent``: production mode (stateful_tests/explore/production.py)."""
-    from .stateful_tests.harness.targets import production_factory, resolve_rules
     from .stateful_tests.explore.production import feed, feeds_concurrently
+    from .stateful_tests.harness.targets import production_factory, resolve_rules
 
     factory = production_factory(target.name)
     probe = factory() if factory is not None else None

@@ -165,9 +165,8 @@ def trace_calls(requests: int) -> list[Any]:
 
 
 def _selection(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace
-
     from ..stateful_tests.sequences.model import TARGETS
+    from ..stateful_tests.sequences.selection_oracle import conform_selection, conform_selection_trace
 
     scenarios = ctx.profile.sequences.selection_scenarios
     reference = TARGETS["reference"]

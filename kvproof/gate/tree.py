@@ -285,8 +285,8 @@ def _conformance(ctx: Context, row: Row) -> None:
 
 def _feeds_at_once(ctx: Context) -> bool | str:
     """Production mode belongs to a target that takes events of several ranks at once (``send_many``)."""
-    from ..stateful_tests.harness.targets import production_factory
     from ..stateful_tests.explore.production import feeds_concurrently
+    from ..stateful_tests.harness.targets import production_factory
 
     factory = production_factory(ctx.target_name)
     if factory is None:
@@ -301,8 +301,8 @@ def _feeds_at_once(ctx: Context) -> bool | str:
 
 
 def _production(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.harness.targets import production_factory
     from ..stateful_tests.explore.production import feed
+    from ..stateful_tests.harness.targets import production_factory
 
     factory = production_factory(ctx.target_name)
     assert factory is not None

@@ -20,12 +20,12 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-T = TypeVar("T")
-I = TypeVar("I")
-
 import greenlet
 
 from ...impl import _sync
+
+T = TypeVar("T")
+I = TypeVar("I")
 
 _HUB: list[Any] = []  # the running hub's greenlet (one at a time)
 _FLUSHERS: dict[int, Callable[[], None]] = {}  # id -> flush, registered by the jobs' targets while parked

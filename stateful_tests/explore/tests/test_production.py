@@ -2,9 +2,9 @@
 
 from kvproof.reference import RadixTree
 from kvproof.spec.rules import DEFAULT_RULES
+from kvproof.stateful_tests.explore.production import LABEL_OUTCOMES, feed, rounds_of
 from kvproof.stateful_tests.harness.targets import apply
 from kvproof.stateful_tests.tree.mutants import WalkSkipsEqualSizedIntersection
-from kvproof.stateful_tests.explore.production import LABEL_OUTCOMES, feed, rounds_of
 from kvproof.stateful_tests.tree.streams import ClearAllBlocksOp, EventOp, generate
 
 STATUS = {outcome: status for status, outcome in LABEL_OUTCOMES.items()}

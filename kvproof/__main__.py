@@ -1,5 +1,5 @@
 """``python -m kvproof``: the same command as ``kvproof``."""
 
-from .cli import main
+from .cli import entry
 
-main()
+entry()

@@ -114,6 +114,40 @@ strict_shape_option = click.option("--strict-shape", is_flag=True,
                                    help="early_exit differences (which depend on node boundaries, F7) fail instead of being reported")
 
 
+NETNS_COMMANDS = frozenset({"check", "conform", "vectors", "trace", "replay", "explain", "bench"})
+"""The commands that may start servers (Dynamo's standalone indexer, the slot tracker): run in a private network
+namespace by default, where the machine allows one."""
+
+
+def entry() -> None:
+    """The ``kvproof`` program: ``main``, re-executed first inside a private network namespace when it may start servers.
+
+    Dynamo's standalone indexer and slot tracker listen on every interface and have no option to bind
+    loopback only. A command of ``NETNS_COMMANDS`` is therefore re-executed (same pid, same arguments) under
+    ``unshare --net --map-root-user`` with only ``lo`` up, where the machine allows it (root, or unprivileged
+    user namespaces): nothing the run starts can be reached from outside. ``KVPROOF_NETNS=0`` opts out (and
+    ``--executor ray`` does, since a Ray cluster needs the machine's network). Where no namespace can be had
+    the run's first line says so.
+    """
+    from .stateful_tests.harness import process_guard
+
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    wanted = (command in NETNS_COMMANDS and os.environ.get("KVPROOF_NETNS", "1") != "0" and "ray" not in argv
+              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv))
+    if wanted:
+        why = process_guard.netns_unavailable()
+        if why is None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.environ[process_guard.NETNS_ENV] = "1"
+            os.execvp("unshare", [*process_guard.netns_prefix(), sys.executable, "-m", "kvproof", *argv])
+        print(f"kvproof: network: no private network namespace here ({why}); a server this run starts (Dynamo's "
+              "indexer, the slot tracker) listens on every interface, and kvproof speaks to it on 127.0.0.1 only "
+              "(KVPROOF_NETNS=0 to silence)", flush=True)
+    main()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(package_name="kvproof")
 def main() -> None:
@@ -526,6 +560,8 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
     prints its history and what it showed; `--target` runs it on another subject instead.
     """
     from .stateful_tests.explore.token import looks_like_token
+    from .stateful_tests.harness.isolation import TargetFailure
+    from .stateful_tests.tree.target_failures import finding
 
     if looks_like_token(log_file) or log_file.endswith(".json"):
         _replay_schedule(log_file, target)
@@ -556,8 +592,16 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
         if lacking:
             click.echo(f"replay: the log calls remove_worker_dp_rank, which {', '.join(lacking)} does not have", err=True)
             sys.exit(EXIT_USAGE)
-    result = replay_log(log, subject_f, oracle_f, subject.name, oracle.name, rule_set, log_file,
-                        strict, strict_shape)
+    try:
+        result = replay_log(log, subject_f, oracle_f, subject.name, oracle.name, rule_set, log_file,
+                            strict, strict_shape)
+    except TargetFailure as failure:  # the subject's (or the oracle's) process crashed, ran out of memory or hung
+        failed = subject if failure.target == subject.name else oracle
+        found = finding(failed.name, failed.factory, failure)
+        click.echo(found.report())
+        click.echo(f"  replay: {found.replay}")
+        click.echo(f"replay: events={len(log.ops)} failing=1 (the target's process: {failure.kind})")
+        sys.exit(EXIT_FAIL)
     click.echo(result.report())
     if result.failing is not None:
         target_path = Path(out_path) if out_path else Path(log_file).with_suffix(".min.jsonl")

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spec.rules import DEFAULT_RULES, RuleSet
+from ..stateful_tests.harness.isolation import TargetFailure
 from ..stateful_tests.harness.profiles import Profile
 from ..stateful_tests.harness.shards import WHOLE, Shard
 
@@ -183,8 +184,10 @@ class GateReport:
         return [(r.family, r.layer, r.name, r.checks, r.examples, f"{r.seconds:.1f}", r.verdict) for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
+        from ..stateful_tests.harness.process_guard import network_note
+
         return {"target": self.target, "profile": self.profile, "seed": self.seed, "families": list(self.families),
-                "rules": self.rules, "rules_note": self.rules_note,
+                "rules": self.rules, "rules_note": self.rules_note, "network": network_note(),
                 "rows": [r.to_json() for r in self.rows],
                 "left_out": [{"check": k, "reason": why} for k, why in self.left_out]}
 
@@ -217,6 +220,11 @@ def run_check(check: Check, ctx: Context) -> Row:
         row.result, row.detail = Result.SKIP, str(skip)
     except Failed as failure:
         row.result, row.detail = Result.FAIL, str(failure)
+    except TargetFailure as failure:  # the target's process crashed, ran out of memory or hung: a finding, shrunk
+        from ..stateful_tests.tree.target_failures import finding
+
+        found = finding(ctx.target_name, ctx.factory, failure, ctx.profile.tree.shrink_s)
+        row.result, row.detail, row.replay = Result.FAIL, found.report(), found.replay
     except Exception as exc:  # a falsified law, an assertion, or a crash of the target
         row.result = Result.FAIL
         row.detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()

@@ -48,13 +48,21 @@ def _set_parent_death_signal() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
-def spawn_guarded(cmd: list[str], **kwargs: Any) -> subprocess.Popen:
+def spawn_guarded(cmd: list[str], preexec_extra: Callable[[], None] | None = None, **kwargs: Any) -> subprocess.Popen:
     """Start ``cmd`` in its own process group, with a parent-death SIGKILL on Linux, and record it in ``GUARD``.
 
-    Extra keyword arguments go to ``subprocess.Popen``. Call ``GUARD.kill(proc)`` to stop it.
+    ``preexec_extra`` runs in the child after that, before exec (a resource limit, say). Extra keyword
+    arguments go to ``subprocess.Popen``. Call ``GUARD.kill(proc)`` to stop it.
     """
-    preexec: Callable[[], None] | None = _set_parent_death_signal if sys.platform.startswith("linux") else None
-    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=preexec, **kwargs)
+    death: Callable[[], None] | None = _set_parent_death_signal if sys.platform.startswith("linux") else None
+
+    def both() -> None:
+        if death is not None:
+            death()
+        if preexec_extra is not None:
+            preexec_extra()
+
+    proc = subprocess.Popen(cmd, start_new_session=True, preexec_fn=both if preexec_extra else death, **kwargs)
     GUARD.add(proc)
     return proc
 
@@ -239,8 +247,21 @@ def binds_all_interfaces(addresses: list[str]) -> bool:
 
 
 def in_private_netns() -> bool:
-    """Whether this run was re-executed inside the private network namespace ``--netns`` makes."""
-    return os.environ.get(NETNS_ENV) == "1"
+    """Whether this run is inside a private network namespace: re-executed into one (``--netns``, ``cli.entry``),
+    or started in one by its caller (its only interface is ``lo``)."""
+    if os.environ.get(NETNS_ENV) == "1":
+        return True
+    try:
+        return os.listdir("/sys/class/net") == ["lo"]
+    except OSError:
+        return False
+
+
+def network_note() -> str:
+    """Where this run's servers can be reached from, in one line (the reports carry it)."""
+    if in_private_netns():
+        return "private network namespace: nothing this run starts is reachable beyond its own loopback"
+    return "the machine's network: a server this run starts may listen on every interface (see the run's first line)"
 
 
 def netns_unavailable() -> str | None:

@@ -59,6 +59,23 @@ def python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
+def target_memory_mb() -> int:
+    """The address-space limit of a target's process, in MiB: ``KVPROOF_TARGET_MEMORY_MB``, default 4096 (a quarter
+    of CI's 24 GB, with the suite beside it)."""
+    return int(os.environ.get("KVPROOF_TARGET_MEMORY_MB", "4096"))
+
+
+def limit_address_space(megabytes: int) -> Any:
+    """A pre-exec function that caps the child's address space (``RLIMIT_AS``): an allocation past it fails inside
+    the target, which then aborts or raises, instead of taking the machine."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return limit
+
+
 class HttpService:
     """One server process on 127.0.0.1:``port``, started by ``start`` and stopped by ``close`` (safe twice).
 
@@ -69,8 +86,10 @@ class HttpService:
     name = "server"
     health_path = "/health"
 
-    def __init__(self, cmd: list[str], port: int, log_path: str | None = None, timeout: float = 10.0) -> None:
+    def __init__(self, cmd: list[str], port: int, log_path: str | None = None, timeout: float = 10.0,
+                 memory_mb: int | None = None) -> None:
         self.cmd, self.port, self.timeout = cmd, port, timeout
+        self.memory_mb = memory_mb if memory_mb is not None else target_memory_mb()
         self.log_path = log_path or os.devnull
         self.proc: subprocess.Popen | None = None
         self.listening: list[str] = []
@@ -83,7 +102,8 @@ class HttpService:
     def start(self, ready_within: float = 30.0) -> None:
         """Start the server and wait for its health route; on failure stop it and raise ``ServiceFailure``."""
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until close() closes it
-        self.proc = process_guard.spawn_guarded(self.cmd, stdout=self.log, stderr=subprocess.STDOUT, env=runtime_env())
+        self.proc = process_guard.spawn_guarded(self.cmd, preexec_extra=limit_address_space(self.memory_mb),
+                                                stdout=self.log, stderr=subprocess.STDOUT, env=runtime_env())
         deadline = time.monotonic() + ready_within
         while True:
             if self.proc.poll() is not None:

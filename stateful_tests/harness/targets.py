@@ -190,15 +190,42 @@ def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
         return Target(name, pool)
     if name == "dynamo":
         factory, reason = dynamo_tree_factory()
-        return Target(name, factory, reason)
+        return _isolated(Target(name, factory, reason))
     if name == "dynamo-indexer" or name.startswith("dynamo-indexer@"):
         return _indexer_target(name)
     if name == "dynamo-selection" or name.startswith("dynamo-selection@"):
-        return _selection_target(name)
+        return _isolated(_selection_target(name))
     if ":" in name:
         factory, reason = import_factory(name)
-        return Target(name, factory, reason)
+        own = name.startswith("kvproof.")  # kvproof's own broken twins: its own code, probed in process (lanes, pools)
+        return Target(name, factory, reason) if own else _isolated(Target(name, factory, reason))
     return Target(name, None, f"unknown target {name!r}: use {', '.join(NAMES)}, or module.path:Factory")
+
+
+HOST_VARIABLE = "KVPROOF_IN_HOST"
+"""Set in a target's host process (``harness.host``): there the target itself is made, not another host."""
+
+ISOLATE_VARIABLE = "KVPROOF_ISOLATE"
+"""``0`` runs targets that are not kvproof's own in kvproof's process (faster; a crash of the target is then kvproof's)."""
+
+
+def isolating() -> bool:
+    """Whether targets that are not kvproof's own run in a host process (``harness.isolation``)."""
+    return os.environ.get(HOST_VARIABLE) != "1" and os.environ.get(ISOLATE_VARIABLE, "1") != "0"
+
+
+def _isolated(target: Target) -> Target:
+    """``target`` made in a host process with memory and time limits, when isolating and the target is available.
+
+    The Dynamo binding, the selection service and a user's ``module:Factory`` run so; kvproof's own trees (its
+    broken twins in ``kvproof.*`` modules included), and Dynamo's standalone indexer (already a process of its
+    own, under the same limits), do not.
+    """
+    if target.factory is None or not isolating():
+        return target
+    from .isolation import isolated
+
+    return Target(target.name, isolated(target.name))
 
 
 NAMES = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo", "dynamo-indexer", "dynamo-selection")
@@ -237,18 +264,18 @@ def production_factory(name: str) -> Callable[[], Any] | None:
     base = name.partition("@")[0]
     if base != "dynamo-selection":
         return load_target(name).factory
-    from . import dynamo_selection
+    return load_target(name + UNPINNED).factory
 
-    threads = threads_of(name, dynamo_selection.DEFAULT_THREADS)
-    if isinstance(threads, str) or dynamo_selection.unavailable():
-        return None
-    return lambda: dynamo_selection.SelectionTree(threads, pinned=False)
+
+UNPINNED = "/unpinned"
+"""The selection service's trees with their lanes free (production mode): ``dynamo-selection@4/unpinned``."""
 
 
 def _selection_target(name: str) -> Target:
     from . import dynamo_selection
 
-    threads = threads_of(name, dynamo_selection.DEFAULT_THREADS)
+    pinned = not name.endswith(UNPINNED)
+    threads = threads_of(name.removesuffix(UNPINNED), dynamo_selection.DEFAULT_THREADS)
     if isinstance(threads, str):
         return Target(name, None, threads)
     why = dynamo_selection.unavailable()
@@ -256,7 +283,7 @@ def _selection_target(name: str) -> Target:
         return Target(name, None, why)
 
     def selection() -> Any:
-        return dynamo_selection.SelectionTree(threads)
+        return dynamo_selection.SelectionTree(threads, pinned)
 
     return Target(name, selection)
 

@@ -33,6 +33,7 @@ from ...spec.contract import (
     ContractState,
     Verdict,
     holdings,
+    longest_prefix_in,
     on_event,
     on_remove_worker,
     on_remove_worker_dp_rank,
@@ -45,13 +46,14 @@ from ...spec.match import early_exit_agrees
 from ...spec.primitives import Rank
 from ...spec.rules import RULE_SETS, RuleSet
 from ..harness import lockstep, targets
-from ..harness.paths import held_prefix
+from ..harness.paths import ext as path_ext
 from ..harness.shards import WHOLE, Shard, run_parts
 from ..harness.surface import LeftOut, lacks
 from ..harness.targets import DumpEntry, dump_entries
 from .log import file_safe, judging_options, ops_to_lines
 from .streams import (
     DEFAULT_PROFILE,
+    DumpOp,
     EventOp,
     Op,
     RemoveWorkerDpRankOp,
@@ -217,12 +219,12 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
         asked = list(qs)
         for q, got_s, want_s in zip(asked, targets.scores_many(a, asked), targets.scores_many(b, asked)):
             compared += 1
-            broken = contract_score_problems(state, q, got_s)
+            broken = contract_score_problems(state, q, got_s, names)
             if broken:
                 note(Difference(CONTRACT, index, f"{where}: find_matches({q}) = {got_s}: {broken}"))
                 return True
             if got_s != want_s:
-                theirs = contract_score_problems(theirs_state, q, want_s)
+                theirs = contract_score_problems(theirs_state, q, want_s, names)
                 detail = f"{where}: find_matches({q}, early_exit=False) = {got_s}, oracle {want_s}"
                 if theirs:
                     note(Difference(ORACLE_CONTRACT, index, f"{where}: the oracle's find_matches({q}) = {want_s}: {theirs} "
@@ -249,6 +251,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                                 "F7"))
         return False
 
+    names = ChainNames()
     for i, op in enumerate(ops):
         gap = not_carried(a, op) or not_carried(b, op)
         if gap is not None:
@@ -263,6 +266,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
             if broken:
                 note(Difference(CONTRACT, i, f"op {i} {describe(op)}: outcome {got}, oracle {want}: {broken}"))
                 return list(found.values()), compared
+            names.learn(op, got)
             left_open = open_zone and contract_leaves_open(state, op)
             state = contract_after(state, op, got, whole_worker)
             theirs_state = contract_after(theirs_state, op, want, whole_worker)
@@ -334,19 +338,53 @@ def contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker:
         return on_event(state, rank, op.event.data, True, cleared_whole_worker)
     if isinstance(op, RemoveWorkerDpRankOp):
         return on_remove_worker_dp_rank(state, Rank(op.worker_id, op.dp_rank)) if got == targets.OK else state
-    if got != targets.OK:
+    if got != targets.OK or isinstance(op, DumpOp):
         return state
     return on_remove_worker(state, op.worker_id)  # remove_worker and clear_all_blocks drop what every rank holds
 
 
-def contract_score_problems(state: ContractState, query: list[int], scores: dict[tuple[int, int], int]) -> str:
+class ChainNames:
+    """The external hash of each local-hash path a stream stored, learned from its stores.
+
+    The contract's state names blocks by external hash; a query names them by local hashes. Generated
+    streams derive each external hash from its path (``harness.paths.ext``); a log from elsewhere (a
+    router's recorder, a vector, a crash report) names them as it likes, so the comparison learns each
+    path's hash from the stores that named it, and falls back to the derived hash for a path no store named.
+    """
+
+    def __init__(self) -> None:
+        self.path_of: dict[int, tuple[int, ...]] = {}
+        self.ext_of: dict[tuple[int, ...], int] = {}
+
+    def learn(self, op: Op, outcome: str) -> None:
+        """Learn the paths of a store the subject accepted (a refused one names nothing); a hash already named at
+        another path (out of contract) ends the learning of that store."""
+        if outcome != targets.OK or not (isinstance(op, EventOp) and isinstance(op.event.data, Stored)):
+            return
+        stored = op.event.data
+        path = () if stored.parent_hash is None else self.path_of.get(stored.parent_hash)
+        if path is None:
+            return  # under a parent no store named: no path to learn
+        for block in stored.blocks:
+            path = path + (block.local,)
+            if self.path_of.setdefault(block.ext, path) != path:
+                return
+            self.ext_of.setdefault(path, block.ext)
+
+    def chain(self, query: list[int]) -> list[int]:
+        prefixes = [tuple(query[: i + 1]) for i in range(len(query))]
+        return [self.ext_of[p] if p in self.ext_of else path_ext(p) for p in prefixes]
+
+
+def contract_score_problems(state: ContractState, query: list[int], scores: dict[tuple[int, int], int],
+                            names: ChainNames | None = None) -> str:
     """Why plain ``scores`` along ``query`` break the contract: an over-credit or an unexplained undercount."""
     problems = []
-    path = tuple(query)
+    chain = (names or ChainNames()).chain(query)
     for rank in set(scores) | set(state):
         got = scores.get(rank, 0)
         h = holdings(state, Rank(*rank))
-        held, reachable = held_prefix(path, h.held), held_prefix(path, h.reachable)
+        held, reachable = longest_prefix_in(chain, h.held), longest_prefix_in(chain, h.reachable)
         if got > held:
             problems.append(f"over-credits {tuple(rank)}: score {got}, but it holds only {held} blocks of the query")
         elif got < reachable:

@@ -7,8 +7,9 @@ A log is one JSON object per line. A line is either
   it (extra envelope fields such as ``storage_tier`` are ignored); or
 - one of kvproof's four extensions, for what is not an event:
   ``{"remove_worker": W}``, ``{"clear_all_blocks": W}``, ``{"remove_worker_dp_rank": [W, D]}``,
-  and ``{"find_matches": [local hashes]}``, a query whose scores (with and without
-  ``early_exit``) are compared after the operations before it.
+  ``{"find_matches": [local hashes]}``, a query whose scores (with and without
+  ``early_exit``) are compared after the operations before it, and ``{"dump": true}``, a call of
+  ``dump_tree_as_events`` (a target that crashed there, ``harness.isolation``).
 
 Blank lines and lines starting with ``#`` are comments. ``parse_log`` returns the operations
 and queries with the line number of each, or a ``LogError`` naming the first bad line; it
@@ -25,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from ...spec.errors import KvProofError
 from ...spec.events import decode_router_event, encode_router_event
-from .streams import ClearAllBlocksOp, EventOp, Op, RemoveWorkerDpRankOp, RemoveWorkerOp
+from .streams import ClearAllBlocksOp, DumpOp, EventOp, Op, RemoveWorkerDpRankOp, RemoveWorkerOp
 
 if TYPE_CHECKING:
     from .conformance import Mismatch
 
-EXTENSIONS = ("remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches")
+EXTENSIONS = ("remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches", "dump")
 
 
 def judging_options(rules: str | None = None, strict: bool = False, strict_shape: bool = False) -> str:
@@ -65,6 +66,8 @@ def op_to_line(op: Op) -> str:
         return json.dumps({"remove_worker": op.worker_id})
     if isinstance(op, ClearAllBlocksOp):
         return json.dumps({"clear_all_blocks": op.worker_id})
+    if isinstance(op, DumpOp):
+        return json.dumps({"dump": True})
     return json.dumps({"remove_worker_dp_rank": [op.worker_id, op.dp_rank]})
 
 
@@ -109,6 +112,10 @@ def parse_line(line: str, lineno: int) -> Op | list[int] | None:
         if not isinstance(value, list) or len(value) != 2:
             raise LogError(f"line {lineno}: remove_worker_dp_rank takes [worker_id, dp_rank], got {value!r}")
         return RemoveWorkerDpRankOp(_uint(value[0], "worker_id", lineno), _uint(value[1], "dp_rank", lineno))
+    if key == "dump":
+        if value is not True:
+            raise LogError(f"line {lineno}: dump takes true, got {value!r}")
+        return DumpOp()
     if not isinstance(value, list):
         raise LogError(f"line {lineno}: find_matches takes a list of local hashes, got {value!r}")
     return [_uint(x, "a local hash", lineno) for x in value]

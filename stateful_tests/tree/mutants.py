@@ -276,3 +276,31 @@ class FedAtOnceOverCredits(WalkSkipsEqualSizedIntersection):
         labels = {"ok": "ok", "ParentBlockNotFound": "parent_block_not_found", "BlockNotFound": "block_not_found",
                   "InvalidBlockSequence": "invalid_block"}
         return [("event", labels[apply(self, rank.worker_id, event)]) for rank, event in events]
+
+
+class AllocatesWithoutBound(RadixTree):
+    """A target whose dump grows without bound (Dynamo 0.6.1 to 1.2.1 on a cycle): the host's memory limit ends it."""
+
+    def dump_tree_as_events(self) -> list[str]:
+        hoard = []
+        while True:
+            hoard.append(bytearray(1 << 24))
+
+
+class Aborts(RadixTree):
+    """A target whose process aborts in the middle of a query (a Rust panic that aborts, a segfault)."""
+
+    def find_matches(self, sequence: Any, early_exit: Any = False) -> Any:
+        import os
+
+        os.abort()
+
+
+class Hangs(RadixTree):
+    """A target that never answers a store (a deadlock): the host's time limit ends it."""
+
+    def apply_event(self, worker_id: Any, event: Any) -> None:
+        import time
+
+        while True:
+            time.sleep(1)

@@ -12,8 +12,9 @@ with its group on timeout or interrupt. The verdict of a release is one of:
 
 - ``pass``: every row passes, possibly naming what it tolerated (known findings, variants);
 - ``upstream bug``: a row fails with a contract difference or a contract-machine
-  counterexample (over-credit, unexplained undercount, a store under an unheld parent);
-  ``KNOWN_BUGS`` names the upstream change where kvproof knows it;
+  counterexample (over-credit, unexplained undercount, a store under an unheld parent), or the
+  target's process crashed, ran out of memory or hung (``harness.isolation``: the row's
+  ``FINDING``); ``KNOWN_BUGS`` names the upstream change where kvproof knows it;
 - ``differs``: a row fails with a difference that no variant explains and that is not a
   contract violation (run ``kvproof explain`` on it);
 - ``not checkable``: the release lacks what the gate needs (rows skipped with the reason).
@@ -85,6 +86,12 @@ KNOWN_BUGS = (
              "WalkSkipsEqualSizedIntersection)",
              "introduced by ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0); gone with the compressed tree of PR #10542 "
              "(1.3.0)"),
+    KnownBug("unbounded dump", "0.6.1", "1.2.1",
+             "a store that reuses a node the worker holds for the same block hash can link a cycle, and "
+             "dump_tree_as_events follows it until allocation fails (a finding of the isolated target: its process "
+             "runs out of memory, kvproof does not)",
+             "two-step cycle: store [(1, 101), (2, 102)], then [(3, 101)] under 102; gone with the compressed tree of "
+             "ai-dynamo/dynamo PR #10542 (1.3.0)"),
     KnownBug("concurrent equal-size over-credit (F10)", "1.1.0", "1.6.1",
              "the concurrent tree's walk skips intersecting the active ranks with a child's holders when the two sets "
              "have the same size, so a rank is carried into a child it does not hold (docs/dynamo-findings.md F10)",
@@ -181,10 +188,13 @@ def verdict_of(rows: list[dict]) -> str:
 
 
 def _breaks_contract(row: dict) -> bool:
-    """A failing row shows a contract violation: the contract machine's, or a conformance difference of that kind."""
+    """A failing row shows a contract violation (the contract machine's, or a conformance difference of that kind),
+    or the target failed as a process (a crash, memory, a hang: ``FINDING`` in the row)."""
     import re
 
     said = row["detail"]
+    if said.startswith("FINDING ["):
+        return True
     if "[contract]" in said or (row["layer"] == "contract" and any(
             word in said for word in ("overcount", "undercount", "over-credit", "does not hold"))):
         return True

@@ -215,21 +215,8 @@ def scenario_ops(scenario: Scenario) -> tuple[list[Any], list[list[list[int]]]]:
     query step is asked after the operation before it (every vector starts with an operation).
     Expected outcomes, scores and dumps are dropped: the oracle of the comparison answers
     instead (used where the rule set in force is not exact, ``spec.rules``).
-
-    The vectors name blocks by Dynamo's test convention (``100 * local``); the contract the
-    comparison holds both trees to reads a block's path from its hash (``harness.paths``), so
-    every hash a store names is renamed to the hash of its path (parent's path plus its local
-    hash), and removals and parents follow the renaming. An in-contract vector names each path
-    once, so nothing merges; a hash no store named, and the blocks of a store under such a
-    parent, keep their numbers.
     """
-    from ..harness.paths import ext as path_ext
     from .streams import ClearAllBlocksOp, EventOp, RemoveWorkerOp
-
-    path_of: dict[int, tuple[int, ...]] = {}
-
-    def renamed(h: int) -> int:
-        return path_ext(path_of[h]) if h in path_of else h
 
     ops: list[Any] = []
     queries: list[list[list[int]]] = []
@@ -240,18 +227,10 @@ def scenario_ops(scenario: Scenario) -> tuple[list[Any], list[list[list[int]]]]:
             queries[-1].append(list(step.sequence))
             continue
         if isinstance(step, Store):
-            known_parent = step.parent is None or step.parent in path_of
-            path = path_of.get(step.parent, ()) if step.parent is not None else ()
-            blocks = []
-            for h, local in step.blocks:
-                path = path + (local,)
-                if known_parent:  # under a parent no store named, the blocks keep their numbers (no path to derive)
-                    path_of.setdefault(h, path)
-                blocks.append(Block(local, renamed(h)))
-            parent = None if step.parent is None else renamed(step.parent)
-            ops.append(EventOp(step.worker, KvCacheEvent(i, Stored(parent, tuple(blocks)), step.dp)))
+            blocks = tuple(Block(local, ext) for ext, local in step.blocks)
+            ops.append(EventOp(step.worker, KvCacheEvent(i, Stored(step.parent, blocks), step.dp)))
         elif isinstance(step, Remove):
-            ops.append(EventOp(step.worker, KvCacheEvent(i, Removed(tuple(map(renamed, step.hashes))), step.dp)))
+            ops.append(EventOp(step.worker, KvCacheEvent(i, Removed(tuple(step.hashes)), step.dp)))
         elif isinstance(step, Clear):
             ops.append(EventOp(step.worker, KvCacheEvent(i, Cleared(), step.dp)))
         elif isinstance(step, RemoveWorker):

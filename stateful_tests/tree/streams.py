@@ -72,7 +72,12 @@ class RemoveWorkerDpRankOp:
     dp_rank: int
 
 
-Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp | RemoveWorkerDpRankOp
+@dataclass(frozen=True, slots=True)
+class DumpOp:
+    """Call ``dump_tree_as_events()`` (in logs only: the call a target failed in, ``harness.isolation``)."""
+
+
+Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp | RemoveWorkerDpRankOp | DumpOp
 
 
 def apply_op(tree: Any, op: Op) -> str:
@@ -83,6 +88,8 @@ def apply_op(tree: Any, op: Op) -> str:
         return targets.outcome_of_call(lambda: tree.remove_worker(op.worker_id))
     if isinstance(op, RemoveWorkerDpRankOp):
         return targets.outcome_of_call(lambda: tree.remove_worker_dp_rank(op.worker_id, op.dp_rank))
+    if isinstance(op, DumpOp):
+        return targets.outcome_of_call(tree.dump_tree_as_events)
     return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
 
 

@@ -108,6 +108,15 @@ SCENARIOS: list[Scenario] = [
         Query([3, 4], {W1: 1}),
         Remove(1, [200], expect=BNF),
     ]),
+    # The two-step cycle (ai-dynamo-runtime 0.6.1 to 1.2.1): the older tree reused the node the worker held for block
+    # hash 101, linking 102 -> 101 into a cycle that the dump followed until allocation failed (docs/dynamo-findings.md,
+    # "unbounded dump"; observed here on 1.6.1, the reference and the implementation alike, 2026-12-05).
+    Scenario("cycle_a_block_hash_stored_again_below_its_own_chain", "2026-12-05 releases survey (out of contract)", [
+        Store(1, [(101, 1), (102, 2)]),
+        Store(1, [(101, 3)], parent=102),
+        Query([1, 2, 3], {W1: 3}),
+        Dump([(1, 0, None, [101, 102, 101])]),
+    ]),
     Scenario("E7b_parent_hash_resolves_to_last_store", "crtc.md §13 E7b (out of contract)", [
         Store(1, chain(1, 2)),
         Store(2, [(300, 3), (200, 4)]),

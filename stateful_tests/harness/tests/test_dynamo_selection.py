@@ -20,7 +20,8 @@ def selection():
     why = dynamo_selection.unavailable()
     if why:
         pytest.skip(why)
-    yield lambda threads: load_target(f"dynamo-selection@{threads}").factory
+    # the adapter itself, in this process (kvproof's runs host it in a child: harness.isolation)
+    yield lambda threads: (lambda: dynamo_selection.SelectionTree(threads))
     dynamo_selection.close_hosts()
 
 

@@ -1,0 +1,94 @@
+"""harness/isolation.py: a target that is not kvproof's own runs in a host process, and its failures are findings.
+
+The three ways a target can fail outside its API (it allocates without bound, it aborts, it hangs) each fail
+the row that met it with a ``FINDING`` (what happened, in which call, the calls before it shrunk, and a replay
+command), the rest of the run goes on, and no process is left behind.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from kvproof.spec.errors import ParentBlockNotFound
+from kvproof.spec.events import KvCacheEvent, Stored, encode_event
+from kvproof.spec.primitives import Block
+from kvproof.stateful_tests.harness import isolation, process_guard
+from kvproof.stateful_tests.harness.isolation import TargetFailure, isolated
+
+MUTANTS = "kvproof.stateful_tests.tree.mutants:"
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    monkeypatch.setenv("KVPROOF_TARGET_MEMORY_MB", "768")
+    monkeypatch.setenv("KVPROOF_TARGET_CALL_S", "4")
+    yield
+    isolation.close_hosts()
+
+
+def no_host_left(target: str) -> bool:
+    """No live host process of ``target`` on the machine (``/proc``)."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_text()
+        except OSError:
+            continue
+        if "harness.host" in cmdline and target in cmdline and process_guard.is_alive(int(name)):
+            return False
+    return True
+
+
+def store(tree, worker, blocks, parent=None):
+    tree.apply_event(worker, encode_event(KvCacheEvent(0, Stored(parent, tuple(Block(*b) for b in blocks)), 0)))
+
+
+def test_a_hosted_tree_answers_as_the_tree_itself_with_typed_errors_and_its_own_log(small_limits):
+    tree = isolated("reference")()
+    store(tree, 1, [(1, 101), (2, 102)])
+    assert tree.find_matches([1, 2]).scores == {(1, 0): 2}
+    with pytest.raises(ParentBlockNotFound):
+        store(tree, 2, [(3, 103)], parent=999)
+    with pytest.raises(TypeError):
+        tree.find_matches("not a query")
+    assert len(tree.log) == 4 and tree.log[1] == '{"find_matches": [1, 2]}'
+    tree.close()
+
+
+@pytest.mark.parametrize(("mutant", "kind", "call"), [
+    ("AllocatesWithoutBound", "memory", "dump_tree_as_events"),
+    ("Aborts", "crash", "find_matches"),
+    ("Hangs", "hang", "apply_event"),
+])
+def test_each_way_of_failing_is_a_finding_and_leaves_no_process(small_limits, mutant, kind, call):
+    tree = isolated(MUTANTS + mutant)()
+    with pytest.raises(TargetFailure) as caught:
+        store(tree, 1, [(1, 101)]) if kind != "hang" else None
+        tree.find_matches([1]) if kind == "crash" else None
+        tree.dump_tree_as_events() if kind == "memory" else store(tree, 1, [(1, 101)])
+    failure = caught.value
+    assert (failure.kind, failure.op) == (kind, call), str(failure)
+    assert failure.log and failure.log[-1]  # the calls that led to it, the failing one last
+    assert no_host_left(MUTANTS + mutant)
+    fresh = isolated(MUTANTS + mutant)()  # a fresh host for the next tree: the run goes on
+    store(fresh, 2, [(5, 105)]) if kind != "hang" else None
+    fresh.close()
+
+
+def test_the_gate_names_the_finding_shrinks_it_and_runs_the_other_rows(small_limits, tmp_path):
+    """A user's tree (a module outside kvproof, as ``--target module:Factory`` names it) is hosted."""
+    import subprocess
+    import sys
+
+    (tmp_path / "users_tree.py").write_text("from kvproof.stateful_tests.tree.mutants import AllocatesWithoutBound\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    ran = subprocess.run([sys.executable, "-m", "kvproof", "check", "--target", "users_tree:AllocatesWithoutBound",
+                          "--profile", "quick", "--only", "api", "--rules", "dynamo-1.6"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
+    assert ran.returncode == 1, ran.stdout[-2000:] + ran.stderr[-2000:]
+    assert "FINDING [memory]" in ran.stdout and "ran out of memory in dump_tree_as_events" in ran.stdout
+    assert "shrunk to" in ran.stdout and "replay: kvproof replay kvproof-failures/memory-" in ran.stdout
+    assert "dump rebuilds the tree" in ran.stdout and "bad input is rejected, harmless" in ran.stdout  # both rows ran
+    assert no_host_left("users_tree:AllocatesWithoutBound")

@@ -596,7 +596,8 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
         result = replay_log(log, subject_f, oracle_f, subject.name, oracle.name, rule_set, log_file,
                             strict, strict_shape)
     except TargetFailure as failure:  # the subject's (or the oracle's) process crashed, ran out of memory or hung
-        failed = subject if failure.target == subject.name else oracle
+        failed = subject_t if failure.target == subject.name else oracle_t
+        assert failed.factory is not None
         found = finding(failed.name, failed.factory, failure)
         click.echo(found.report())
         click.echo(f"  replay: {found.replay}")

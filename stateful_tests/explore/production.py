@@ -249,7 +249,7 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
                 elif verdict.diverged_at is None:
                     verdict.diverged_at = len(segments) - 1  # within the contract, in another order than the reference's
             for op, outcome in zip(carried, expected):
-                segments[-1][1].append(Call(f"worker{op.worker_id}", start, end, *_write_call(op),
+                segments[-1][1].append(Call(f"worker{_worker(op)}", start, end, *_write_call(op),
                                             ("ok", None) if outcome == targets.OK else ("error", outcome)))
             if verdict.outcome or verdict.violations:
                 verdict.ops = stream.ops[:position]
@@ -330,7 +330,14 @@ def _write_call(op: Op) -> tuple[str, tuple[Any, ...]]:
     if isinstance(op, EventOp):
         return "event", (op.worker_id, op.event)
     name = {"RemoveWorkerOp": "remove_worker", "ClearAllBlocksOp": "clear_all_blocks"}[type(op).__name__]
-    return name, (op.worker_id,)
+    return name, (_worker(op),)
+
+
+def _worker(op: Op) -> int:
+    """The worker a stream's operation belongs to (a generated stream holds no dump)."""
+    worker = getattr(op, "worker_id", None)
+    assert isinstance(worker, int), f"{op!r} belongs to no worker"
+    return worker
 
 
 def _send_round(tree: Any, batch: list[Op]) -> list[str]:

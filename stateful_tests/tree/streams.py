@@ -119,6 +119,8 @@ def encode_op(op: Op) -> Encoded:
         return ("remove_worker", op.worker_id, None)
     if isinstance(op, RemoveWorkerDpRankOp):
         return ("remove_worker_dp_rank", op.worker_id, op.dp_rank)
+    if isinstance(op, DumpOp):
+        raise ValueError("a dump is a log's call, not part of a workload")
     return ("clear_all_blocks", op.worker_id, None)
 
 

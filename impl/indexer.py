@@ -1,9 +1,16 @@
 """The thread-pool indexer: N event threads over one concurrent tree, reads on the caller.
 
 - **Sticky routing.** Each worker's events go to one event thread (round robin on first
-  sight, until ``remove_worker`` forgets it), so one worker's events are applied in FIFO order on
-  one lane while different workers mutate shared nodes side by side. Routing by worker (not
-  by rank) keeps every rank of a worker on one lane, so ``remove_worker`` is one task.
+  sight), so one worker's events are applied in FIFO order on one lane while different workers
+  mutate shared nodes side by side. Routing by worker (not by rank) keeps every rank of a worker
+  on one lane, so ``remove_worker`` is one task.
+- **Removal is linearizable with the worker's own racing events.** A route is forgotten (so that
+  fresh worker ids do not grow the table) only when the worker holds nothing and nothing of it is
+  queued: its last task on the lane was its removal and no task of it is pending. An event that
+  races the removal lands before or after it on the same lane, and while it is held the worker
+  keeps its lane, so a later removal reaches it. (Forgetting the route at once, while an event of
+  the worker still waited behind the removal, routed its next event to another lane and left the
+  late event's blocks where no later removal looked: the broken twin ``ForgetsRouteWithEventsInFlight``.)
 - **Decoding on the caller.** A malformed payload is rejected on the caller's thread with a
   typed error before anything is queued.
 - **Visibility.** ``apply_event`` waits for the lane's acknowledgement and re-raises the
@@ -58,6 +65,8 @@ class ThreadPoolIndexer:
         assert len(self.tree.lanes) >= threads, "the tree needs one lane per event thread"
         self._channels = [_sync.Channel() for _ in range(threads)]
         self._routes: dict[int, int] = {}
+        self._pending: dict[int, int] = {}  # worker -> its tasks queued and not yet run
+        self._removed_last: set[int] = set()  # workers whose last task run on their lane was their removal
         self._routing = _sync.Lock("indexer.routing")
         self._next = itertools.count()
         self._threads = [
@@ -75,6 +84,43 @@ class ThreadPoolIndexer:
                 if lane is None:
                     lane = self._routes[worker_id] = next(self._next) % len(self._channels)
         return lane
+
+    def _reserve(self, worker_id: int) -> int:
+        """The worker's lane (assigned on first sight), with one more task of it counted as queued."""
+        with self._routing:
+            lane = self._routes.get(worker_id)
+            if lane is None:
+                lane = self._routes[worker_id] = next(self._next) % len(self._channels)
+            self._pending[worker_id] = self._pending.get(worker_id, 0) + 1
+            return lane
+
+    def _ran(self, worker_id: int, removal: bool) -> None:
+        """A task of the worker ran on its lane: forget the route once the worker holds nothing and nothing is queued."""
+        with self._routing:
+            if removal:
+                self._removed_last.add(worker_id)
+            else:
+                self._removed_last.discard(worker_id)
+            left = self._pending[worker_id] - 1
+            if left:
+                self._pending[worker_id] = left
+                return
+            del self._pending[worker_id]
+            if worker_id in self._removed_last:
+                self._removed_last.discard(worker_id)
+                del self._routes[worker_id]
+
+    def _for_worker(self, worker_id: int, work: Callable[[Any], None], removal: bool = False) -> Ack:
+        """Queue a task of ``worker_id`` on its lane, counted until it ran (see ``_ran``)."""
+        lane = self._reserve(worker_id)
+
+        def counted(handle: Any) -> None:
+            try:
+                work(handle)
+            finally:
+                self._ran(worker_id, removal)
+
+        return self._enqueue(lane, counted)
 
     def _loop_for(self, i: int) -> Callable[[], None]:
         channel, lane = self._channels[i], self.tree.lanes[i]
@@ -105,31 +151,24 @@ class ThreadPoolIndexer:
         """Queue one event on the worker's lane; return its acknowledgement (errors surface in ``wait``)."""
         rank, event = parse_event(worker_id, event)  # on the caller's thread: a bad payload is never queued
         worker_id = rank.worker_id
-        return self._enqueue(self.lane_of(worker_id), lambda lane: self.tree.apply_on(lane, worker_id, event))
+        return self._for_worker(worker_id, lambda lane: self.tree.apply_on(lane, worker_id, event))
 
     def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one event and wait until it is visible; raise its typed error if it was rejected."""
         self.submit(worker_id, event).wait()
 
     def remove_worker(self, worker_id: int) -> None:
-        """Drop the worker on its lane, wait, then forget its route (so fresh worker ids do not grow the table).
+        """Drop the worker on its lane and wait; its route goes once nothing of it is queued or held (``_ran``).
 
-        A worker that sends events again afterwards is routed afresh, as a new worker; its events must
-        not race its own removal (they would land on either side of it, as they would on any tree).
+        An event of the worker that races the removal lands before or after it, on the same lane: a
+        later removal reaches it.
         """
         worker_id = check_worker_id(worker_id)
-        lane = self.lane_of(worker_id)
-        self._enqueue(lane, lambda l: self.tree.lane(l.index).remove_worker(worker_id)).wait()
-        self._forget_route(worker_id)
-
-    def _forget_route(self, worker_id: int) -> None:
-        with self._routing:
-            self._routes.pop(worker_id, None)
+        self._for_worker(worker_id, lambda l: self.tree.lane(l.index).remove_worker(worker_id), removal=True).wait()
 
     def clear_all_blocks(self, worker_id: int) -> None:
         worker_id = check_worker_id(worker_id)
-        lane = self.lane_of(worker_id)
-        self._enqueue(lane, lambda l: self.tree.lane(l.index).clear_all_blocks(worker_id)).wait()
+        self._for_worker(worker_id, lambda l: self.tree.lane(l.index).clear_all_blocks(worker_id)).wait()
 
     def find_matches(self, sequence: Iterable[int], early_exit: bool = False) -> OverlapScores:
         """Read inline on the caller's thread (no gate, no queue)."""

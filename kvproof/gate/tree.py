@@ -376,6 +376,16 @@ def _pool_pipelined(ctx: Context, row: Row) -> None:
             raise Failed(f"stream {index} of seed {ctx.seed}: {problems[0]} ({len(problems)} differences)")
 
 
+def _pool_removal(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.tree.pool_stress import run_pool_stress
+
+    report = run_pool_stress(_pool_factory(ctx), ctx.profile.tree.pool_stress_rounds, ctx.seed)
+    row.examples, row.checks = report.rounds, report.ops
+    if report.failed:
+        row.replay = f"{ctx.command} --only 'pool: removal racing'"
+        raise Failed(f"{report.summary_line()} (seeds {report.failed_rounds}); first: {report.problems[0]}")
+
+
 def _explore_subject(ctx: Context) -> Any:
     from ..stateful_tests.explore.campaign import subject_for
 
@@ -512,6 +522,10 @@ CHECKS: list[Check] = [
           what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
     Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,
           what='the thread-pool indexer with events submitted, one flush, then outcomes, scores and snapshot equal to the reference'),
+    Check("tree", "impl", "pool: removal racing its workers' events", _pool_removal, relevant=_pool_relevant,
+          what="the thread-pool indexer on real threads, removers racing the writers of the same workers and readers: "
+               "after every worker is removed once more nothing is credited and check() holds (no event landed where "
+               "a later removal does not reach)"),
     Check("tree", "explore", "interleavings: explorer + linearizability", _explore, relevant=_explore_relevant,
           what='every tree race scenario (lanes and the pool) under PCT and random schedules of the controlled scheduler, '
                'regressions first: every history linearizable against the reference, check() at the end'),

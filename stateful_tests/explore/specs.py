@@ -88,12 +88,22 @@ class TreeSpec(_Spec):
         self.torn = torn
 
     def partials(self, state: Any, call: Call) -> list[Any]:
-        """With ``torn``, an interrupted event may have applied part of itself, as a shorter event would have.
+        """A pool's batch interrupted by a fault was submitted event by event: any proper prefix of it may have been
+        applied. With ``torn``, an interrupted event may have applied part of itself, as a shorter event would have.
 
         A store: any proper prefix of its chain (the chain is stored from its parent down). A removal:
         any proper, non-empty subset of its hashes (a batch is applied hash by hash, in runs). Each part is
         itself a legal event, so the state it leaves is one the reference can reach: *torn but consistent*.
         """
+        if call.op == "batch":  # a batch is submitted event by event: a fault may stop it after any prefix
+            worker, events = call.args
+            out = []
+            for k in range(1, len(events)):
+                tree = copy.deepcopy(state[0])
+                for e in events[:k]:
+                    outcome(functools.partial(tree.apply_event, worker, e), self.typed)
+                out.append((tree, (*state[1], (call.call, call.op, "prefix", k))))
+            return out
         if not self.torn or call.op != "event" or not isinstance(call.args[1], KvCacheEvent):
             return []
         worker, event = call.args[0], call.args[1]

@@ -215,4 +215,21 @@ class FlushReturnsEarly(ThreadPoolIndexer):
             self._enqueue(i, lambda lane: None)
 
 
-POOL_MUTANTS = [RoutesByEvent, FlushReturnsEarly]
+class ForgetsRouteWithEventsInFlight(ThreadPoolIndexer):
+    """``remove_worker`` forgets the worker's route as soon as its removal ran, while an event of the worker may still
+    wait behind it on the lane: that event lands after the removal, the worker's next event is routed to another
+    lane, and a later removal reaches only that one, so the late event's blocks are credited forever (the pool before
+    kvproof issue 31)."""
+
+    def remove_worker(self, worker_id):
+        lane = self.lane_of(worker_id)
+        self._enqueue(lane, lambda l: self.tree.lane(l.index).remove_worker(worker_id)).wait()
+        with self._routing:
+            self._routes.pop(worker_id, None)
+
+    def submit(self, worker_id, event):
+        rank, decoded = parse_event(worker_id, event)
+        return self._enqueue(self.lane_of(rank.worker_id), lambda l: self.tree.apply_on(l, rank.worker_id, decoded))
+
+
+POOL_MUTANTS = [RoutesByEvent, FlushReturnsEarly, ForgetsRouteWithEventsInFlight]

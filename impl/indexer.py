@@ -107,8 +107,12 @@ class ThreadPoolIndexer:
                 return
             del self._pending[worker_id]
             if worker_id in self._removed_last:
-                self._removed_last.discard(worker_id)
-                del self._routes[worker_id]
+                self._forget_route(worker_id)
+
+    def _forget_route(self, worker_id: int) -> None:
+        """Forget a removed worker's route (under ``_routing``): its next event starts afresh, round robin."""
+        self._removed_last.discard(worker_id)
+        del self._routes[worker_id]
 
     def _for_worker(self, worker_id: int, work: Callable[[Any], None], removal: bool = False) -> Ack:
         """Queue a task of ``worker_id`` on its lane, counted until it ran (see ``_ran``)."""

@@ -102,6 +102,7 @@ class Lane:
     def __init__(self, index: int) -> None:
         self.index = index
         self.lookups: dict[Rank, dict[int, Node]] = {}
+        self.ranks_of: dict[int, dict[Rank, None]] = {}  # worker -> its ranks with a lookup here, in order of first sight
         # Written only by this lane's thread; every key exists from the start so readers can sum safely.
         self.stats: Counter[str] = Counter({name: 0 for name in LANE_COUNTERS})
 
@@ -110,7 +111,21 @@ class Lane:
         lookup = self.lookups.get(rank)
         if lookup is None:
             lookup = self.lookups[rank] = {}
+            self.ranks_of.setdefault(rank.worker_id, {})[rank] = None
         return lookup
+
+    def worker_ranks(self, worker_id: int) -> list[Rank]:
+        """The worker's ranks with a lookup on this lane, without scanning every rank (thousands may share a tree)."""
+        return [rank for rank in self.ranks_of.get(worker_id, ()) if rank in self.lookups]
+
+    def forget(self, rank: Rank) -> None:
+        """Drop the rank's lookup and its place in the worker index."""
+        self.lookups.pop(rank, None)
+        ranks = self.ranks_of.get(rank.worker_id)
+        if ranks is not None:
+            ranks.pop(rank, None)
+            if not ranks:
+                del self.ranks_of[rank.worker_id]
 
     def point(self, rank: Rank, blocks, node: Node) -> None:
         """Make the rank's entries for ``blocks`` name ``node``."""

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..spec.coverage import EdgeState, holders
+from ..spec.coverage import EdgeState, holders, is_held
 from ..spec.invariants import edge_index_of
 from . import _sync
 
@@ -122,8 +122,12 @@ class Node:
             return list(self.children.values())
 
     def holders(self) -> frozenset:
-        """Return every rank that holds part of the edge now (``spec.coverage.holders``)."""
+        """Return every rank that holds part of the edge now (``spec.coverage.holders``; O(ranks))."""
         return holders(self.view.state)
+
+    def is_held(self) -> bool:
+        """Whether any rank holds part of the edge now (``spec.coverage.is_held``; O(1))."""
+        return is_held(self.view.state)
 
     def __repr__(self) -> str:
         s = self.view.state

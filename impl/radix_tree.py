@@ -252,7 +252,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                     raise ParentBlockNotFound(f"parent block {last} moved and was not found for {rank}")
                 parent = resolved
                 continue
-            if child is not None and not child.holders():
+            if child is not None and not child.is_held():
                 self._release_dead_child(lane, parent, key, child)
                 continue
             if child is None:
@@ -357,7 +357,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         eviction releases a leaf it left unowned (``_release_if_dead``). Parent's gate, then the child's.
         """
         with parent.gate.exclusive(), child.gate.exclusive():
-            if parent.children.get(key) is not child or child.holders() or (leaf_only and child.children):
+            if parent.children.get(key) is not child or child.is_held() or (leaf_only and child.children):
                 return False
             parent.begin_shape_change()
             child.begin_shape_change()
@@ -379,7 +379,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         """
         while node is not self.root:
             parent = node.parent
-            if parent is None or node.children or node.holders():
+            if parent is None or node.children or node.is_held():
                 return
             # (the parent gate's acquire below is a decision point of the explorer: no yield point needed here)
             if not self._release_dead_child(lane, parent, node.view.state.edge[0].local, node, leaf_only=True):
@@ -525,14 +525,14 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             if node.id in seen:
                 continue
             seen.add(node.id)
-            if targets & node.holders():  # a node the ranks held (a split link may lead to one they never did)
+            if _holds_any(node, targets):  # a node the ranks held (a split link may lead to one they never did)
                 dropped.append(node)
             queue.extend(self._drop_from(lane, node, targets))
         for node in dropped:  # as the reference: release only what the drop left unowned, not what it passed
             self._release_if_dead(lane, node)
         for rank in ranks:
             if forget:
-                lane.lookups.pop(rank, None)
+                lane.forget(rank)
             elif rank in lane.lookups:
                 lane.lookups[rank] = {}
 
@@ -540,7 +540,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         """Drop ``targets`` from one node; return its split links, read under its exclusive gate after the drop."""
         _sync.yield_point("drop.before_gate")
         with node.gate.exclusive():
-            if targets & node.holders():
+            if _holds_any(node, targets):
                 state = node.view.state
                 for rank in targets:
                     state = drop_worker(state, rank)
@@ -597,6 +597,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 problems.append(f"{node!r}: shape version {node.version} is odd at quiescence")
             if node.gate.held_exclusive() or node.gate.held_shared():
                 problems.append(f"{node!r}: shape gate still held")
+        for lane in self.lanes:
+            problems += [f"lane {lane.index} rank {rank} is missing from its worker index (a removal would miss it)"
+                         for rank in lane.lookups if rank not in lane.ranks_of.get(rank.worker_id, {})]
         if lookups:
             for lane in self.lanes:
                 for rank, lookup in lane.lookups.items():
@@ -645,8 +648,14 @@ class LaneHandle:
 
     def remove_worker(self, worker_id: int) -> None:
         worker_id = check_worker_id(worker_id)
-        self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=True)
+        self.tree.drop_ranks(self.lane, self.lane.worker_ranks(worker_id), forget=True)
 
     def clear_all_blocks(self, worker_id: int) -> None:
         worker_id = check_worker_id(worker_id)
-        self.tree.drop_ranks(self.lane, [r for r in self.lane.lookups if r.worker_id == worker_id], forget=False)
+        self.tree.drop_ranks(self.lane, self.lane.worker_ranks(worker_id), forget=False)
+
+
+def _holds_any(node: Node, ranks: Iterable[Rank]) -> bool:
+    """Whether any of ``ranks`` holds part of ``node``'s edge (O(len(ranks)), not O(the node's holders))."""
+    state = node.view.state
+    return any(r in state.full_edge_workers or r in state.worker_cutoffs for r in ranks)

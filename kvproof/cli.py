@@ -1580,6 +1580,34 @@ def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) 
     sys.exit(EXIT_PASS)
 
 
+@bench.command("crowd")
+@click.option("--ranks", "sizes", type=int, multiple=True,
+              help="crowd sizes (repeatable; default: 100, 1,000 and 10,000 ranks on one prefix)")
+@click.option("--tree", "names", type=click.Choice(["reference", "impl", "dynamo"]), multiple=True,
+              help="trees to measure (repeatable; default: all three)")
+@json_option
+def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], json_path: str | None) -> None:
+    """Per-op cost of a store and of a removal when many ranks share one prefix, and its growth, beside Dynamo.
+
+    Ratios and exponents are by CPU time (this process); wall time is shown beside it.
+    """
+    from .stateful_tests.tree import crowd
+
+    if any(n < 2 for n in sizes) or len(set(sizes)) == 1:
+        raise click.BadParameter("give at least two different sizes, each at least 2", param_hint="--ranks")
+    report = crowd.run_crowd(tuple(sorted(set(sizes))) or crowd.SIZES, names)
+    for name, why in report.missing.items():
+        click.echo(f"bench crowd: {name} left out: {why}")
+    click.echo(f"workload: n workers each store the same {crowd.PREFIX_BLOCKS}-block prefix (one node, n holders), "
+               "then each is removed; per op = the phase's time / n")
+    out.print_table(crowd.HEADERS, report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
+    for line in report.goal_lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-crowd", report.to_json())
+    sys.exit(EXIT_PASS)
+
+
 @bench.command("memory")
 @click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
               help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")

@@ -23,7 +23,7 @@ from ..spec.coverage import EdgeState, cover_prefix, current_cutoff, raised_cuto
 from ..spec.hit_length import HitCase, hit_by_search, hit_formula
 from ..spec.match import chain_score
 from ..spec.prefill import AnchorSnapshot, PrefillLoadSnapshot, credited_anchor_since, modeled_remaining_prefill_ms, remaining_ms
-from ..spec.primitives import Block, FrozenMap, Rank
+from ..spec.primitives import Block, FrozenMap, FrozenSet, Rank
 from ..spec.shape import extended_cutoff, prefix_cutoff, state_with_cutoffs, suffix_cutoff
 from ..spec.state_layout import pad
 from ..spec.token_load import active_prefill_tokens, all_modeled_tokens
@@ -227,7 +227,7 @@ def diff_cover_prefix_on_a_state(current: int, c: int, n: int) -> int | None:
     if not (1 <= n <= 5 and 0 <= current <= n and 0 <= c <= 8):
         return None
     edge = tuple(Block(i, 100 + i) for i in range(n))
-    full = frozenset({Rank(1)}) if current == n else frozenset()
+    full = FrozenSet({Rank(1)}) if current == n else FrozenSet()
     cut = FrozenMap({Rank(1): current}) if 0 < current < n else FrozenMap()
     return current_cutoff(cover_prefix(EdgeState(edge, full, cut), Rank(1), c), Rank(1))
 

@@ -54,6 +54,7 @@ from ..spec.coverage import (
     current_cutoff,
     drop_worker,
     holders,
+    is_held,
     new_edge,
     promote,
     removal_run,
@@ -168,6 +169,7 @@ class RadixTree(TreeReads):
         self._skip_unknown = rules.has("removal-skips-unknown")
         self.root = Node(ROOT_STATE)
         self._lookups: dict[Rank, dict[int, Node]] = {}
+        self._ranks_of: dict[int, dict[Rank, None]] = {}  # worker -> its ranks with a lookup, in order of first sight
         self._stats: Counter[str] = Counter()
 
     # spec.dump.TreeReads (dump_tree_as_events, snapshot, shape, child_states) reads nodes through this
@@ -195,13 +197,13 @@ class RadixTree(TreeReads):
         """The ranks a ``cleared`` event from ``rank`` empties: itself, or under variant
         ``cleared-clears-worker`` every known rank of its worker."""
         if self._cleared_worker:
-            return [r for r in self._lookups if r.worker_id == rank.worker_id] or [rank]
+            return self._worker_ranks(rank.worker_id) or [rank]
         return [rank]
 
     def remove_worker(self, worker_id: int) -> None:
         """Drop every rank of ``worker_id`` and forget them."""
         worker_id = check_worker_id(worker_id)
-        self._drop_ranks([r for r in self._lookups if r.worker_id == worker_id], forget=True)
+        self._drop_ranks(self._worker_ranks(worker_id), forget=True)
 
     def remove_worker_dp_rank(self, worker_id: int, dp_rank: int) -> None:
         """Drop the one rank ``(worker_id, dp_rank)`` and forget it."""
@@ -210,7 +212,7 @@ class RadixTree(TreeReads):
     def clear_all_blocks(self, worker_id: int) -> None:
         """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
         worker_id = check_worker_id(worker_id)
-        self._drop_ranks([r for r in self._lookups if r.worker_id == worker_id], forget=False)
+        self._drop_ranks(self._worker_ranks(worker_id), forget=False)
 
     # ------------------------------------------------------------------ reads
 
@@ -239,6 +241,9 @@ class RadixTree(TreeReads):
                 if self._per_block and name == "is_holderless_childless":
                     continue  # the per-block tree keeps the children of a node nobody holds
                 problems.append(f"node {path}: {name}")
+        indexed = {rank for ranks in self._ranks_of.values() for rank in ranks}
+        if indexed != set(self._lookups) or any(r.worker_id != w for w, ranks in self._ranks_of.items() for r in ranks):
+            problems.append("the worker index of the ranks differs from the lookups: is_rank_index_exact")
         if lookups:
             for rank, lookup in self._lookups.items():
                 for ext, node in lookup.items():
@@ -295,7 +300,7 @@ class RadixTree(TreeReads):
         if not self._self_parent_allowed:
             check_not_self_parented(stored)  # RadixTree only (crtc.md §12 item 1, E14)
         parent_hash, blocks = stored.parent_hash, stored.blocks
-        lookup = self._lookups.setdefault(rank, {})
+        lookup = self._lookup_of(rank)
         if parent_hash is None:
             if blocks:
                 self._insert_below(self.root, rank, blocks)
@@ -328,7 +333,7 @@ class RadixTree(TreeReads):
         remaining = blocks
         while remaining:
             child = parent.children.get(remaining[0].local)
-            if child is not None and not holders(child.state) and not self._reuse_dead:
+            if child is not None and not is_held(child.state) and not self._reuse_dead:
                 # A node nobody holds is released, not reused: the store builds a fresh node
                 # in its place (observed on ai-dynamo-runtime 1.6.1; docs/dynamo-findings.md F1).
                 del parent.children[remaining[0].local]
@@ -410,7 +415,7 @@ class RadixTree(TreeReads):
 
     def _apply_removed(self, rank: Rank, removed: Removed) -> None:
         known = rank in self._lookups  # variant removal-skips-unknown skips hashes of a rank the tree has seen
-        lookup = self._lookups.setdefault(rank, {})
+        lookup = self._lookup_of(rank)
         hashes = removed.block_hashes
         remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed),
                      self._skip_unknown and known)
@@ -460,7 +465,7 @@ class RadixTree(TreeReads):
         """
         if self._reuse_dead or self._per_block:
             return
-        while node is not self.root and node.parent is not None and not node.children and not holders(node.state):
+        while node is not self.root and node.parent is not None and not node.children and not is_held(node.state):
             parent, key = node.parent, node.state.edge[0].local
             if parent.children.get(key) is not node:
                 return
@@ -488,8 +493,24 @@ class RadixTree(TreeReads):
                 self._release_if_dead(node)
             if forget:
                 del self._lookups[rank]
+                ranks = self._ranks_of[rank.worker_id]
+                del ranks[rank]
+                if not ranks:
+                    del self._ranks_of[rank.worker_id]
             else:
                 lookup.clear()
+
+    def _lookup_of(self, rank: Rank) -> dict[int, Node]:
+        """The rank's lookup (ext hash -> node), made and indexed under its worker on first sight."""
+        lookup = self._lookups.get(rank)
+        if lookup is None:
+            lookup = self._lookups[rank] = {}
+            self._ranks_of.setdefault(rank.worker_id, {})[rank] = None
+        return lookup
+
+    def _worker_ranks(self, worker_id: int) -> list[Rank]:
+        """The worker's ranks with a lookup, without scanning every rank (thousands of ranks may share a tree)."""
+        return list(self._ranks_of.get(worker_id, ()))
 
     # ------------------------------------------------------------------ helpers
 

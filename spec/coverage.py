@@ -33,16 +33,26 @@ from typing import Any
 
 from .arith import PY, Arith
 from .errors import BlockNotFound
-from .primitives import EMPTY_MAP, Block, FrozenMap, Rank
+from .primitives import EMPTY_MAP, EMPTY_SET, Block, FrozenMap, FrozenSet, Rank
 
 
 @dataclass(frozen=True, slots=True)
 class EdgeState:
-    """The edge of one node and who holds how much of it."""
+    """The edge of one node and who holds how much of it.
+
+    Both holder records are persistent (``primitives.FrozenSet``, ``FrozenMap``): a rank joining,
+    leaving or moving its cutoff costs O(log ranks), not a copy of every holder (kvproof issue 31).
+    """
 
     edge: tuple[Block, ...]
-    full_edge_workers: frozenset[Rank] = frozenset()
+    full_edge_workers: FrozenSet[Rank] = field(default=EMPTY_SET)
     worker_cutoffs: FrozenMap[Rank, int] = field(default=EMPTY_MAP)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.full_edge_workers, FrozenSet):  # a plain set or frozenset, from a caller or a test
+            object.__setattr__(self, "full_edge_workers", FrozenSet(self.full_edge_workers))
+        if not isinstance(self.worker_cutoffs, FrozenMap):
+            object.__setattr__(self, "worker_cutoffs", FrozenMap(self.worker_cutoffs))
 
     def __repr__(self) -> str:
         return (
@@ -57,7 +67,7 @@ def new_edge(blocks: tuple[Block, ...], rank: Rank) -> EdgeState:
 
     Source: crtc.md §3.3 step 3 ("build a new node from remaining with full = {slot}").
     """
-    return EdgeState(tuple(blocks), frozenset((rank,)), EMPTY_MAP)
+    return EdgeState(tuple(blocks), EMPTY_SET.add(rank), EMPTY_MAP)
 
 
 def current_cutoff(state: EdgeState, rank: Rank) -> int:
@@ -79,8 +89,13 @@ def covers(state: EdgeState, rank: Rank, pos: int) -> bool:
 
 
 def holders(state: EdgeState) -> frozenset[Rank]:
-    """Return every rank that holds at least one block of the edge."""
-    return state.full_edge_workers | frozenset(state.worker_cutoffs)
+    """Return every rank that holds at least one block of the edge (O(ranks): ``is_held`` asks only whether any does)."""
+    return frozenset(state.full_edge_workers) | frozenset(state.worker_cutoffs)
+
+
+def is_held(state: EdgeState) -> bool:
+    """Check if any rank holds a block of the edge (``holders`` is not empty), in O(1)."""
+    return bool(state.full_edge_workers) or bool(state.worker_cutoffs)
 
 
 def promote(state: EdgeState, rank: Rank) -> EdgeState:
@@ -90,7 +105,7 @@ def promote(state: EdgeState, rank: Rank) -> EdgeState:
     """
     if rank in state.full_edge_workers:
         return state
-    return EdgeState(state.edge, state.full_edge_workers | {rank}, state.worker_cutoffs.delete(rank))
+    return EdgeState(state.edge, state.full_edge_workers.add(rank), state.worker_cutoffs.delete(rank))
 
 
 def raised_cutoff(current: Any, c: Any, n: Any, ops: Arith = PY) -> Any:
@@ -124,10 +139,10 @@ def cover_prefix(state: EdgeState, rank: Rank, c: int) -> EdgeState:
 def with_cutoff(state: EdgeState, rank: Rank, k: int) -> EdgeState:
     """Return ``state`` with ``rank`` holding exactly ``edge[0:k]`` (dropped at 0, full at ``len``)."""
     assert 0 <= k <= len(state.edge)
-    full = state.full_edge_workers - {rank}
+    full = state.full_edge_workers.discard(rank)
     cutoffs = state.worker_cutoffs.delete(rank)
     if k == len(state.edge):
-        full = full | {rank}
+        full = full.add(rank)
     elif k > 0:
         cutoffs = cutoffs.set(rank, k)
     return EdgeState(state.edge, full, cutoffs)

@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from .errors import InvalidArgument, InvalidArgumentType, InvalidBlockSequence, MalformedEvent
-from .primitives import U32_MAX, U64_MAX, Block, Rank, integer_of, is_int, is_uint, show, show_int
+from .primitives import U32_MAX, U64_MAX, Block, Rank, integer_of, is_int, is_uint, read_items, show, show_int
 
 
 @dataclass(frozen=True, slots=True)
@@ -462,7 +462,7 @@ def _api_uint(value: Any, path: str, bound: int = U64_MAX) -> int:
 def _api_items(value: Any, path: str) -> tuple[Any, ...]:
     if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, (tuple, list)):
         raise _fail(path, f"expected a tuple, got {_kind(value)}")
-    return tuple(value)
+    return read_items(value, path, lambda message: _fail(path, message))
 
 
 def check_event(event: KvCacheEvent) -> KvCacheEvent:
@@ -505,11 +505,17 @@ def check_worker_id(worker_id: Any) -> int:
 def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
     """Return the rank ``(worker_id, dp_rank)`` a ``remove_worker_dp_rank`` call names.
 
-    The worker id is checked first (``check_worker_id``), then the dp rank as a u32
-    (``MalformedEvent``, as the binding reports it).
+    The worker id is checked first (``check_worker_id``), then the dp rank as a u32:
+    ``InvalidArgumentType`` / ``InvalidArgument`` naming ``dp_rank`` (an argument of a call, not
+    a field of an event; docs/hostile-input.md).
     """
     worker_id = check_worker_id(worker_id)
-    return Rank(worker_id, _api_uint(dp_rank, "dp_rank", U32_MAX))
+    number = integer_of(dp_rank)
+    if number is None:
+        raise InvalidArgumentType(f"dp_rank must be an int, got {_kind(dp_rank)}")
+    if not 0 <= number <= U32_MAX:
+        raise InvalidArgument(f"dp_rank {show_int(number)} is not a u32")
+    return Rank(worker_id, number)
 
 
 Payload = bytes | bytearray | str | Mapping[str, Any]

@@ -28,7 +28,7 @@ from typing import Any, Protocol, cast
 from .arith import PY, Arith
 from .coverage import EdgeState
 from .errors import InvalidArgument, InvalidArgumentType
-from .primitives import U64_MAX, Rank, integer_of, is_numpy_bool, show_int
+from .primitives import U64_MAX, Rank, integer_of, is_numpy_bool, read_items, show_int
 
 
 class RootView(Protocol):
@@ -164,7 +164,10 @@ def is_query_container(sequence: object) -> bool:
         return False
     if isinstance(sequence, Sequence):
         return True
-    return hasattr(sequence, "__array__") and getattr(sequence, "ndim", None) == 1
+    try:  # an object's own attribute lookup may raise anything: then it is no array
+        return hasattr(sequence, "__array__") and getattr(sequence, "ndim", None) == 1
+    except Exception:
+        return False
 
 
 def check_query(sequence: object) -> list[int]:
@@ -178,7 +181,7 @@ def check_query(sequence: object) -> list[int]:
     if not is_query_container(sequence):
         raise InvalidArgumentType(f"sequence must be a sequence of ints, got {type(sequence).__name__}")
     query = []
-    items = cast(Iterable[object], sequence)  # a Sequence or a one-dimensional array: both iterate
+    items = read_items(cast(Iterable[object], sequence), "sequence", InvalidArgumentType)  # a Sequence or a 1-d array
     for i, x in enumerate(items):
         value = integer_of(x)
         if value is None:

@@ -34,8 +34,11 @@ from __future__ import annotations
 
 import operator
 import reprlib
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple, NewType, TypeGuard, TypeVar, overload
+
+import immutables
 
 LocalBlockHash = NewType("LocalBlockHash", int)
 """Hash of the tokens of one block (u64)."""
@@ -63,6 +66,7 @@ Rank = WorkerWithDpRank
 
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @overload
@@ -100,7 +104,9 @@ def integer_of(value: object) -> int | None:
     That is an ``int`` or an object that declares itself an integer through ``__index__``
     (numpy's ``int64`` and ``uint64``: ``dynamo._core.RadixTree`` takes them, so the drop-in
     does too), never a ``bool`` (``numpy.bool_`` included) and never a float. The binding takes
-    ``True`` as ``1``; kvproof refuses it (docs/hostile-input.md H9)::
+    ``True`` as ``1``; kvproof refuses it (docs/hostile-input.md H9). An ``int`` subclass is read
+    by its value, as the binding reads it: its own ``__int__`` or ``__index__`` is never called, so
+    one that disagrees with the value cannot change what is stored (docs/hostile-input.md)::
 
         >>> import numpy
         >>> integer_of(7), integer_of(numpy.uint64(7)), integer_of(True), integer_of(7.0)
@@ -109,13 +115,48 @@ def integer_of(value: object) -> int | None:
     if isinstance(value, bool) or is_numpy_bool(value):
         return None
     if isinstance(value, int):
-        return int(value)
+        return int_value(value)
     if isinstance(value, float) or not hasattr(type(value), "__index__"):
         return None
     try:
         return operator.index(value)  # type: ignore[arg-type]
     except Exception:  # an __index__ that raises is not an integer
         return None
+
+
+def int_value(value: int) -> int:
+    """The plain ``int`` an ``int`` (or an ``int`` subclass, ``IntEnum`` members included) holds, read without
+    calling the subclass's own ``__int__`` or ``__index__``.
+
+        >>> import enum
+        >>> class Liar(int):
+        ...     def __int__(self): return 7
+        >>> Color = enum.IntEnum("Color", "RED")
+        >>> int_value(Liar(5)), type(int_value(Color.RED)).__name__
+        (5, 'int')
+    """
+    return operator.index(value) if type(value) is not int else value  # index() on an int subclass copies the value
+
+
+def read_items(value: Iterable[T], what: str, error: Callable[[str], Exception]) -> tuple[T, ...]:
+    """The items of an argument, read once; an exception its own ``__iter__``/``__next__``/``__len__`` raises becomes
+    ``error`` naming the argument (it never escapes untyped, docs/hostile-input.md).
+
+        >>> class Broken(list):
+        ...     def __iter__(self): raise RuntimeError("no")
+        >>> read_items(Broken([1]), "sequence", ValueError)
+        Traceback (most recent call last):
+        ValueError: sequence could not be read: its own iteration raised RuntimeError('no')
+    """
+    try:
+        return tuple(value)
+    except Exception as exc:
+        raise error(f"{what} could not be read: its own iteration raised {show_exception(exc)}") from None
+
+
+def show_exception(exc: BaseException) -> str:
+    """``TypeName('message')``, the message cut to a few hundred characters."""
+    return f"{type(exc).__name__}({_repr.repr(str(exc))})"
 
 
 def is_numpy_bool(value: object) -> bool:
@@ -173,14 +214,45 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+SMALL = 16
+"""Up to this many entries a ``FrozenMap`` or ``FrozenSet`` is a plain dict copied on write (cheapest for the
+few holders most nodes have, and plain Python for CrossHair); past it, a persistent trie (``immutables.Map``)."""
+
+def _grown(items: dict) -> immutables.Map:
+    return immutables.Map(items)
+
+
+def _backing(items: Mapping[Any, Any]) -> Any:
+    return dict(items) if len(items) <= SMALL else immutables.Map(items)
+
+
+def _same_items(a: Any, b: Any) -> bool:
+    if type(a) is type(b):
+        return bool(a == b)
+    return len(a) == len(b) and all(k in b and b[k] == v for k, v in a.items())
+
+
 class FrozenMap(Mapping[K, V]):
-    """An immutable, hashable mapping; the spec's only container for keyed frozen data."""
+    """An immutable, hashable mapping; the spec's only container for keyed frozen data.
+
+    It is persistent past ``SMALL`` entries: ``set`` and ``delete`` then return a new map in O(log n),
+    sharing the rest with the old one (a hash array mapped trie, ``immutables.Map``), so a node's
+    coverage costs one rank's update however many ranks hold it (kvproof issue 31: thousands of ranks
+    on one system prompt). Smaller maps are dicts copied on write. Iteration order is not part of its
+    meaning (two equal maps may iterate apart).
+    """
 
     __slots__ = ("_items", "_hash")
 
     def __init__(self, items: Mapping[K, V] | None = None) -> None:
-        self._items: dict[K, V] = dict(items or {})
+        self._items: Any = items._items if isinstance(items, FrozenMap) else _backing(items or {})
         self._hash: int | None = None
+
+    @classmethod
+    def _of(cls, items: Any) -> FrozenMap[K, V]:
+        made = cls.__new__(cls)
+        made._items, made._hash = items, None
+        return made
 
     def __getitem__(self, key: K) -> V:
         return self._items[key]
@@ -191,7 +263,7 @@ class FrozenMap(Mapping[K, V]):
     def __len__(self) -> int:
         return len(self._items)
 
-    # The Mapping mixins, answered by the dict directly (the walks read cutoffs on every node).
+    # The Mapping mixins, answered by the backing directly (the walks read cutoffs on every node).
     def __contains__(self, key: object) -> bool:
         return key in self._items
 
@@ -199,13 +271,13 @@ class FrozenMap(Mapping[K, V]):
         return self._items.get(key, default)
 
     def items(self) -> ItemsView[K, V]:
-        return self._items.items()
+        return ItemsView(self)
 
     def keys(self) -> KeysView[K]:
-        return self._items.keys()
+        return KeysView(self)
 
     def values(self) -> ValuesView[V]:
-        return self._items.values()
+        return ValuesView(self)
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -214,27 +286,105 @@ class FrozenMap(Mapping[K, V]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FrozenMap):
-            return self._items == other._items
+            return _same_items(self._items, other._items)
         if isinstance(other, Mapping):
-            return self._items == dict(other)
+            return len(self) == len(other) and all(k in other and other[k] == v for k, v in self._items.items())
         return NotImplemented
 
     def set(self, key: K, value: V) -> FrozenMap[K, V]:
-        """Return a copy with ``key`` bound to ``value``."""
-        items = dict(self._items)
-        items[key] = value
-        return FrozenMap(items)
+        """Return a map with ``key`` bound to ``value`` (O(log n) past ``SMALL``; this one is unchanged)."""
+        items = self._items
+        if type(items) is not dict:
+            return FrozenMap._of(items.set(key, value))
+        if len(items) < SMALL or key in items:
+            copy = dict(items)
+            copy[key] = value
+            return FrozenMap._of(copy)
+        return FrozenMap._of(_grown(items).set(key, value))
 
     def delete(self, key: K) -> FrozenMap[K, V]:
-        """Return a copy without ``key`` (unchanged if absent)."""
-        if key not in self._items:
+        """Return a map without ``key`` (unchanged if absent; O(log n) past ``SMALL``)."""
+        items = self._items
+        if key not in items:
             return self
-        items = dict(self._items)
-        del items[key]
-        return FrozenMap(items)
+        if type(items) is not dict:
+            return FrozenMap._of(items.delete(key))
+        copy = dict(items)
+        del copy[key]
+        return FrozenMap._of(copy)
 
     def __repr__(self) -> str:
-        return f"FrozenMap({self._items!r})"
+        return f"FrozenMap({dict(self._items.items())!r})"
+
+
+class FrozenSet(AbstractSet[K]):
+    """An immutable, hashable set, persistent past ``SMALL`` members (``add`` and ``discard`` in O(log n)).
+
+    Equal to any set of the same members (``frozenset`` included); ``|``, ``&`` and ``-`` build a new set
+    from their result (O(n)), ``add`` and ``discard`` share the rest. The spec's ranks that hold a whole
+    edge (``coverage.EdgeState``) are one: a rank joining or leaving a node costs the same with ten holders
+    or ten thousand.
+    """
+
+    __slots__ = ("_items", "_cached_hash")
+
+    def __init__(self, members: Iterable[K] = ()) -> None:
+        self._items: Any = members._items if isinstance(members, FrozenSet) else _backing(dict.fromkeys(members))
+        self._cached_hash: int | None = None
+
+    @classmethod
+    def _of(cls, items: Any) -> FrozenSet[K]:
+        made = cls.__new__(cls)
+        made._items, made._cached_hash = items, None
+        return made
+
+    @classmethod
+    def _from_iterable(cls, members: Iterable[S]) -> FrozenSet[S]:  # what the Set mixins build |, &, - with
+        return FrozenSet(members)
+
+    def __contains__(self, member: object) -> bool:
+        return member in self._items
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        if self._cached_hash is None:
+            self._cached_hash = hash(frozenset(self._items))
+        return self._cached_hash
+
+    def add(self, member: K) -> FrozenSet[K]:
+        """Return a set with ``member`` in it (O(log n) past ``SMALL``; this one is unchanged)."""
+        items = self._items
+        if member in items:
+            return self
+        if type(items) is not dict:
+            return FrozenSet._of(items.set(member, None))
+        if len(items) < SMALL:
+            copy = dict(items)
+            copy[member] = None
+            return FrozenSet._of(copy)
+        return FrozenSet._of(_grown(items).set(member, None))
+
+    def discard(self, member: K) -> FrozenSet[K]:
+        """Return a set without ``member`` (unchanged if absent; O(log n) past ``SMALL``)."""
+        items = self._items
+        if member not in items:
+            return self
+        if type(items) is not dict:
+            return FrozenSet._of(items.delete(member))
+        copy = dict(items)
+        del copy[member]
+        return FrozenSet._of(copy)
+
+    def __repr__(self) -> str:
+        return f"FrozenSet({set(self._items)!r})"
+
+
+EMPTY_SET: FrozenSet = FrozenSet()
 
 
 EMPTY_MAP: FrozenMap = FrozenMap()

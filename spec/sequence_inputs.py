@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank, is_int, is_uint, show, show_int
+from .primitives import U32_MAX, U64_MAX, WorkerWithDpRank, int_value, is_int, is_uint, read_items, show, show_int
 from .sequence_errors import (
     InvalidDuration,
     InvalidInstant,
@@ -81,6 +81,7 @@ def _nanos(value: object, what: str, error: type[InvalidSequenceArgument], upper
         if value < 0:
             raise error(f"{what} must not be negative, got {value!r}")
         value = int(value)
+    value = int_value(value)  # an int subclass by its value (an IntEnum member becomes a plain int)
     if value < 0:
         raise error(f"{what} must not be negative, got {show_int(value)}")
     if value > upper:
@@ -110,7 +111,7 @@ def check_arg_uint(value: object, what: str, upper: int = U64_MAX) -> int:
         if not is_int(value):
             raise SequenceArgumentTypeError(f"{what} must be an int, got {type(value).__name__}")
         raise InvalidSequenceArgument(f"{what} {show_int(value)} is outside [0, {upper}]")
-    return value
+    return int_value(value)  # an int subclass by its value (an IntEnum member becomes a plain int)
 
 
 def check_request_id(value: object) -> str:
@@ -134,7 +135,7 @@ def check_token_sequence(value: object) -> tuple[int, ...] | None:
     if isinstance(value, (str, bytes, bytearray, memoryview)) or not isinstance(value, Sequence):
         # a byte string is not a list of block hashes: read byte by byte it would book garbage (H11)
         raise SequenceArgumentTypeError(f"token_sequence must be a sequence of ints, got {type(value).__name__}")
-    return tuple(check_arg_uint(h, "sequence hash") for h in value)
+    return tuple(check_arg_uint(h, "sequence hash") for h in read_items(value, "token_sequence", SequenceArgumentTypeError))
 
 
 # ----------------------------------------------------------------------------- requests

@@ -21,7 +21,7 @@ from typing import Any
 
 from .arith import PY, Arith
 from .coverage import EdgeState, covers, current_cutoff, holders
-from .primitives import Block, FrozenMap, Rank
+from .primitives import Block, FrozenMap, FrozenSet, Rank
 
 
 def prefix_cutoff(c: Any, p: Any, ops: Arith = PY) -> Any:
@@ -45,7 +45,7 @@ def extended_cutoff(c: Any, storing: Any, n: Any, tail: Any, ops: Arith = PY) ->
 
 def state_with_cutoffs(edge: tuple[Block, ...], cutoffs: dict[Rank, int]) -> EdgeState:
     """Return the edge state in which each rank holds ``edge[:cutoffs[rank]]`` (full at ``len``, absent at 0)."""
-    full = frozenset(r for r, k in cutoffs.items() if k == len(edge))
+    full = FrozenSet(r for r, k in cutoffs.items() if k == len(edge))
     partial = {r: k for r, k in cutoffs.items() if 0 < k < len(edge)}
     return EdgeState(edge, full, FrozenMap(partial))
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..spec.primitives import Block, Rank
+from ..spec.primitives import Block, FrozenSet, Rank
 
 # One palette for every picture: full holders, partial holders, stale, empty.
 FULL, PARTIAL, STALE, EMPTY, ACCENT = "#2b6cb0", "#90cdf4", "#e53e3e", "#edf2f7", "#dd6b20"
@@ -50,7 +50,7 @@ def split_example_state() -> Any:
     from ..spec.primitives import FrozenMap
 
     cutoffs = FrozenMap({Rank(1): 1, Rank(2): 3, Rank(3): 5, Rank(301): 4})
-    return EdgeState(blocks(6), frozenset({Rank(0), Rank(300)}), cutoffs)
+    return EdgeState(blocks(6), FrozenSet({Rank(0), Rank(300)}), cutoffs)
 
 
 def holding(title: str, state: Any, ranks: tuple[Rank, ...]) -> Holding:

@@ -35,7 +35,7 @@ def test_a_malformed_token_or_unknown_scenario_is_a_usage_error(kvproof_cli):
 
 def test_explore_mutants_finds_every_broken_structure(kvproof_cli):
     ran = kvproof_cli("explore", "--mutants", "--profile", "quick")
-    assert ran.code == EXIT_PASS and ran.last == "explore: mutants=16 found=16 missed=0"
+    assert ran.code == EXIT_PASS and ran.last == "explore: mutants=17 found=17 missed=0"
 
 
 def test_explore_lists_its_scenarios(kvproof_cli):
@@ -51,7 +51,7 @@ def test_bench_explore_reports_rates_side_by_side(kvproof_cli):
 
 def test_explore_on_real_threads_runs_the_same_checks(kvproof_cli):
     ran = kvproof_cli("explore", "--real", "5")
-    assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=12 runs=60 failing=0"
+    assert ran.code == EXIT_PASS and ran.last == "explore --real: scenarios=13 runs=65 failing=0"
     broken = kvproof_cli("explore", "fanout-vs-split", "--real", "20", "--target", "ExtendsInternalNode")
     assert broken.code == EXIT_FAIL and "real-thread run 0: not linearizable" in broken.out
 

@@ -16,6 +16,10 @@ import numpy
 
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block
+from .grammar import LyingInt, Member, RaisingIndex
+
+_HOSTILE_KINDS = (LyingInt, Member, RaisingIndex)
+_HOSTILE_NAMES = {kind.__name__: kind for kind in _HOSTILE_KINDS}
 
 
 class CodecError(ValueError):
@@ -30,6 +34,8 @@ def encode(value: Any) -> Any:
         return ["bool", value]
     if isinstance(value, numpy.generic):
         return ["numpy", type(value).__name__, _number_text(value.item())]
+    if type(value) in _HOSTILE_KINDS:  # the grammar's objects with code of their own, by kind and value
+        return [type(value).__name__, hex(int.__index__(value)) if isinstance(value, int) else None]
     if isinstance(value, int):
         return ["int", hex(value)]
     if isinstance(value, float):
@@ -82,6 +88,9 @@ def _decode(tagged: Any) -> Any:
               "range": lambda: range(*rest)}
     if tag in simple:
         return simple[tag]()
+    if tag in _HOSTILE_NAMES:
+        kind: Any = _HOSTILE_NAMES[tag]
+        return kind() if rest[0] is None else kind(int(rest[0], 16))
     if tag == "numpy":
         kind, text = rest
         if text in ("True", "False"):

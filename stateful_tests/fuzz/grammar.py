@@ -12,6 +12,7 @@ Source: docs/hostile-input.md (the cases issue 12 lists, and what Dynamo 1.6.1 d
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +32,40 @@ HOSTILE_LITERALS = (
 )
 """JSON text put where a number, or anything, belongs."""
 
+class LyingInt(int):
+    """An ``int`` whose own ``__int__`` and ``__index__`` disagree with its value: read by its value, as the binding does."""
+
+    def __int__(self) -> int:
+        return int.__index__(self) + 2
+
+    def __index__(self) -> int:
+        return int.__index__(self) + 4
+
+
+class Member(enum.IntEnum):
+    """An ``IntEnum``: read as its value, kept as a plain ``int``."""
+
+    THREE = 3
+
+
+class RaisingIndex:
+    """An object whose own ``__index__`` raises: not an integer (a typed error, never its exception)."""
+
+    def __index__(self) -> int:
+        raise RuntimeError("hostile __index__")
+
+
+class RaisingList(list):
+    """A list whose own ``__iter__`` raises: a typed error naming the argument (docs/hostile-input.md H13)."""
+
+    def __iter__(self):
+        raise RuntimeError("hostile __iter__")
+
+
 HOSTILE_VALUES: tuple[Any, ...] = (
     -1, 2**64, 2**64 - 1, 2**32, 10**5000, -(10**5000), True, False, 1.0, float("nan"), float("inf"), "3", b"3", None,
     numpy.int64(3), numpy.uint64(2), numpy.int32(-1), numpy.bool_(True), numpy.float64(1.0), [1], (1,), {1: 2}, object(),
+    LyingInt(2), Member.THREE, RaisingIndex(),
 )
 """Python values put where an argument belongs."""
 

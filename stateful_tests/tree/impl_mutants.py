@@ -22,12 +22,18 @@ Each is the concurrent tree with one protection removed:
 
 The interleaving explorer (``stateful_tests.explore``) finds each of them deterministically.
 
-And two broken thread-pool indexers (``POOL_MUTANTS``), caught by the pipelined check
-(``pipeline.check_pipelined``, the gate's pool row):
+And three broken thread-pool indexers (``POOL_MUTANTS``). The pipelined check
+(``pipeline.check_pipelined``, the gate's pool row) catches the first two (``PIPELINE_MUTANTS``):
 
 - ``RoutesByEvent``: events go to the event threads in turn, not by worker, so one worker's
   events can apply out of order;
-- ``FlushReturnsEarly``: ``flush`` does not wait, so reads after it can miss queued events.
+- ``FlushReturnsEarly``: ``flush`` does not wait, so reads after it can miss queued events;
+
+the removal race (``pool_stress``, the gate's row "pool: removal racing its workers' events") and the
+explorer's scenario ``remove-vs-own-events`` catch the third:
+
+- ``ForgetsRouteWithEventsInFlight``: a removal forgets the worker's route while an event of the
+  worker still waits behind it on the lane.
 
 ``docs/concurrency.md`` records how often real-thread stress catches each per 100 runs
 (``kvproof stress tree --mutant NAME --runs 100 ...``); the suite also catches each one
@@ -232,4 +238,5 @@ class ForgetsRouteWithEventsInFlight(ThreadPoolIndexer):
         return self._enqueue(self.lane_of(rank.worker_id), lambda l: self.tree.apply_on(l, rank.worker_id, decoded))
 
 
-POOL_MUTANTS = [RoutesByEvent, FlushReturnsEarly, ForgetsRouteWithEventsInFlight]
+PIPELINE_MUTANTS = [RoutesByEvent, FlushReturnsEarly]
+POOL_MUTANTS = [*PIPELINE_MUTANTS, ForgetsRouteWithEventsInFlight]

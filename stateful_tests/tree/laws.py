@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ...spec.coverage import EdgeState, cover_prefix, current_cutoff, drop_worker, promote, remove_at
 from ...spec.invariants import NODE_PREDICATES
 from ...spec.match import chain_score, early_exit_agrees, find_matches_walk
-from ...spec.primitives import Block, FrozenMap, Rank
+from ...spec.primitives import Block, FrozenMap, FrozenSet, Rank
 from ...spec.shape import (
     CoverPrefix,
     InsertBelow,
@@ -69,7 +69,7 @@ def edge_states(draw, min_len: int = 1, max_len: int = 8) -> EdgeState:
             full.add(rank)
         elif kind == "cut" and n > 1:
             cutoffs[rank] = draw(st.integers(1, n - 1))
-    return EdgeState(edge, frozenset(full), FrozenMap(cutoffs))
+    return EdgeState(edge, FrozenSet(full), FrozenMap(cutoffs))
 
 
 def valid(state: EdgeState) -> bool:

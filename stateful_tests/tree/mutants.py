@@ -17,7 +17,7 @@ from ...spec.coverage import EdgeState
 from ...spec.errors import MalformedEvent
 from ...spec.events import Removed
 from ...spec.match import OverlapScores, check_query, matched_length
-from ...spec.primitives import FrozenMap, Rank
+from ...spec.primitives import FrozenMap, FrozenSet, Rank
 from ..harness.controls import Expected
 
 
@@ -46,7 +46,7 @@ class SplitCarriesOneTooMany(RadixTree):
                 full.add(rank)
             else:
                 cutoffs[rank] = k + 1
-        suffix.state = EdgeState(s.edge, frozenset(full), FrozenMap(cutoffs))
+        suffix.state = EdgeState(s.edge, FrozenSet(full), FrozenMap(cutoffs))
 
 
 class NoLookupScrub(RadixTree):

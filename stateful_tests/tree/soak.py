@@ -306,8 +306,8 @@ def run_soak(factory: Callable[[], Any], name: str, plan: SoakPlan = SoakPlan(),
 # ----------------------------------------------------------------------------- the known growth
 
 DEAD_NODES_LAW = "reachable nodes <= live blocks + 1"
-_NODE_PARTS = ("# Node", "# EdgeState", "# NodeView", "# FrozenMap", "# Block", "# RWGate", "# Lock", "# _Hold",
-               "# Condition", "len Node.", "len EdgeState.", "len NodeView.", "len FrozenMap.", "len Condition.",
+_NODE_PARTS = ("# Node", "# EdgeState", "# NodeView", "# FrozenMap", "# FrozenSet", "# Map", "# Block", "# RWGate", "# Lock", "# _Hold",
+               "# Condition", "len Node.", "len EdgeState.", "len NodeView.", "len FrozenMap.", "len FrozenSet.", "len Condition.",
                "reachable nodes", "dead nodes", "traced bytes", "walked bytes")
 
 
@@ -349,7 +349,7 @@ class KeepsRemovedWorkers(RadixTree):
     """Leaks: ``remove_worker`` empties the ranks' lookups but keeps them registered (caught: registered ranks)."""
 
     def remove_worker(self, worker_id: int) -> None:
-        self._drop_ranks([r for r in self._lookups if r.worker_id == worker_id], forget=False)
+        self._drop_ranks(self._worker_ranks(worker_id), forget=False)
 
 
 class ForgetsWithoutUncovering(RadixTree):
@@ -357,8 +357,9 @@ class ForgetsWithoutUncovering(RadixTree):
     (caught: covered pairs <= live pairs)."""
 
     def remove_worker(self, worker_id: int) -> None:
-        for rank in [r for r in self._lookups if r.worker_id == worker_id]:
+        for rank in self._worker_ranks(worker_id):
             del self._lookups[rank]
+        self._ranks_of.pop(worker_id, None)
 
 
 class KeepsDetachedNodes(RadixTree):

@@ -8,6 +8,7 @@ import pytest
 from kvproof.spec.events import Cleared, KvCacheEvent, Removed, Stored
 from kvproof.spec.primitives import Block
 from kvproof.stateful_tests.fuzz.campaign import TARGETS, Case, Fleet, run_case
+from kvproof.stateful_tests.fuzz.grammar import LyingInt, Member, RaisingIndex, RaisingList
 from kvproof.stateful_tests.harness.targets import dynamo_tree_factory
 
 OK, MALFORMED, TYPE, RANGE = "ok", "MalformedEvent", "InvalidArgumentType", "InvalidArgument"
@@ -68,6 +69,14 @@ CASES = [
     ("early_exit 1", Case("find_matches", ([1, 2], 1)), TYPE, "refused"),
     ("early_exit None", Case("find_matches", ([1, 2], None)), TYPE, "refused"),
     ("early_exit numpy.bool_", Case("find_matches", ([1, 2], numpy.bool_(True))), OK, "ok"),
+    ("worker_id an int whose __int__ and __index__ lie", Case("apply_event", (LyingInt(5), STORE.encode() + b"}")), OK, "ok"),
+    ("query item an int whose __int__ and __index__ lie", Case("find_matches", ([LyingInt(1)], False)), OK, "ok"),
+    ("worker_id an IntEnum member", Case("apply_event", (Member.THREE, STORE.encode() + b"}")), OK, "ok"),
+    ("worker_id whose own __index__ raises", Case("remove_worker", (RaisingIndex(),)), TYPE, "refused"),
+    ("query item whose own __index__ raises", Case("find_matches", ([RaisingIndex()], False)), TYPE, "refused"),
+    ("query a list whose own __iter__ raises (H13)", Case("find_matches", (RaisingList([1]), False)), TYPE, None),
+    ("remove_worker_dp_rank(1, 2**32)", Case("remove_worker_dp_rank", (1, 2**32)), RANGE, None),
+    ("remove_worker_dp_rank(1, '0')", Case("remove_worker_dp_rank", (1, "0")), TYPE, None),
     ("an event object with dp_rank 2**32", event(data=Cleared(), dp_rank=2**32), MALFORMED, None),
     ("an event object with blocks as plain tuples", event(data=Stored(None, ((7, 700),))), MALFORMED, None),  # type: ignore[arg-type]
     ("an event object with Block('a', 'b')", event(data=Stored(None, (Block("a", "b"),))), MALFORMED, None),  # type: ignore[arg-type]
@@ -89,9 +98,18 @@ def test_each_hostile_input_is_decided_as_recorded(fleet, name, case, kvproof, d
     seen, problems = run_case(fleet, case)
     assert not problems, problems[0].line()
     for target in ("reference", "impl", "impl-lanes", "impl-pool"):
-        assert seen[target].outcome == kvproof, f"{target}: {seen[target].outcome} {seen[target].message}"
+        # the thread-pool indexer has no remove_worker_dp_rank, as Dynamo's ThreadPoolIndexer
+        expected = "n/a" if case.op == "remove_worker_dp_rank" and target == "impl-pool" else kvproof
+        assert seen[target].outcome == expected, f"{target}: {seen[target].outcome} {seen[target].message}"
     if dynamo is not None and "dynamo" in seen:
         assert (seen["dynamo"].outcome == "ok") == (dynamo == "ok"), f"Dynamo: {seen['dynamo'].outcome} {seen['dynamo'].message}"
+
+
+def test_an_int_subclass_is_stored_by_its_value(fleet):
+    """The lying int of the cases above lands as worker 5 (its value) in every tree, and Dynamo's: never 7 (``__int__``)."""
+    run_case(fleet, Case("apply_event", (LyingInt(5), STORE.encode() + b"}")))
+    for name, tree in fleet.trees.items():
+        assert (5, 0) in tree.find_matches([7]).scores, name
 
 
 def test_dynamo_is_in_the_fleet_where_installed(fleet):

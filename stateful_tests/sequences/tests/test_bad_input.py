@@ -170,3 +170,51 @@ def test_the_topology_errors_and_a_refused_add_name_what_they_refuse(target):
     with pytest.raises(TokenLoadOverflow, match=r"^prefill tokens of \(1, 0\) would pass u64$"):
         _add((1, 0), rid="r2", hint=_hint(1))(tracker)
     tracker.check()
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_an_int_subclass_is_read_by_its_value_and_kept_as_a_plain_int(target):
+    """An IntEnum member or an int whose own __int__/__index__ lie is an id by its value, stored as a plain int (issue 31)."""
+    from collections.abc import Mapping
+
+    from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
+    from kvproof.stateful_tests.fuzz.grammar import LyingInt, Member
+
+    tracker = TARGETS[target](None)
+    tracker.register_worker(Member.THREE, LyingInt(0), LyingInt(2), 0)
+    tracker.add_request(SequenceRequest("a", WorkerWithDpRank(Member.THREE, LyingInt(1)), (LyingInt(7),), True, None, None),
+                        LyingInt(1))
+    state = tracker.snapshot()
+    kinds, values = set(), set()
+
+    def walk(value):
+        if isinstance(value, int):
+            kinds.add(type(value))
+            values.add(int.__index__(value))
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif hasattr(value, "__dataclass_fields__"):
+            for name in value.__dataclass_fields__:
+                walk(getattr(value, name))
+
+    walk(state)
+    assert kinds <= {int, bool}, kinds  # no enum member, no lying int kept
+    assert {3, 7} <= values, values  # worker 3 and the block hash 7, by value (never __int__'s 5 or 9)
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_a_token_sequence_whose_own_iteration_raises_is_a_typed_error(target):
+    from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
+    from kvproof.stateful_tests.fuzz.grammar import RaisingList
+
+    tracker = TARGETS[target](None)
+    tracker.register_worker(1, 0, 1, 0)
+    before = tracker.snapshot()
+    with pytest.raises(SequenceArgumentTypeError, match=r"token_sequence could not be read: .*RuntimeError"):
+        tracker.add_request(SequenceRequest("a", WorkerWithDpRank(1, 0), RaisingList([1]), True, None, None), 1)
+    assert tracker.snapshot() == before

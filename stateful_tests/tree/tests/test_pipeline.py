@@ -3,7 +3,7 @@
 import pytest
 
 from kvproof.impl.indexer import ThreadPoolIndexer
-from kvproof.stateful_tests.tree.impl_mutants import POOL_MUTANTS
+from kvproof.stateful_tests.tree.impl_mutants import PIPELINE_MUTANTS
 from kvproof.stateful_tests.tree.pipeline import check_pipelined, runs
 from kvproof.stateful_tests.tree.streams import EventOp, generate
 
@@ -14,7 +14,7 @@ def test_the_pool_pipelined_equals_the_reference():
         assert not problems, f"stream {index}: {problems[:3]}"
 
 
-@pytest.mark.parametrize("mutant", POOL_MUTANTS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("mutant", PIPELINE_MUTANTS, ids=lambda m: m.__name__)
 def test_each_broken_pool_is_caught(mutant):
     """Real threads make each stream a draw; measured 97-100 of 100 streams catch each, so 40 streams cannot all miss."""
     caught = [i for i in range(40) if check_pipelined(mutant, generate(11, i))]

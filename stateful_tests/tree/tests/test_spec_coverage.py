@@ -3,11 +3,11 @@
 import pytest
 
 from kvproof.spec.coverage import EdgeState, cover_prefix, covers, current_cutoff, drop_worker, promote, removal_cutoff, remove_at
-from kvproof.spec.primitives import Block, FrozenMap, Rank
+from kvproof.spec.primitives import Block, FrozenMap, FrozenSet, Rank
 
 EDGE = tuple(Block(i + 1, 100 * (i + 1)) for i in range(6))
 R0, R1, R2, R3 = Rank(0), Rank(1), Rank(2), Rank(3)
-STATE = EdgeState(EDGE, frozenset({R0}), FrozenMap({R1: 1, R2: 3}))
+STATE = EdgeState(EDGE, FrozenSet({R0}), FrozenMap({R1: 1, R2: 3}))
 
 
 def test_current_cutoff_is_len_for_full_cutoff_for_partial_zero_for_strangers():
@@ -59,7 +59,7 @@ def test_drop_worker_removes_full_and_cutoff_alike():
 def test_cover_prefix_returns_the_same_state_when_coverage_does_not_rise():
     """No change, no new state: ``c == 0``, ``c`` at or below the cutoff, or a full rank (the identity the trees rely on)."""
     a, b = Rank(1, 0), Rank(2, 0)
-    state = EdgeState(tuple(Block(i, 100 + i) for i in range(4)), frozenset({a}), FrozenMap({b: 2}))
+    state = EdgeState(tuple(Block(i, 100 + i) for i in range(4)), FrozenSet({a}), FrozenMap({b: 2}))
     for rank, c in ((a, 0), (a, 3), (a, 4), (b, 0), (b, 1), (b, 2)):
         assert cover_prefix(state, rank, c) is state
     assert cover_prefix(state, b, 3) is not state and current_cutoff(cover_prefix(state, b, 3), b) == 3
@@ -67,7 +67,7 @@ def test_cover_prefix_returns_the_same_state_when_coverage_does_not_rise():
 
 def test_edge_state_repr_names_blocks_holders_and_cutoffs():
     """The failure messages print states this way: blocks as (local, ext) pairs, the holders, the cutoffs."""
-    state = EdgeState((Block(1, 100), Block(2, 200)), frozenset({Rank(7, 0)}), FrozenMap({Rank(8, 1): 1}))
+    state = EdgeState((Block(1, 100), Block(2, 200)), FrozenSet({Rank(7, 0)}), FrozenMap({Rank(8, 1): 1}))
     assert repr(state) == "EdgeState(edge=[(1, 100), (2, 200)], full_edge_workers={(7, 0)}, worker_cutoffs={(8, 1): 1})"
     assert repr(EdgeState((Block(3, 300),))) == "EdgeState(edge=[(3, 300)], full_edge_workers=set(), worker_cutoffs={})"
 

@@ -618,20 +618,18 @@ def test_an_event_object_in_the_domain_comes_back_exact_with_plain_ints(event, e
 @pytest.mark.parametrize(
     ("worker_id", "dp_rank", "error", "message"),
     [
-        (1, 2**32, MalformedEvent, f"Failed to deserialize KvCacheEvent: dp_rank: integer 4294967296 {U32_RANGE}"),
-        (1, -1, MalformedEvent, f"Failed to deserialize KvCacheEvent: dp_rank: integer -1 {U32_RANGE}"),
-        (1, 10**5000, MalformedEvent,
-         f"Failed to deserialize KvCacheEvent: dp_rank: integer <an integer of about 5001 digits> {U32_RANGE}"),
-        (1, "0", MalformedEvent, "Failed to deserialize KvCacheEvent: dp_rank: expected an unsigned integer, got str '0'"),
-        (1, True, MalformedEvent, "Failed to deserialize KvCacheEvent: dp_rank: expected an unsigned integer, got bool True"),
-        (1, None, MalformedEvent,
-         "Failed to deserialize KvCacheEvent: dp_rank: expected an unsigned integer, got NoneType None"),
+        (1, 2**32, InvalidArgument, "dp_rank 4294967296 is not a u32"),
+        (1, -1, InvalidArgument, "dp_rank -1 is not a u32"),
+        (1, 10**5000, InvalidArgument, "dp_rank <an integer of about 5001 digits> is not a u32"),
+        (1, "0", InvalidArgumentType, "dp_rank must be an int, got str"),
+        (1, True, InvalidArgumentType, "dp_rank must be an int, got bool"),
+        (1, None, InvalidArgumentType, "dp_rank must be an int, got NoneType"),
         (-1, "x", InvalidArgument, "worker_id -1 is not a u64"),  # the worker id first
         ("1", 2**32, InvalidArgumentType, "worker_id must be an int, got str"),
     ],
     ids=["u32+1", "-1", "huge", "str", "bool", "None", "bad worker, bad rank", "ill-typed worker, rank out of range"],
 )
-def test_check_rank_refuses_a_bad_worker_first_then_a_dp_rank_out_of_u32(worker_id, dp_rank, error, message):
+def test_check_rank_refuses_a_bad_worker_first_then_a_dp_rank_out_of_u32_naming_the_argument(worker_id, dp_rank, error, message):
     with pytest.raises(error, match=exactly(message)):
         check_rank(worker_id, dp_rank)
 

@@ -20,7 +20,7 @@ from kvproof.spec.invariants import (
     node_violations,
     root_violations,
 )
-from kvproof.spec.primitives import Block, FrozenMap, WorkerWithDpRank
+from kvproof.spec.primitives import Block, FrozenMap, FrozenSet, WorkerWithDpRank
 
 A, B = WorkerWithDpRank(1, 0), WorkerWithDpRank(2, 0)
 
@@ -30,7 +30,7 @@ def edge(*locals_: int) -> tuple[Block, ...]:
 
 
 def state(blocks: tuple[Block, ...], full=(), cut=None) -> EdgeState:
-    return EdgeState(blocks, frozenset(full), FrozenMap(cut or {}))
+    return EdgeState(blocks, FrozenSet(full), FrozenMap(cut or {}))
 
 
 HELD = state(edge(1, 2, 3), full=[A], cut={B: 2})  # A holds [1 2 3], B holds [1 2]

@@ -1,0 +1,76 @@
+"""The crowd law (kvproof issue 31): a store or a removal by one rank costs O(its blocks), not O(the ranks on the node).
+
+Measured as counts of work (lines executed, bytes allocated) at two crowd sizes, never as time: building and removing
+a crowd of n ranks on one prefix grows as n^e with e near 1. Each count has a control that breaks it the way the trees
+did before the issue: a removal that scans every rank for the worker's (lines), a store that copies the node's holder
+set (bytes).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kvproof.impl.radix_tree import ConcurrentRadixTree
+from kvproof.reference.radix_tree import RadixTree
+from kvproof.stateful_tests.tree import crowd
+
+SMALL, LARGE = 50, 400
+LIMIT = 1.2
+
+
+def exponents(factory) -> dict[str, float]:
+    small, large = crowd.crowd_work(factory, SMALL), crowd.crowd_work(factory, LARGE)
+    return {f"{op} {count}": math.log(getattr(b, count) / getattr(a, count)) / math.log(LARGE / SMALL)
+            for op, a, b in zip(("store", "remove"), small, large) for count in ("lines", "allocated")}
+
+
+class ScansEveryRank(RadixTree):
+    """A removal finds the worker's ranks by scanning every rank the tree knows (the reference before issue 31)."""
+
+    def _worker_ranks(self, worker_id):
+        return [r for r in self._lookups if r.worker_id == worker_id]
+
+
+class CopiesHolders(RadixTree):
+    """A store copies the holder set of the node it passes (the persistent sets replaced such copies in issue 31)."""
+
+    def _apply_stored(self, rank, stored):
+        for child in self.root.children.values():
+            frozenset(child.state.full_edge_workers)
+        super()._apply_stored(rank, stored)
+
+
+@pytest.mark.parametrize("factory", [RadixTree, ConcurrentRadixTree], ids=lambda f: f.__name__)
+def test_crowd_work_grows_linearly(factory):
+    grown = exponents(factory)
+    assert all(e <= LIMIT for e in grown.values()), grown
+
+
+def test_the_line_count_catches_a_removal_that_scans_every_rank():
+    grown = exponents(ScansEveryRank)
+    assert grown["remove lines"] > 1.35 and grown["store lines"] <= LIMIT, grown
+
+
+def test_the_allocation_count_catches_a_store_that_copies_the_holders():
+    grown = exponents(CopiesHolders)
+    assert grown["store allocated"] > 1.35 and grown["store lines"] <= LIMIT, grown
+
+
+def test_the_bench_points_come_from_the_workload():
+    """The timed bench checks its own outcome: the last rank credited with the prefix, nobody after the removals."""
+    point = crowd.measure_crowd("reference", RadixTree, 20)
+    assert point.ranks == 20 and point.store_cpu > 0 and point.remove_cpu > 0
+    assert crowd.growth_exponent([(10, 1.0), (1000, 1.0)]) == pytest.approx(1.0)
+    assert crowd.growth_exponent([(10, 1.0), (1000, 100.0)]) == pytest.approx(2.0)
+
+
+def test_a_tree_that_loses_the_crowd_fails_the_bench():
+    class Forgets(RadixTree):
+        def apply_event(self, worker_id, event):
+            if worker_id != 20:
+                super().apply_event(worker_id, event)
+
+    with pytest.raises(AssertionError, match="not credited"):
+        crowd.measure_crowd("forgets", Forgets, 20)

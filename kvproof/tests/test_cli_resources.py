@@ -96,7 +96,9 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     first, second = ran.out.split("\n\n")[:2]
     assert first.startswith("workload 1 (trace; the representative one): mooncake_conversation_1k.jsonl, 40 requests")
     assert second.startswith("workload 2 (synthetic; a regression row, not traffic): 2 generated streams")
-    assert "bytes/block (RSS)" in first and "goals (>= 1x events/s" in first and "decoding (every tree's front door)" in first
+    assert "bytes/block (RSS)" in first and "goal (<= 1.5x the binding's bytes/block" in first
+    assert "event CPU us" in first and "ratio reference / dynamo: events by CPU" in first
+    assert "decoding (every tree's front door)" in first
     body = json.loads(out.read_text())
     assert body["schema"] == "kvproof.bench-trees/1"
     trace, synthetic = body["workloads"]
@@ -104,6 +106,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     assert names == ["reference", "impl (1 lane)", "impl (3 lanes)", "pool x1", "pool x4", "dynamo"]
     reference = trace["rows"][0]
     assert reference["events_per_s"] > 0 and reference["finds_per_s"] > 0 and reference["rss_per_block"] is not None
+    assert reference["event_cpu_us"] > 0 and reference["find_cpu_us"] > 0 and reference["event_cpu_us_to_dynamo"] > 0
     assert trace["events"] > 40 and trace["queries"] == 40 and synthetic["workload"] == "synthetic"
     assert trace["decode_us"]["fast"] > 0 and trace["decode_us"]["strict"] > 0
     assert all(r["rss_per_block"] is None for r in synthetic["rows"])  # no holdings known: no memory column

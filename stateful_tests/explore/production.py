@@ -204,7 +204,8 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
     counter = itertools.count()
     clock = counter.__next__
     reader = _Reader(tree, clock, racing=not getattr(tree, "lockstep", False))
-    segments: list[tuple[Any, list[Call], int]] = []  # per round: the reference before it, its writes, reads so far
+    segments: list[tuple[list[Any], list[Call], int]] = []  # per round: the references it may start from, its writes, reads so far
+    starts: list[Any] = [reference()]  # every reference state the rounds so far may have left (see possible_states)
     spans: list[tuple[int, int]] = []  # each round's (first stamp, last stamp)
     states: list[ContractState] = [EMPTY_CONTRACT]  # the contract after each round
     whole_worker = rules.has("cleared-clears-worker")
@@ -223,8 +224,9 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
                 continue
             reader.queries = [q for qs in stream.queries[position - len(batch):position] for q in qs]
             before = states[-1]
-            segments.append((copy.deepcopy(oracle), [], len(reader.calls)))
+            segments.append((starts, [], len(reader.calls)))
             expected = [apply_op(oracle, op) for op in carried]
+            starts = possible_states(starts, carried, expected)
             reader.begin_round()
             start = clock()
             got = _send_round(tree, carried)
@@ -270,13 +272,43 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
     if not verdict.violations and not verdict.outcome:
         bounds = [first for _, _, first in segments[1:]] + [len(reader.calls)]
         checked = list(zip(segments, bounds))[:verdict.diverged_at]  # past a divergence the reference is no spec
-        for (start_tree, writes, first), last in checked:
-            report = check_linearizable(_TreeSpecFrom(start_tree, rules), writes + reader.calls[first:last], budget)
-            if not report.ok:
-                verdict.linearizable = report.verdict.value
-                verdict.history = report.describe()[:20]
+        for (start_trees, writes, first), last in checked:
+            history = writes + reader.calls[first:last]
+            reports = [check_linearizable(_TreeSpecFrom(start, rules), history, budget) for start in start_trees]
+            if not any(report.ok for report in reports):
+                verdict.linearizable = reports[0].verdict.value
+                verdict.history = reports[0].describe()[:20]
                 break
     return verdict
+
+
+MAX_STARTS = 24
+"""At most this many distinct reference states are carried from round to round."""
+
+
+def possible_states(starts: list[Any], ops: list[Op], outcomes: list[str]) -> list[Any]:
+    """Every reference state a round may leave: each start, with the round's events applied in each order that gives
+    every event the outcome it has in the stream's order, one per distinct shape.
+
+    The events of a round go to the target at once, so it applies them in an order of its own. Where two orders
+    leave the same holdings but different trees (a removal before or after another rank's clear decides whether a
+    node is released, and so whether a later re-store reconnects the rank's old descendants), the next rounds are
+    judged from each (kvproof issue 30: the single-threaded indexer, a control, was judged not linearizable once in
+    about 120 streams, from the one start state the stream's own order leaves).
+    """
+    found: dict[str, Any] = {}
+    for start in starts:
+        for order in itertools.permutations(range(len(ops))):
+            tree = copy.deepcopy(start)
+            got = {i: apply_op(tree, ops[i]) for i in order}
+            if [got[i] for i in range(len(ops))] != outcomes:
+                continue
+            key = repr((tree.shape(), sorted(tree.snapshot().items())))
+            if key not in found:
+                found[key] = tree
+            if len(found) >= MAX_STARTS:
+                return list(found.values())
+    return list(found.values())
 
 
 class _TreeSpecFrom(TreeSpec):

@@ -64,7 +64,10 @@ def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None, l
     queries = [list(q) for q in sorted({tuple(q) for qs in stream.queries for q in qs})]
     for q, a, b in zip(queries, targets.scores_many(tree, queries), targets.scores_many(rebuilt, queries)):
         if a != b:
-            problems.append(f"find_matches({q}): original {a}, rebuilt {b}")
+            more = sorted(rank for rank, score in a.items() if score > b.get(rank, 0))
+            why = (f": the original scores {', '.join(map(str, more))} higher than its own dump rebuilds (it credits "
+                   "blocks its dump does not hold, or its dump loses some)" if more else "")
+            problems.append(f"find_matches({q}): original {a}, rebuilt {b}{why}")
     original = dump_index(tree)
     if known is not None and unreplayable:  # F2: the refused entries credit nothing a rebuild can hold
         original = _index_of(kept)

@@ -23,8 +23,13 @@ all columns together. Targets: the reference, the concurrent tree on one lane an
 lane per worker, ``targets.RoutedImpl``, one thread), the thread-pool indexer with 1 and with 4
 event threads (events pipelined with ``submit`` and one ``flush``), and the Dynamo binding.
 
-Goals (kvproof issue 13), as ratios to the binding on the trace: events/s and find_matches/s
-at least 1x for the reference and the concurrent tree, bytes per cached block at most 1.5x.
+Each speed is measured twice: wall time, and **CPU time** of this process (``time.process_time``:
+every thread, the binding's runtime threads and the pool's event threads included), as CPU
+microseconds per event and per query. Ratios lead by CPU, because wall ratios on a shared machine
+moved 10x between runs (kvproof issue 32). The figures: how fast each tree is beside the binding.
+The one goal left (kvproof issue 13): bytes per cached block at most 1.5x the binding's. Issue 13's
+">= 1x events/s" for interpreted trees was retired by issue 32 (the binding parses and applies an
+event in about 5 us of CPU; msgspec alone takes 4.5 us to parse it).
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from typing import Any
 from ..harness import targets
 from .streams import ClearAllBlocksOp, Encoded, EventOp, RemoveWorkerDpRankOp, RemoveWorkerOp, encode_op, generate
 
-GOALS = {"events_per_s": 1.0, "finds_per_s": 1.0, "rss_per_block": 1.5}
-"""The issue's goals, as ratios to the Dynamo binding: at least (speed) or at most (memory)."""
+GOALS = {"rss_per_block": 1.5}
+"""The goal left, as a ratio to the Dynamo binding: bytes per cached block at most 1.5x."""
 
 GOAL_TREES = ("reference", "impl (1 lane)", "impl (3 lanes)")
 """The trees the goals apply to."""
@@ -110,22 +115,34 @@ def _apply_all(tree: Any, ops: list[Encoded]) -> None:
         flush()
 
 
-def measure(factory: Callable[[], Any], load: Workload, repeats: int) -> tuple[float, float]:
-    """Median events/s and find_matches/s of ``repeats`` fresh trees built from ``load``."""
-    event_rates, find_rates = [], []
+@dataclass(frozen=True)
+class Speed:
+    """One tree's medians over the repeats: wall rates, and CPU microseconds per event and per query."""
+
+    events_per_s: float
+    finds_per_s: float
+    event_cpu_us: float
+    find_cpu_us: float
+
+
+def measure(factory: Callable[[], Any], load: Workload, repeats: int) -> Speed:
+    """Medians of ``repeats`` fresh trees built from ``load``: wall rates and CPU time per operation."""
+    event_rates, find_rates, event_cpu, find_cpu = [], [], [], []
     for _ in range(repeats):
         tree = factory()
         try:
-            started = time.perf_counter()
+            cpu, wall = time.process_time(), time.perf_counter()
             _apply_all(tree, load.ops)
-            event_rates.append(load.events / (time.perf_counter() - started))
-            started = time.perf_counter()
+            event_rates.append(load.events / (time.perf_counter() - wall))
+            event_cpu.append((time.process_time() - cpu) * 1e6 / max(load.events, 1))
+            cpu, wall = time.process_time(), time.perf_counter()
             for q in load.queries:
                 tree.find_matches(q)
-            find_rates.append(len(load.queries) / (time.perf_counter() - started))
+            find_rates.append(len(load.queries) / (time.perf_counter() - wall))
+            find_cpu.append((time.process_time() - cpu) * 1e6 / max(len(load.queries), 1))
         finally:
             targets.dispose(tree)
-    return statistics.median(event_rates), statistics.median(find_rates)
+    return Speed(*(statistics.median(x) for x in (event_rates, find_rates, event_cpu, find_cpu)))
 
 
 @dataclass
@@ -135,6 +152,8 @@ class BenchRow:
     finds_per_s: float | None = None
     rss_per_block: float | None = None
     note: str = ""
+    event_cpu_us: float | None = None
+    find_cpu_us: float | None = None
 
 
 @dataclass
@@ -149,8 +168,12 @@ class BenchReport:
     rows: list[BenchRow] = field(default_factory=list)
     decode_us: dict[str, float] = field(default_factory=dict)  # microseconds per event: fast path, strict reading
 
-    HEADERS = ("tree", "events/s", "find_matches/s", "bytes/block (RSS)", "note")
-    COLUMNS = (("events_per_s", "events"), ("finds_per_s", "find_matches"), ("rss_per_block", "bytes/block"))
+    HEADERS = ("tree", "event CPU us", "events/s (wall)", "find_matches CPU us", "find_matches/s (wall)",
+               "bytes/block (RSS)", "note")
+    COLUMNS = (("event_cpu_us", "events by CPU"), ("find_cpu_us", "find_matches by CPU"), ("events_per_s", "events by wall"),
+               ("finds_per_s", "find_matches by wall"), ("rss_per_block", "bytes/block"))
+    """Each ratio reads "x times the other": for the speeds, how many times as fast (CPU microseconds per
+    operation inverted), for bytes per block, how many times as large."""
     PAIRS = (("impl (1 lane)", "reference"), ("impl (3 lanes)", "impl (1 lane)"), ("pool x4", "pool x1"))
 
     def row(self, name: str) -> BenchRow | None:
@@ -158,15 +181,21 @@ class BenchReport:
 
     def ratio(self, a: str, b: str, column: str) -> float | None:
         x, y = self.row(a), self.row(b)
-        if x is None or y is None or getattr(x, column) is None or not getattr(y, column):
+        if x is None or y is None or not getattr(x, column) or not getattr(y, column):
             return None
+        if column.endswith("_cpu_us"):  # time per operation: as fast as = the other's time over this one's
+            return float(getattr(y, column) / getattr(x, column))
         return float(getattr(x, column) / getattr(y, column))
 
     def table_rows(self) -> list[tuple[str, ...]]:
         def figure(x: float | None) -> str:
             return "-" if x is None else f"{x:,.0f}"
 
-        return [(r.name, figure(r.events_per_s), figure(r.finds_per_s), figure(r.rss_per_block), r.note) for r in self.rows]
+        def micro(x: float | None) -> str:
+            return "-" if x is None else f"{x:,.1f}"
+
+        return [(r.name, micro(r.event_cpu_us), figure(r.events_per_s), micro(r.find_cpu_us), figure(r.finds_per_s),
+                 figure(r.rss_per_block), r.note) for r in self.rows]
 
     def ratio_lines(self) -> list[str]:
         """Each tree against the binding (with the goal where one applies), then the pairs of trees."""
@@ -180,15 +209,14 @@ class BenchReport:
                 if value is None:
                     continue
                 text = f"{word} {value:.2f}x"
-                if self.label == "trace" and r.name in GOAL_TREES:
+                if self.label == "trace" and r.name in GOAL_TREES and column in GOALS:
                     goal = GOALS[column]
-                    met = value <= goal if column == "rss_per_block" else value >= goal
-                    text += f" ({'<=' if column == 'rss_per_block' else '>='} {goal:g}x: {'met' if met else 'NOT met'})"
+                    text += f" (<= {goal:g}x: {'met' if value <= goal else 'NOT met'})"
                 parts.append(text)
             if parts:
                 lines.append(f"ratio {r.name} / dynamo: " + ", ".join(parts))
         for a, b in self.PAIRS:
-            parts = [f"{word} {v:.2f}x" for column, word in self.COLUMNS[:2] if (v := self.ratio(a, b, column)) is not None]
+            parts = [f"{word} {v:.2f}x" for column, word in self.COLUMNS[:4] if (v := self.ratio(a, b, column)) is not None]
             if parts:
                 lines.append(f"ratio {a} / {b}: " + ", ".join(parts))
         return lines
@@ -210,7 +238,7 @@ class BenchReport:
                 value = self.ratio(name, "dynamo", column)
                 if value is None:
                     continue
-                if (value > goal) if column == "rss_per_block" else (value < goal):
+                if value > goal:
                     return False
         return True
 
@@ -257,10 +285,10 @@ def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
     for name, decode in (("fast", decode_event), ("strict", decode_event_strictly)):
         best = float("inf")
         for _ in range(repeats):
-            started = time.perf_counter()
+            started = time.process_time()
             for payload in payloads:
                 decode(payload)
-            best = min(best, time.perf_counter() - started)
+            best = min(best, time.process_time() - started)
         costs[name] = best * 1e6 / max(len(payloads), 1)
     return costs
 
@@ -280,8 +308,9 @@ def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchRepo
         if factory is None:
             report.rows.append(BenchRow(name, note=note))
             continue
-        events, finds = measure(factory, load, repeats)
-        report.rows.append(BenchRow(name, events, finds, rss.get(name), note))
+        speed = measure(factory, load, repeats)
+        report.rows.append(BenchRow(name, speed.events_per_s, speed.finds_per_s, rss.get(name), note,
+                                    speed.event_cpu_us, speed.find_cpu_us))
     if load.label == "trace":
         report.decode_us = decode_costs(load, repeats)
     return report

@@ -45,3 +45,34 @@ def test_the_equal_size_over_credit_is_caught_with_its_stream_and_a_replay_comma
     assert report.failures and report.failures[0].violations
     text = report.report(report.failures[0])
     assert "over-credits" in text and "kvproof conform tree --concurrent --target twin --seed 1 --stream" in text
+
+
+def test_a_round_is_judged_from_every_state_an_order_of_the_previous_rounds_leaves():
+    """Seed 1, stream 19, ops 16 and 17 (one round): rank (3, 0) stores two blocks under a block that rank (1, 0) then
+    extends. Either order gives both stores "ok" and the same holdings, but not the same tree: after (1, 0) later
+    loses a mid-chain block and stores it again (ops 35 and 38), one order reconnects its old descendants (score 6
+    on the query), the stream's own order does not (3). A target may take either order, so both states are carried:
+    judged from the stream's order alone, the single-threaded indexer (a control) was once not linearizable."""
+    import copy
+
+    from kvproof.stateful_tests.explore.production import possible_states
+    from kvproof.stateful_tests.harness import targets
+    from kvproof.stateful_tests.tree.streams import apply_op, generate
+
+    stream, query = generate(1, 19), [5, 2, 6, 6, 1, 2, 2, 3]
+    make = targets.load_target("reference").factory
+    start = make()
+    for op in stream.ops[:16]:
+        apply_op(start, op)
+    round_ops = stream.ops[16:18]
+    in_order = copy.deepcopy(start)
+    outcomes = [apply_op(in_order, op) for op in round_ops]
+    states = possible_states([start], round_ops, outcomes)
+    assert len(states) == 2 and outcomes == ["ok", "ok"]
+    scores = set()
+    for state in states:
+        for op in stream.ops[18:39]:
+            apply_op(state, op)
+        scores.add(dict(state.find_matches(query).scores).get((1, 0)))
+    assert scores == {3, 6}
+    assert possible_states([start], round_ops, ["ok", "BlockNotFound"]) == []  # an order must give the stream's outcomes

@@ -211,6 +211,17 @@ def test_negative_control_the_dump_law_catches_a_lossy_dump():
     assert any(check_dump_rebuild(DumpDropsLastEvent, generate(11, i)) for i in range(10))
 
 
+def test_the_dump_law_says_which_rank_the_original_scores_higher_than_its_dump_rebuilds():
+    """A walk that credits more than the dump holds (F10's kind) and a dump that loses an event both show as the
+    original scoring a rank higher; the message names the rank and both causes, and claims neither."""
+    from kvproof.stateful_tests.tree.mutants import WalkSkipsEqualSizedIntersection
+
+    problems = check_dump_rebuild(WalkSkipsEqualSizedIntersection, generate(11, 2))
+    assert problems and "the original scores (1, 1) higher than its own dump rebuilds" in problems[0]
+    lossy = [p for i in range(10) for p in check_dump_rebuild(DumpDropsLastEvent, generate(11, i))]
+    assert lossy and not any("over-credit" in p for p in lossy)
+
+
 @pytest.mark.dynamo
 def test_negative_control_the_dump_law_catches_dynamos_unreplayable_dump(dynamo_tree):
     """docs/dynamo-findings.md F2: the package's own dump breaks the law."""

@@ -461,6 +461,8 @@ def releases(versions: str | None, cache: str, profile: str | None, timeout: flo
         failing = ", ".join(row["name"] for row in r.failing())
         click.echo(f"{r.version:<12} {r.component:<10} {r.rules:<22} {r.verdict:<14} {r.seconds:5.0f} s"
                    + (f"  failing: {failing}" if failing else "") + (f"  ({r.note})" if r.note and not r.rows else ""))
+        for finding in r.findings():
+            click.echo(f"{'':<12} {r.component:<10} {finding}")
 
     results = survey(chosen, Path(cache).resolve(), profile_name, timeout, on_result, components or None)
     if markdown_path:

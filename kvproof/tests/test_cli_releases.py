@@ -84,6 +84,13 @@ def test_release_verdicts_from_gate_rows():
     assert verdict_of(ok + [row("dump rebuilds the tree", "api", "SKIP", "no dump")]) == "not checkable"
     table = markdown([ReleaseResult("1.4.2", "pass", "dynamo-1.4", ok)], "kvproof releases")
     assert "| 1.4.2 | tree | dynamo-1.4 | **pass** |" in table and "reuse-dead-nodes (ended by ai-dynamo/dynamo PR #14878" in table
+    memory = row("observed Dynamo behaviours", "vectors", "FAIL", "FINDING [memory] the target dynamo ran out of memory in "
+                 "dump_tree_as_events: killed by signal SIGABRT; its last words: memory allocation of 8 bytes failed\nreplay: ...")
+    found = ReleaseResult("1.1.1", verdict_of(ok + [memory]), "dynamo-0.6", ok + [memory])
+    assert found.verdict == "upstream bug"  # a target that dies is a finding about it, recorded per release
+    assert found.findings() == ["FINDING [memory] the target dynamo ran out of memory in dump_tree_as_events: killed by "
+                                "signal SIGABRT (observed Dynamo behaviours)"]
+    assert ReleaseResult("1.4.2", "upstream bug", "dynamo-1.4", ok + [row("x", "contract", "FAIL", "overcount")]).findings() == []
 
 
 @pytest.mark.dynamo

@@ -193,7 +193,7 @@ def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
         return _isolated(Target(name, factory, reason))
     if name == "dynamo-indexer" or name.startswith("dynamo-indexer@"):
         return _indexer_target(name)
-    if name == "dynamo-selection" or name.startswith("dynamo-selection@"):
+    if name.removesuffix(UNPINNED) == "dynamo-selection" or name.startswith("dynamo-selection@"):
         return _isolated(_selection_target(name))
     if ":" in name:
         factory, reason = import_factory(name)

@@ -127,6 +127,11 @@ class ReleaseResult:
     def failing(self) -> list[dict]:
         return [r for r in self.rows if r["result"] == "FAIL"]
 
+    def findings(self) -> list[str]:
+        """The target's failures as a process (a crash, memory, a hang), each as its row reported it, first line only."""
+        return [f"{r['detail'].splitlines()[0].split('; its last words')[0][:240]} ({r['name']})"
+                for r in self.failing() if r["detail"].startswith("FINDING [")]
+
     def to_json(self) -> dict:
         return {"version": self.version, "component": self.component, "verdict": self.verdict, "rules": self.rules,
                 "note": self.note,

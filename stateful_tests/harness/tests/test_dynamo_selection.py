@@ -98,3 +98,39 @@ def test_the_selection_services_active_sequences_agree_with_the_reference_tracke
     assert {"duration", "decay"} <= set(report.left_out.counts)
     broken = conform_selection(60, 1, model_factory=FreeSkipsPrefillCleanup)  # the negative control
     assert broken.mismatches
+
+
+def test_production_mode_reaches_the_service_by_every_name_and_finds_the_over_credit(selection):
+    """``conform tree --concurrent --target dynamo-selection`` (bare name) feeds the service with its lanes free, through the
+    host process; the over-credit shows as a contract break (a bare name once failed to resolve its unpinned form)."""
+    from kvproof.stateful_tests.explore.production import feeds_concurrently
+    from kvproof.stateful_tests.harness.targets import dispose, production_factory
+
+    for name in ("dynamo-selection", "dynamo-selection@4"):
+        factory = production_factory(name)
+        assert factory is not None, name
+        tree = factory()
+        try:
+            assert feeds_concurrently(tree), name
+        finally:
+            dispose(tree)
+    from kvproof.stateful_tests.explore.production import feed_stream
+    from kvproof.stateful_tests.harness.paths import ext
+    from kvproof.stateful_tests.tree.streams import EventOp, Stream
+
+    ids = iter(range(1, 5))
+
+    def ev(worker, data):
+        return EventOp(worker, KvCacheEvent(next(ids), data, 0))
+
+    def blocks(*path):  # the generator's external hashes, so the contract can follow the paths
+        return tuple(Block(local, ext(path[: i + 1])) for i, local in enumerate(path))
+
+    # dynamo-surface.md's stream, in two rounds: worker 2 holds [1 2] and [1 2 5], worker 1 [1] after its removal
+    ops = [ev(1, Stored(None, blocks(1, 2, 3, 4))), ev(2, Stored(None, blocks(1, 2))),
+           ev(2, Stored(ext((1, 2)), blocks(1, 2, 5)[2:])), ev(1, Removed((ext((1, 2)),)))]
+    stream = Stream(1, 0, ops, [[[1, 2, 3, 4]]] * len(ops))
+    verdict = feed_stream(production_factory("dynamo-selection"), stream, rule_set_named("dynamo-1.6-concurrent"))
+    assert verdict.violations and "over-credits (2, 0): score 4, but it held at most 2" in verdict.violations[0].detail, verdict
+    control = feed_stream(production_factory("dynamo-selection@1"), stream, rule_set_named("dynamo-1.6"))
+    assert not control.violations, control  # the single-threaded service holds the contract on the same stream

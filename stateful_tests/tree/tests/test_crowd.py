@@ -74,3 +74,22 @@ def test_a_tree_that_loses_the_crowd_fails_the_bench():
 
     with pytest.raises(AssertionError, match="not credited"):
         crowd.measure_crowd("forgets", Forgets, 20)
+
+
+def test_check_catches_a_rank_missing_from_the_worker_index():
+    """The index that spares removals a scan of every rank is checked: a rank it lost would survive its worker's removal."""
+    from kvproof.spec.primitives import Rank
+
+    tree = RadixTree()
+    tree.apply_event(1, crowd.prefix_event())
+    tree.check()
+    del tree._ranks_of[1]
+    with pytest.raises(AssertionError, match="is_rank_index_exact"):
+        tree.check()
+    impl = ConcurrentRadixTree()
+    impl.apply_event(1, crowd.prefix_event())
+    impl.check()
+    impl.lanes[0].ranks_of.clear()
+    with pytest.raises(AssertionError, match=r"rank \(1, 0\) is missing from its worker index"):
+        impl.check()
+    assert impl.lanes[0].worker_ranks(1) == [] and Rank(1, 0) in impl.lanes[0].lookups  # what a removal would then miss

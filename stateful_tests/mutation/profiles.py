@@ -71,7 +71,7 @@ SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py
 DEEPINFER_SPEC = tuple(DEEPINFER + f"test_spec_{name}.py"
                        for name in ("acceptance", "capacity", "hit_length", "quantities", "service_queue", "state_layout"))
 REFERENCE_TREE = (TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_machine.py",
-                  TREE + "test_spec_rules.py")
+                  TREE + "test_spec_rules.py", TREE + "test_crowd.py")
 REFERENCE_SEQUENCES = (SEQUENCES + "test_reference_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py",
                        SEQUENCES + "test_bad_input.py", SEQUENCES + "test_values.py", SEQUENCES + "test_growth.py")
 EXPLORE_IMPL = (EXPLORE + "test_scenarios.py::test_the_embedded_implementation_passes_every_scenario",
@@ -79,7 +79,8 @@ EXPLORE_IMPL = (EXPLORE + "test_scenarios.py::test_the_embedded_implementation_p
 """The explorer's scenarios run on the embedded implementation (random and PCT schedules, and every recorded
 regression token), without the fresh sweeps for each broken structure (minutes each): about 10 s."""
 IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_impl_lane.py", TREE + "test_impl_node.py", TREE + "test_vectors.py",
-             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py", EXPLORE + "test_impl_radix_tree_races.py") + EXPLORE_IMPL
+             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py", EXPLORE + "test_impl_radix_tree_races.py",
+             TREE + "test_crowd.py") + EXPLORE_IMPL
 IMPL_TRACKER = (SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py", SEQUENCES + "test_bad_input.py",
                 SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py",
                 EXPLORE + "test_impl_slot_tracker_points.py") + EXPLORE_IMPL

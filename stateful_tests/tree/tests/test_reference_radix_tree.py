@@ -411,3 +411,31 @@ def test_the_per_block_tree_is_excused_only_holderless_childless_nodes():
     holderless[0].edge_index = {}
     with pytest.raises(AssertionError, match="is_edge_index_consistent"):
         tree.check(lookups=False)
+
+
+@pytest.mark.parametrize("rules", ["dynamo-1.6-concurrent", "dynamo-1.3-concurrent"])
+def test_removal_skips_unknown_hashes_of_a_rank_it_has_seen_under_the_variant(rules):
+    """Variant ``removal-skips-unknown`` (the concurrent tree): a batch of a known rank removes what it holds and skips
+    the rest without an error; a rank the tree has never seen still gets ``BlockNotFound``; without the variant the
+    batch fails on the first hash not held (after removing the held ones)."""
+    from kvproof.spec.events import KvCacheEvent, Removed, Stored, encode_event
+    from kvproof.spec.primitives import Block
+    from kvproof.spec.rules import rule_set_named
+
+    def ev(data):
+        return encode_event(KvCacheEvent(1, data, 0))
+
+    outcomes = {}
+    for name in (rules, "dynamo-1.6"):
+        tree = RadixTree(rule_set_named(name))
+        tree.apply_event(1, ev(Stored(None, (Block(1, 100), Block(2, 200)))))
+        try:
+            tree.apply_event(1, ev(Removed((999, 200))))
+            outcomes[name] = "ok"
+        except BlockNotFound:
+            outcomes[name] = "BlockNotFound"
+        assert dict(tree.find_matches([1, 2]).scores) == {(1, 0): 1}  # the held hash went either way
+        with pytest.raises(BlockNotFound):
+            tree.apply_event(7, ev(Removed((999,))))  # a rank never seen: refused under every rule set
+        tree.check()
+    assert outcomes == {rules: "ok", "dynamo-1.6": "BlockNotFound"}

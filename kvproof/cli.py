@@ -1924,7 +1924,7 @@ GAPS_SHOWN = 20  # a report prints this many gaps with their diffs; the JSON lis
 
 def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None, extra: dict[str, Any]) -> None:
     """Print a mutation report (table, survivors, gaps, time to detection, goals), write its JSON, exit by the goals."""
-    from .stateful_tests.mutation.scores import HEADERS, median_ttd
+    from .stateful_tests.mutation.scores import HEADERS, median_ttd, p90_ttd
 
     out.print_table(HEADERS, report.table_rows(), numeric=tuple(range(1, len(HEADERS))))
     for m in report.of("survived"):
@@ -1938,9 +1938,10 @@ def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None
                    + (f"; the first {GAPS_SHOWN}:" if len(gaps) > GAPS_SHOWN else ":"))
         for m in shown:
             click.echo(f"GAP {m.name}\n{m.diff or '  (no diff)'}")
-    ttd = median_ttd(report.mutants)
+    ttd, p90 = median_ttd(report.mutants), p90_ttd(report.mutants)
     timed = sum(m.ttd_s is not None for m in report.of("killed"))
-    click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'} over {timed} killed mutants; "
+    click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'}, 90th percentile "
+               f"{'-' if p90 is None else f'{p90:.3f} s'}, over {timed} killed mutants (pytest -x in mutmut's sessions); "
                f"{len(report.mutants)} mutants in {seconds:.1f} s")
     if json_path:
         out.write_json(json_path, "mutate", report.to_json(extra))

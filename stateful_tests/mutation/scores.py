@@ -136,6 +136,13 @@ def median_ttd(mutants: Iterable[Mutant]) -> float | None:
     return statistics.median(times) if times else None
 
 
+def p90_ttd(mutants: Iterable[Mutant]) -> float | None:
+    """The 90th percentile of the time to detection over the killed mutants the plugin timed (nearest rank; None: none
+    timed): how long the slowest tenth of broken changes waits for its first failing test."""
+    times = sorted(m.ttd_s for m in mutants if m.status == KILLED and m.ttd_s is not None)
+    return times[max(0, -(-9 * len(times) // 10) - 1)] if times else None
+
+
 def sharded_names(names: Iterable[str], shard: Any) -> list[str]:
     """The mutant names shard ``K/N`` owns: all names sorted, the ``i``-th kept when ``i % N == K-1``."""
     return [name for i, name in enumerate(sorted(set(names))) if shard.owns(i)]
@@ -189,7 +196,7 @@ class Report:
     def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         ttd = median_ttd(self.mutants)
         return {**(extra or {}), "passed": not self.failures(), "failures": self.failures(), "stopped": self.stopped,
-                "goals": dict(self.goals), "median_ttd_s": ttd,
+                "goals": dict(self.goals), "median_ttd_s": ttd, "p90_ttd_s": p90_ttd(self.mutants),
                 "modules": [t.to_json() for t in self.modules], "layers": [t.to_json() for t in self.layers],
                 "survivors": [m.to_json() for m in self.of(SURVIVED)],
                 "equivalents": [m.to_json() for m in self.of(EQUIVALENT)],

@@ -43,6 +43,7 @@ from kvproof.stateful_tests.mutation.scores import (
     median_ttd,
     merge_module_runs,
     merge_shard_runs,
+    p90_ttd,
     read_shard_run,
     sharded_names,
     status_of,
@@ -170,7 +171,7 @@ def test_time_to_detection_joins_and_takes_the_median():
     join_ttd(ms, [{"mutant": ms[0].name, "ttd_s": 0.2, "first_fail": "t::a"}, {"mutant": ms[1].name, "ttd_s": 0.4},
                   {"mutant": ms[2].name, "ttd_s": 0.9}, {"mutant": ms[3].name, "ttd_s": None}, {"mutant": "other", "ttd_s": 5}])
     assert ms[0].first_fail == "t::a" and median_ttd(ms) == pytest.approx(0.4)
-    assert median_ttd(mutants("spec/a.py", survived=2)) is None
+    assert median_ttd(mutants("spec/a.py", survived=2)) is None and p90_ttd(mutants("spec/a.py", survived=2)) is None
 
 
 def test_json_report_lists_survivors_with_diffs_and_gaps():
@@ -383,3 +384,12 @@ def test_a_rejudge_takes_the_earlier_runs_modules_or_some_of_them_and_nothing_el
     assert "did not run reference/sequences.py" in rejudge_refusal("ci", impl, "1/1", "ci", targets_for("ci", ROOT, ["reference/sequences.py"]), "1/1")
     assert "give the same profile and shard" in rejudge_refusal("quick", impl, "1/1", "ci", part, "1/1")
     assert "give the same profile and shard" in rejudge_refusal("ci", impl, "1/2", "ci", part, "1/1")
+
+
+def test_the_90th_percentile_of_detection_is_the_nearest_rank_over_killed_mutants():
+    timed = mutants("spec/a.py", killed=10, survived=1)
+    for i, m in enumerate(timed[:10]):
+        m.ttd_s = float(i + 1)  # 1 .. 10 s
+    timed[10].ttd_s = 99.0  # a survivor's time is no detection
+    assert p90_ttd(timed) == 9.0 and median_ttd(timed) == 5.5
+    assert p90_ttd(timed[:1]) == 1.0

@@ -177,9 +177,12 @@ def main() -> None:
 @strict_option
 @strict_shape_option
 @shard_options("rows")
+@click.option("--fail-fast", is_flag=True,
+              help="stop at the first failing row, running the rows cheapest first by what each took here last time "
+                   "(.kvproof-cache/gate-seconds.json); the rows not reached are listed as not run")
 def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
           json_path: str | None, junit_path: str | None, allow_skip: bool, rules: str | None, strict: bool,
-          strict_shape: bool, shard: Any, processes: int, executor: str) -> None:
+          strict_shape: bool, shard: Any, processes: int, executor: str, fail_fast: bool) -> None:
     """Run the gate: every check against one target, one row per check.
 
     Against Dynamo the reference follows the rule set of the installed release (printed at the
@@ -212,6 +215,12 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         console.print(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
                       f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
+    if fail_fast and (processes > 1 or executor != "local"):
+        raise click.UsageError("--fail-fast runs the rows one after another in this process: drop --processes/--executor")
+    if fail_fast:
+        from .gate import cheapest_first, recorded_seconds
+
+        selection.checks = cheapest_first(selection.checks, recorded_seconds(target.name, chosen.name))
     if processes > 1 or executor != "local":
         from .gate import GateTask, merge_gate
         from .stateful_tests.harness.shards import ShardError, run_parts
@@ -227,7 +236,10 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         for done, row in enumerate(report.rows, 1):
             progress(row, done, len(report.rows))
     else:
-        report = run_gate(ctx, selection, progress)
+        from .gate import record_seconds
+
+        report = run_gate(ctx, selection, progress, fail_fast)
+        record_seconds(report)
     console.print()
     out.print_table(GateReport.HEADERS, report.table_rows(), numeric=(3, 4, 5), out=console)
     for row in report.rows:

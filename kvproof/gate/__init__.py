@@ -17,11 +17,13 @@ family by default (the other families never touch the target) and says which row
 from __future__ import annotations
 
 import enum
+import json
 import random
 import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..spec.rules import DEFAULT_RULES, RuleSet
@@ -311,8 +313,10 @@ def merge_gate(parts: list[GateReport], order: list[str]) -> GateReport:
     return GateReport(first.target, first.profile, first.seed, first.families, rows, left_out, first.rules, first.rules_note)
 
 
-def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None) -> GateReport:
-    """Run the selected rows in order; ``progress(row, done, total)`` after each."""
+def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None,
+             fail_fast: bool = False) -> GateReport:
+    """Run the selected rows in order; ``progress(row, done, total)`` after each. With ``fail_fast`` the run stops at
+    the first row that fails, and the rows it did not reach are left out, saying so (never counted as passed)."""
     report = GateReport(ctx.target_name, ctx.profile.name, ctx.seed, selection.families,
                         left_out=[(c.key, why) for c, why in selection.left_out],
                         rules=ctx.rules.name, rules_note=ctx.rules_note)
@@ -321,4 +325,50 @@ def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, i
         report.rows.append(row)
         if progress is not None:
             progress(row, done, len(selection.checks))
+        if fail_fast and row.result is Result.FAIL:
+            report.left_out += [(c.key, f"not run: --fail-fast stopped at {check.key}") for c in selection.checks[done:]]
+            break
     return report
+
+
+ROW_SECONDS = Path(".kvproof-cache") / "gate-seconds.json"
+"""What each row took in this machine's last runs, per target and profile (a cache, never in git): ``--fail-fast``
+runs the cheapest rows first, so a broken change is reported as soon as a cheap row sees it."""
+
+
+def _seconds_key(target: str, profile: str) -> str:
+    return f"{profile}:{target}"
+
+
+def recorded_seconds(target: str, profile: str, path: Path = ROW_SECONDS) -> dict[str, float]:
+    """The seconds each row took in the last run of ``target`` under ``profile`` here ({} when none is recorded)."""
+    try:
+        table = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    found = table.get(_seconds_key(target, profile), {}) if isinstance(table, dict) else {}
+    return {k: float(v) for k, v in found.items() if isinstance(v, (int, float))}
+
+
+def record_seconds(report: GateReport, path: Path = ROW_SECONDS) -> None:
+    """Remember what each row of ``report`` took (rows it did not run keep their earlier figure)."""
+    try:
+        table = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        table = {}
+    if not isinstance(table, dict):
+        table = {}
+    key = _seconds_key(report.target, report.profile)
+    table[key] = {**table.get(key, {}), **{f"{r.family}: {r.name}": round(r.seconds, 3) for r in report.rows}}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(table, indent=1, sort_keys=True))
+    except OSError:
+        pass  # a read-only checkout: the order is only an optimisation
+
+
+def cheapest_first(checks: list[Check], seconds: dict[str, float]) -> list[Check]:
+    """The rows in the order ``--fail-fast`` runs them: those timed here by what they took, cheapest first, then those
+    never timed in their declared order."""
+    timed = sorted((c for c in checks if c.key in seconds), key=lambda c: seconds[c.key])
+    return timed + [c for c in checks if c.key not in seconds]

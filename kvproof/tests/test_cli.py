@@ -148,3 +148,21 @@ def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
     assert kvproof_cli("check", "--shard", "3/2").code == EXIT_USAGE
     assert kvproof_cli("conform", "tree", "--shard", "x").code == EXIT_USAGE
     assert kvproof_cli("fuzz", "--shard", "0/1").code == EXIT_USAGE
+
+
+def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(kvproof_cli, tmp_path, monkeypatch):
+    """A broken tree under --fail-fast: exit 1 at the first failing row; every row it did not reach is listed as not run
+    (never as passed); the next run starts with the rows that were cheapest here."""
+    from kvproof import gate
+
+    monkeypatch.chdir(tmp_path)
+    target = "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs"
+    ran = kvproof_cli("check", "--target", target, "--profile", "quick", "--fail-fast")
+    assert ran.code == EXIT_FAIL, ran.out
+    assert "1 failed" in ran.last and "0 skipped" in ran.last
+    stopped = [line for line in ran.out.splitlines() if "not run: --fail-fast stopped at" in line]
+    assert stopped, ran.out
+    seconds = gate.recorded_seconds(target, "quick", tmp_path / gate.ROW_SECONDS)
+    assert seconds and all(v >= 0 for v in seconds.values())
+    checks = [type("C", (), {"key": k})() for k in ("a", "b", "c")]
+    assert [c.key for c in gate.cheapest_first(checks, {"c": 1.0, "a": 5.0})] == ["c", "a", "b"]

@@ -7,7 +7,10 @@ Rooms (what each may import: README "Layout", enforced by ``tests/test_layering.
 - ``tree``, ``sequences``, ``deepinfer``: one room per rule family, each with its laws, machine,
   scenario steps and data, generators, conformance, stress, mutants and bench, and its
   ``tests/``; each imports the layers and ``harness``, never another family.
-- ``tests``: the layering rules; ``pytest_suite``: the suite's pytest plugin.
+- ``explore``: the deterministic interleaving explorer, the linearizability checker and production mode;
+- ``fuzz``: the hostile-input campaign (grammar, byte mutation, the saved cases' codec);
+- ``mutation``: mutation testing of the layers with mutmut;
+- ``tests``: the layering rules and the room indexes; ``pytest_suite``: the suite's pytest plugin.
 
 The folder is installed as the package ``kvproof.stateful_tests``; the guard below refuses any
 other name, except the one pytest gives it: with ``--import-mode=importlib`` pytest imports

@@ -1625,6 +1625,30 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], json_path: str |
     sys.exit(EXIT_PASS)
 
 
+@bench.command("ttd")
+@click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
+              help="the gate profile the broken changes are checked under")
+@click.option("--order", "orders", type=click.Choice(["declared", "cheapest"]), multiple=True,
+              help="the row orders to time (repeatable; default both)")
+@json_option
+def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> None:
+    """Time to detection: how long the gate takes, stopping at its first failing row, to report each of its own broken
+    changes (the gate's controls), rows as declared and cheapest first (``check --fail-fast``); median and p90."""
+    from .gate.ttd import ORDERS, detect, distinct_controls, healthy_seconds, summary
+
+    chosen = orders or ORDERS
+    seconds = healthy_seconds(profile) if "cheapest" in chosen else {}
+    detections = [detect(control, profile, order, seconds) for control in distinct_controls() for order in chosen]
+    out.print_table(["broken change", "order", "first failing row", "wall s", "CPU s", "rows run"],
+                    [[d.control[:60], d.order, d.first_failing or "NONE", f"{d.wall_s:.1f}", f"{d.cpu_s:.1f}", str(d.rows_run)]
+                     for d in detections], numeric=(3, 4, 5))
+    for order in chosen:
+        click.echo(f"bench ttd: profile={profile} {summary(detections, order)}")
+    if json_path:
+        out.write_json(json_path, "bench-ttd", {"profile": profile, "detections": [d.to_json() for d in detections]})
+    sys.exit(EXIT_FAIL if any(d.first_failing is None for d in detections) else EXIT_PASS)
+
+
 @bench.command("memory")
 @click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
               help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")

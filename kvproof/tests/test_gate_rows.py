@@ -77,3 +77,16 @@ def test_the_sequence_laws_row_runs_on_every_tracker(monkeypatch):
     monkeypatch.setattr(laws, "run_law", lambda law, n, seed=None, make=None, shrink=True: seen.append(make) or 1)
     row = run_row("rule laws")
     assert row.result is Result.PASS and set(seen) == set(TARGETS.values())
+
+
+def test_time_to_detection_reports_the_first_failing_row_of_a_broken_change():
+    """The code path of ``kvproof bench ttd`` on one broken tree (nothing about speed is asserted)."""
+    from kvproof.gate.controls import CONTROLS
+    from kvproof.gate.ttd import detect, p90, summary
+
+    control = next(c for c in CONTROLS if c.target.endswith(":AcceptsGarbage"))
+    seconds = {"tree: bad input is rejected, harmless": 0.0}  # cheapest first: the row that catches it runs first
+    found = detect(control, "quick", "cheapest", seconds)
+    assert found.first_failing == "tree: bad input is rejected, harmless" and found.rows_run == 1
+    assert found.control == "AcceptsGarbage" and found.wall_s > 0
+    assert "1 of 1 broken changes reported" in summary([found], "cheapest") and p90([3.0, 1.0, 2.0]) == 3.0

@@ -1,0 +1,97 @@
+"""Time to detection: how long ``kvproof check`` takes to report a broken change, over the gate's own broken twins.
+
+Each control of ``gate.controls`` is a broken change the gate must catch (a broken tree, a
+patched rule). For each, the gate runs under the profile with ``--fail-fast`` semantics (stop at
+the first failing row) in two orders: the rows as declared, and cheapest first by what each row
+took on the healthy embedded implementation in the same run (what ``kvproof check --fail-fast``
+does with the seconds it recorded on this machine). The figure is the time from the start of the
+run to its first failing row, by wall and by CPU; a control no row catches is reported as such (a
+defect of the gate, never hidden). A benchmark, never a test (kvproof issue 32, "time to
+detection in the product").
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+from pytest import MonkeyPatch
+
+from ..stateful_tests.harness.profiles import profile_named
+from ..stateful_tests.harness.targets import load_target
+from . import Result, cheapest_first, plan, run_gate
+from .controls import CONTROLS, RowControl
+
+ORDERS = ("declared", "cheapest")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One broken change under one order: the row that reported it first, and when."""
+
+    control: str
+    order: str
+    first_failing: str | None  # None: no row failed (the gate missed it)
+    wall_s: float
+    cpu_s: float
+    rows_run: int
+
+    def to_json(self) -> dict:
+        return self.__dict__.copy()
+
+
+def distinct_controls() -> list[RowControl]:
+    """One control per broken change (several rows may share one broken target)."""
+    seen: set[tuple[str, object]] = set()
+    out = []
+    for control in CONTROLS:
+        key = (control.target, control.breaks)
+        if key not in seen:
+            seen.add(key)
+            out.append(control)
+    return out
+
+
+def healthy_seconds(profile: str) -> dict[str, float]:
+    """What each row takes on the healthy embedded implementation (one full run of every family)."""
+    target = load_target("impl")
+    assert target.factory is not None
+    ctx, selection = plan("impl", target.factory, profile_named(profile), 1, families=("tree", "sequences", "deepinfer", "proofs"))
+    return {f"{r.family}: {r.name}": r.seconds for r in run_gate(ctx, selection).rows}
+
+
+def detect(control: RowControl, profile: str, order: str, seconds: dict[str, float]) -> Detection:
+    """Run the gate against ``control``'s broken change, stopping at the first failing row."""
+    with MonkeyPatch.context() as patch:
+        if control.breaks is not None:
+            control.breaks(patch)
+        target = load_target(control.target)
+        assert target.factory is not None, target.reason
+        families = ("tree", "sequences", "deepinfer", "proofs") if control.target == "impl" else None
+        ctx, selection = plan(control.target, target.factory, profile_named(profile), 1, families=families)
+        if order == "cheapest":
+            selection.checks = cheapest_first(selection.checks, seconds)
+        cpu, wall = time.process_time(), time.perf_counter()
+        report = run_gate(ctx, selection, fail_fast=True)
+        wall_s, cpu_s = time.perf_counter() - wall, time.process_time() - cpu
+    failed = next((f"{r.family}: {r.name}" for r in report.rows if r.result is Result.FAIL), None)
+    name = control.describe() if control.target == "impl" else control.target.rpartition(":")[2]
+    return Detection(name, order, failed, wall_s, cpu_s, len(report.rows))
+
+
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
+
+
+def summary(detections: list[Detection], order: str) -> str:
+    mine = [d for d in detections if d.order == order]
+    caught = [d for d in mine if d.first_failing is not None]
+    if not caught:
+        return f"{order}: no control caught"
+    walls = [d.wall_s for d in caught]
+    cpus = [d.cpu_s for d in caught]
+    return (f"{order}: {len(caught)} of {len(mine)} broken changes reported; time to the first failing row: median "
+            f"{statistics.median(walls):.1f} s wall / {statistics.median(cpus):.1f} s CPU, 90th percentile "
+            f"{p90(walls):.1f} s / {p90(cpus):.1f} s")

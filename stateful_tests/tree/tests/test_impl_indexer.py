@@ -98,6 +98,30 @@ def test_a_removed_worker_is_routed_afresh_and_leaves_no_route_behind(pool):
         pool.apply_event(w, stored(None, 1))
         pool.remove_worker(w)
     assert set(pool._routes) == {1, 2}
+    assert not pool._removed_last and not pool._pending  # nothing of the removed workers is kept
+
+
+def test_an_event_queued_behind_a_removal_keeps_the_workers_route(pool):
+    """Issue 31's rule: the route goes only when the worker's last task on its lane was its removal. Here an event
+    waits behind the removal on a held lane, so after both ran the worker holds that event's block on its lane, keeps
+    its route, and a later removal reaches it."""
+    import threading
+
+    lane = pool.lane_of(5)
+    hold = threading.Event()
+    pool._enqueue(lane, lambda _: hold.wait(5))  # the lane is busy: what follows queues behind
+    pool.submit(5, stored(None, 1))
+    removal = pool._for_worker(5, lambda l: pool.tree.lane(l.index).remove_worker(5), removal=True)
+    late = pool.submit(5, stored(None, 2))
+    hold.set()
+    removal.wait()
+    late.wait()
+    pool.flush()
+    assert pool.find_matches([2]).scores == {(5, 0): 1} and pool.lane_of(5) == lane  # the late event holds, routed home
+    assert 5 not in pool._removed_last
+    pool.remove_worker(5)
+    assert pool.find_matches([2]).scores == {} and 5 not in pool._routes and not pool._removed_last
+    pool.check()
 
 
 def test_find_matches_passes_early_exit_through_and_defaults_to_the_full_walk(pool):

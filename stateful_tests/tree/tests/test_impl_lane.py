@@ -126,3 +126,20 @@ def test_resolve_answers_from_the_entry_and_repairs_only_a_stale_one(scene):
 def test_a_lane_counts_every_counter_from_zero_from_the_start():
     """Every key exists before the first event, so a reader summing the lanes never sees a lane's dict grow."""
     assert dict(Lane(0).stats) == dict.fromkeys(LANE_COUNTERS, 0) and "repairs" in LANE_COUNTERS
+
+
+def test_the_worker_index_forgets_a_rank_with_its_lookup():
+    """``Lane.forget`` drops the rank from the worker index as well; a worker with no rank left leaves no entry."""
+    from kvproof.spec.primitives import Rank
+
+    a, b, c = Rank(1, 0), Rank(1, 1), Rank(3, 0)
+    lane = Lane(0)
+    for rank in (a, b, c):
+        lane.lookup_for(rank)
+    assert lane.worker_ranks(1) == [a, b] and lane.worker_ranks(3) == [c]
+    lane.forget(a)
+    assert lane.worker_ranks(1) == [b] and lane.ranks_of == {1: {b: None}, 3: {c: None}}
+    lane.forget(b)
+    assert lane.ranks_of == {3: {c: None}} and a not in lane.lookups and b not in lane.lookups
+    lane.forget(Rank(9, 9))  # a rank it never had: nothing changes
+    assert lane.ranks_of == {3: {c: None}}

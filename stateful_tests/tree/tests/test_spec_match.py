@@ -290,3 +290,24 @@ def test_check_early_exit_refuses_anything_else_naming_its_type(value, name):
     """docs/hostile-input.md "Python arguments": ``early_exit`` 1, 0, "yes", None, [] are a ``TypeError``."""
     with pytest.raises(InvalidArgumentType, match=rf"^early_exit must be a bool, got {name}$"):
         check_early_exit(value)
+
+
+def test_a_query_whose_own_code_raises_is_a_typed_error_naming_it():
+    """An argument's own ``__iter__`` or attribute lookup that raises never escapes untyped (docs/hostile-input.md H13)."""
+    from kvproof.spec.errors import InvalidArgumentType
+    from kvproof.spec.match import check_query, is_query_container
+
+    class Broken(list):
+        def __iter__(self):
+            raise RuntimeError("no")
+
+    class Sly:
+        def __getattr__(self, name):
+            raise RuntimeError(name)
+
+    with pytest.raises(InvalidArgumentType, match=r"^sequence could not be read: its own iteration raised RuntimeError"):
+        check_query(Broken([1]))
+    assert not is_query_container(Sly())
+    with pytest.raises(InvalidArgumentType, match="sequence must be a sequence of ints, got Sly"):
+        check_query(Sly())
+    assert check_query(range(3)) == [0, 1, 2]  # a Sequence that is no list or tuple: the item path, read once

@@ -1,14 +1,12 @@
 """The crowd law (kvproof issue 31): a store or a removal by one rank costs O(its blocks), not O(the ranks on the node).
 
-Measured as counts of work (lines executed, bytes allocated) at two crowd sizes, never as time: building and removing
-a crowd of n ranks on one prefix grows as n^e with e near 1. Each count has a control that breaks it the way the trees
+Measured as counts of work (lines executed, bytes allocated) at two crowd sizes, never as time: the work of one store
+or removal with 400 ranks on the node is at most 1.25 times its work with 50 (the whole grows as n^e, e <= 1.11). Each count has a control that breaks it the way the trees
 did before the issue: a removal that scans every rank for the worker's (lines), a store that copies the node's holder
 set (bytes).
 """
 
 from __future__ import annotations
-
-import math
 
 import pytest
 
@@ -17,13 +15,21 @@ from kvproof.reference.radix_tree import RadixTree
 from kvproof.stateful_tests.tree import crowd
 
 SMALL, LARGE = 50, 400
-LIMIT = 1.2
+FLAT = 1.25
+"""The law: the work of one operation in the large crowd is at most this many times its work in the small crowd (a
+growth exponent of the whole at most 1 + log(1.25) / log(8), about 1.11; the issue asks for at most 1.2)."""
+
+CONTROL_LARGE = 1600
+"""The controls' larger crowd. Under mutmut's trampolines every call costs extra lines, a constant per operation that
+dilutes a scan's share of a removal's work; a ratio of per-operation work (not an exponent of totals alone) at 1,600
+ranks still shows the scan several times over."""
 
 
-def exponents(factory) -> dict[str, float]:
-    small, large = crowd.crowd_work(factory, SMALL), crowd.crowd_work(factory, LARGE)
-    return {f"{op} {count}": math.log(getattr(b, count) / getattr(a, count)) / math.log(LARGE / SMALL)
-            for op, a, b in zip(("store", "remove"), small, large) for count in ("lines", "allocated")}
+def per_op_growth(factory, large: int = LARGE) -> dict[str, float]:
+    """How many times the work of one operation grows from ``SMALL`` ranks on the node to ``large``."""
+    small, big = crowd.crowd_work(factory, SMALL), crowd.crowd_work(factory, large)
+    return {f"{op} {count}": (getattr(b, count) / large) / (getattr(a, count) / SMALL)
+            for op, a, b in zip(("store", "remove"), small, big) for count in ("lines", "allocated")}
 
 
 class ScansEveryRank(RadixTree):
@@ -44,18 +50,18 @@ class CopiesHolders(RadixTree):
 
 @pytest.mark.parametrize("factory", [RadixTree, ConcurrentRadixTree], ids=lambda f: f.__name__)
 def test_crowd_work_grows_linearly(factory):
-    grown = exponents(factory)
-    assert all(e <= LIMIT for e in grown.values()), grown
+    grown = per_op_growth(factory)
+    assert all(g <= FLAT for g in grown.values()), grown
 
 
 def test_the_line_count_catches_a_removal_that_scans_every_rank():
-    grown = exponents(ScansEveryRank)
-    assert grown["remove lines"] > 1.35 and grown["store lines"] <= LIMIT, grown
+    grown = per_op_growth(ScansEveryRank, CONTROL_LARGE)
+    assert grown["remove lines"] > FLAT + 0.25 and grown["store lines"] <= FLAT, grown
 
 
 def test_the_allocation_count_catches_a_store_that_copies_the_holders():
-    grown = exponents(CopiesHolders)
-    assert grown["store allocated"] > 1.35 and grown["store lines"] <= LIMIT, grown
+    grown = per_op_growth(CopiesHolders, CONTROL_LARGE)
+    assert grown["store allocated"] > FLAT + 0.25 and grown["store lines"] <= FLAT, grown
 
 
 def test_the_bench_points_come_from_the_workload():

@@ -128,6 +128,13 @@ class _Service:
         while not wanted <= set(self.loads()) and time.monotonic() < deadline:
             time.sleep(0.002)
 
+    def await_gone(self, worker: int, within: float = 5.0) -> None:
+        """Wait until a deleted worker's ranks are gone from ``loads`` (the service drops them asynchronously too: on a
+        loaded machine a read right after ``delete_worker`` still saw them)."""
+        deadline = time.monotonic() + within
+        while any(rank.worker_id == worker for rank in self.loads()) and time.monotonic() < deadline:
+            time.sleep(0.002)
+
     def loads(self) -> dict[Rank, tuple[int, int, int]]:
         _, rows = self.call("loads", model_name=self.model)
         out: dict[Rank, tuple[int, int, int]] = {}
@@ -199,6 +206,8 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: Scenario, rng: 
         elif op.kind == "unregister":
             got = service.call("delete_worker", service.worker(op.worker_id))
             want = _model(tracker, lambda t: t.unregister_worker(op.worker_id))
+            if got[0] == "ok":
+                service.await_gone(op.worker_id)
             for rid in [r for r, (where, _) in live_outputs.items() if where.worker_id == op.worker_id]:
                 del live_outputs[rid]  # its requests went with it
         elif op.kind == "add":

@@ -130,7 +130,11 @@ def test_production_mode_reaches_the_service_by_every_name_and_finds_the_over_cr
     ops = [ev(1, Stored(None, blocks(1, 2, 3, 4))), ev(2, Stored(None, blocks(1, 2))),
            ev(2, Stored(ext((1, 2)), blocks(1, 2, 5)[2:])), ev(1, Removed((ext((1, 2)),)))]
     stream = Stream(1, 0, ops, [[[1, 2, 3, 4]]] * len(ops))
-    verdict = feed_stream(production_factory("dynamo-selection"), stream, rule_set_named("dynamo-1.6-concurrent"))
-    assert verdict.violations and "over-credits (2, 0): score 4, but it held at most 2" in verdict.violations[0].detail, verdict
+    # The lanes run at once, so a run is a draw of the machine's interleaving: on a loaded machine (the suite beside a
+    # mutation run) one run in this test's history saw no over-credit. Three runs, at least one must find it.
+    verdicts = [feed_stream(production_factory("dynamo-selection"), stream, rule_set_named("dynamo-1.6-concurrent"))
+                for _ in range(3)]
+    found = [v.violations[0].detail for v in verdicts if v.violations]
+    assert found and all("over-credits (2, 0): score 4, but it held at most 2" in d for d in found), verdicts
     control = feed_stream(production_factory("dynamo-selection@1"), stream, rule_set_named("dynamo-1.6"))
     assert not control.violations, control  # the single-threaded service holds the contract on the same stream

@@ -125,3 +125,19 @@ def test_a_removal_batch_reports_the_first_hash_the_rank_did_not_hold():
     with pytest.raises(BlockNotFound, match=r"block 5 "):
         remove_batch(Rank(1, 0), (7, 5, 8, 6), remove_from)
     assert removed == [7, 8]
+
+
+def test_an_edge_state_built_from_plain_containers_holds_the_persistent_ones():
+    """``EdgeState`` takes a ``set``/``frozenset`` and a ``dict`` as a caller has them, and keeps the spec's persistent
+    ``FrozenSet`` and ``FrozenMap`` (so a later promote or cutoff change is O(log ranks), kvproof issue 31)."""
+    from kvproof.spec.coverage import promote, with_cutoff
+
+    a, b, c = Rank(1, 0), Rank(2, 0), Rank(3, 0)
+    edge = (Block(1, 100), Block(2, 200), Block(3, 300))
+    state = EdgeState(edge, frozenset({a}), {b: 1})
+    assert type(state.full_edge_workers) is FrozenSet and type(state.worker_cutoffs) is FrozenMap
+    assert state.full_edge_workers == {a} and dict(state.worker_cutoffs) == {b: 1}
+    grown = with_cutoff(promote(state, c), b, 2)
+    assert grown.full_edge_workers == {a, c} and dict(grown.worker_cutoffs) == {b: 2}
+    kept = EdgeState(edge, state.full_edge_workers, state.worker_cutoffs)
+    assert kept.full_edge_workers is state.full_edge_workers and kept.worker_cutoffs is state.worker_cutoffs

@@ -704,3 +704,17 @@ def test_dispatch_hands_each_variant_to_its_own_handler_and_returns_its_answer(d
 
     answer = dispatch(data, lambda d: ("stored", d), lambda d: ("removed", d), lambda d: ("cleared", d))
     assert answer == (type(data).__name__.lower(), data) and answer[1] is data
+
+
+def test_an_event_objects_blocks_whose_own_iteration_raises_are_a_malformed_event_naming_the_field():
+    """An argument's own exception never escapes untyped (docs/hostile-input.md H13): here a list of blocks."""
+    from kvproof.spec.primitives import Block
+
+    class Broken(list):
+        def __iter__(self):
+            raise RuntimeError("no")
+
+    event = KvCacheEvent(1, Stored(None, Broken([Block(1, 100)])), 0)  # type: ignore[arg-type]
+    with pytest.raises(MalformedEvent, match=r"^Failed to deserialize KvCacheEvent: data\.stored\.blocks: data\.stored\.blocks "
+                                             r"could not be read: its own iteration raised RuntimeError\('no'\)$"):
+        check_event(event)

@@ -90,7 +90,7 @@ def test_check_catches_a_rank_missing_from_the_worker_index():
     tree.apply_event(1, crowd.prefix_event())
     tree.check()
     del tree._ranks_of[1]
-    with pytest.raises(AssertionError, match="is_rank_index_exact"):
+    with pytest.raises(AssertionError, match=r"\n  the worker index of the ranks differs from the lookups: is_rank_index_exact\n"):
         tree.check()
     impl = ConcurrentRadixTree()
     impl.apply_event(1, crowd.prefix_event())

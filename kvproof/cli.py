@@ -1638,10 +1638,15 @@ def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> N
 
     chosen = orders or ORDERS
     seconds = healthy_seconds(profile) if "cheapest" in chosen else {}
-    detections = [detect(control, profile, order, seconds) for control in distinct_controls() for order in chosen]
-    out.print_table(["broken change", "order", "first failing row", "wall s", "CPU s", "rows run"],
-                    [[d.control[:60], d.order, d.first_failing or "NONE", f"{d.wall_s:.1f}", f"{d.cpu_s:.1f}", str(d.rows_run)]
-                     for d in detections], numeric=(3, 4, 5))
+    if seconds:
+        click.echo(f"bench ttd: the healthy embedded implementation's {len(seconds)} rows took {sum(seconds.values()):.1f} s")
+    detections = []
+    for control in distinct_controls():
+        for order in chosen:  # one line per broken change as it is done: a long run shows its progress
+            d = detect(control, profile, order, seconds)
+            detections.append(d)
+            click.echo(f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
+                       f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}")
     for order in chosen:
         click.echo(f"bench ttd: profile={profile} {summary(detections, order)}")
     if json_path:

@@ -714,7 +714,7 @@ def test_an_event_objects_blocks_whose_own_iteration_raises_are_a_malformed_even
         def __iter__(self):
             raise RuntimeError("no")
 
-    event = KvCacheEvent(1, Stored(None, Broken([Block(1, 100)])), 0)  # type: ignore[arg-type]
+    event = KvCacheEvent(1, Stored(None, Broken([Block(1, 100)])), 0)
     with pytest.raises(MalformedEvent, match=r"^Failed to deserialize KvCacheEvent: data\.stored\.blocks: data\.stored\.blocks "
                                              r"could not be read: its own iteration raised RuntimeError\('no'\)$"):
         check_event(event)

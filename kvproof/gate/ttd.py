@@ -20,6 +20,7 @@ from pytest import MonkeyPatch
 
 from ..stateful_tests.harness.profiles import profile_named
 from ..stateful_tests.harness.targets import load_target
+from ..stateful_tests.mutation.scores import p90_of as p90
 from . import Result, cheapest_first, plan, run_gate
 from .controls import CONTROLS, RowControl
 
@@ -78,11 +79,6 @@ def detect(control: RowControl, profile: str, order: str, seconds: dict[str, flo
     failed = next((f"{r.family}: {r.name}" for r in report.rows if r.result is Result.FAIL), None)
     name = control.describe() if control.target == "impl" else control.target.rpartition(":")[2]
     return Detection(name, order, failed, wall_s, cpu_s, len(report.rows))
-
-
-def p90(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
 
 
 def summary(detections: list[Detection], order: str) -> str:

@@ -139,8 +139,14 @@ def median_ttd(mutants: Iterable[Mutant]) -> float | None:
 def p90_ttd(mutants: Iterable[Mutant]) -> float | None:
     """The 90th percentile of the time to detection over the killed mutants the plugin timed (nearest rank; None: none
     timed): how long the slowest tenth of broken changes waits for its first failing test."""
-    times = sorted(m.ttd_s for m in mutants if m.status == KILLED and m.ttd_s is not None)
-    return times[max(0, -(-9 * len(times) // 10) - 1)] if times else None
+    times = [m.ttd_s for m in mutants if m.status == KILLED and m.ttd_s is not None]
+    return p90_of(times) if times else None
+
+
+def p90_of(values: Iterable[float]) -> float:
+    """The 90th percentile of ``values`` (nearest rank; at least one value)."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
 
 
 def sharded_names(names: Iterable[str], shard: Any) -> list[str]:

@@ -74,15 +74,24 @@ def _parse_shard(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(str(exc)) from None
 
 
-def shard_options(work: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """``--shard K/N``, ``--processes P`` and ``--executor local|ray``: the campaign split (stateful_tests/harness/shards.py)."""
+def shard_options(work: str, every_core: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--shard K/N``, ``--processes P`` and ``--executor local|ray``: the campaign split (stateful_tests/harness/shards.py).
+
+    With ``every_core`` the default of ``--processes`` is the machine's core count (the gate's rows as a pool's tasks).
+    """
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         f = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                          help="run the parts in a local process pool, or as Ray tasks (RAY_ADDRESS, else ray.init() here; "
                               "the [ray] extra)")(f)
-        f = click.option("--processes", type=click.IntRange(1), default=1, show_default=True,
-                         help=f"split this shard's {work} over this many processes (or Ray tasks)")(f)
+        if every_core:
+            f = click.option("--processes", type=click.IntRange(1), default=None,
+                             help=f"run this shard's {work} as tasks of this many processes, the slowest first (1: one "
+                                  f"after another in this process); default: $KVPROOF_PROCESSES, else the machine's cores "
+                                  f"({os.cpu_count() or 1} here)")(f)
+        else:
+            f = click.option("--processes", type=click.IntRange(1), default=1, show_default=True,
+                             help=f"split this shard's {work} over this many processes (or Ray tasks)")(f)
         return click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
                             help=f"run only shard K of N: the {work} numbered i with i % N == K-1 (the shards' union "
                                  "is the whole run)")(f)
@@ -176,7 +185,7 @@ def main() -> None:
 @rules_option()
 @strict_option
 @strict_shape_option
-@shard_options("rows")
+@shard_options("rows", every_core=True)
 @click.option("--fail-fast", is_flag=True,
               help="stop at the first failing row, running the rows cheapest first by what each took here last time "
                    "(.kvproof-cache/gate-seconds.json); the rows not reached are listed as not run")
@@ -209,23 +218,37 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         raise click.UsageError(f"no gate row matches --only {only!r} in families {', '.join(selection.families)}")
     started = time.perf_counter()
 
+    from .gate import GateTask, cheapest_first, record_seconds, recorded_seconds
+
+    processes = processes or int(os.environ.get("KVPROOF_PROCESSES") or 0) or os.cpu_count() or 1
+    seconds = recorded_seconds(target.name, chosen.name)
+    finished: set[str] = set()
+
     def progress(row: Row, done: int, total: int) -> None:
         elapsed = time.perf_counter() - started
-        left = elapsed / done * (total - done)
+        finished.add(f"{row.family}: {row.name}")
+        rest = [c.key for c in selection.checks if c.key not in finished]
+        left = (sum(seconds[k] for k in rest) / min(processes, len(rest) or 1) if all(k in seconds for k in rest)
+                else elapsed / done * (total - done))  # by what the rows left took here last time, else the mean so far
         console.print(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
                       f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
-    if fail_fast and (processes > 1 or executor != "local"):
-        raise click.UsageError("--fail-fast runs the rows one after another in this process: drop --processes/--executor")
-    if fail_fast:
-        from .gate import cheapest_first, recorded_seconds
+    task = GateTask(target.name, chosen.name, ctx.seed, only, wanted, rules, strict, strict_shape)
+    if fail_fast and executor != "local":
+        raise click.UsageError("--fail-fast stops the local rows at the first failure: drop --executor ray")
+    if executor == "local" and processes > 1 and len(selection.checks) > 1:
+        from .gate.pool import run_rows
 
-        selection.checks = cheapest_first(selection.checks, recorded_seconds(target.name, chosen.name))
-    if processes > 1 or executor != "local":
-        from .gate import GateTask, merge_gate
+        console.print(f"kvproof check: {len(selection.checks)} rows as tasks of {processes} processes, "
+                      + ("cheapest first (--fail-fast)" if fail_fast else "slowest first"))
+        rows, not_run = run_rows(task, selection.checks, processes, seconds, progress, fail_fast)
+        report = GateReport(target.name, chosen.name, ctx.seed, selection.families, rows,
+                        [(c.key, why) for c, why in selection.left_out] + not_run, ctx.rules.name, ctx.rules_note)
+        record_seconds(report)
+    elif executor != "local":
+        from .gate import merge_gate
         from .stateful_tests.harness.shards import ShardError, run_parts
 
-        task = GateTask(target.name, chosen.name, ctx.seed, only, wanted, rules, strict, strict_shape)
         console.print(f"kvproof check: {len(selection.checks)} rows in {processes} parts ({executor})")
         try:
             parts = run_parts(task, shard.split(processes), processes, executor)
@@ -236,8 +259,8 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         for done, row in enumerate(report.rows, 1):
             progress(row, done, len(report.rows))
     else:
-        from .gate import record_seconds
-
+        if fail_fast:
+            selection.checks = cheapest_first(selection.checks, seconds)
         report = run_gate(ctx, selection, progress, fail_fast)
         record_seconds(report)
     console.print()

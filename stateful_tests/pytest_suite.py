@@ -28,6 +28,10 @@ from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.harness.seeding import history_free
 from kvproof.stateful_tests.sequences.fixtures import slot_tracker_oracle, slot_tracker_process  # noqa: F401
 
+# The gate's rows, run by a test through the command, go one after another in the test's process: pytest-xdist
+# already gives every core a worker (a test of the pooled run asks for --processes itself).
+os.environ.setdefault("KVPROOF_PROCESSES", "1")
+
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", parent=settings.get_profile("ci"))

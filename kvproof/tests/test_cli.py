@@ -141,7 +141,15 @@ def test_gate_shards_together_run_exactly_the_rows_of_the_whole_gate(kvproof_cli
 def test_gate_rows_over_two_processes_are_the_rows_of_one_process(kvproof_cli, tmp_path):
     whole, _ = gate_rows(kvproof_cli, tmp_path)
     pooled, said = gate_rows(kvproof_cli, tmp_path, "--processes", "2")
-    assert pooled == whole and "2 rows in 2 parts (local)" in said
+    assert pooled == whole and "2 rows as tasks of 2 processes, slowest first" in said
+
+
+def test_the_pool_runs_untimed_rows_first_then_the_slowest():
+    """The longest-processing-time order: a row never timed here may be slow, so it goes first; then slowest first."""
+    from kvproof.gate.pool import slowest_first
+
+    checks = [type("C", (), {"key": k})() for k in ("a", "b", "c", "d")]
+    assert [c.key for c in slowest_first(checks, {"a": 1.0, "c": 9.0, "d": 3.0})] == ["b", "c", "d", "a"]
 
 
 def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
@@ -150,16 +158,20 @@ def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
     assert kvproof_cli("fuzz", "--shard", "0/1").code == EXIT_USAGE
 
 
-def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(kvproof_cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(kvproof_cli, tmp_path, monkeypatch,
+                                                                              processes):
     """A broken tree under --fail-fast: exit 1 at the first failing row; every row it did not reach is listed as not run
-    (never as passed); the next run starts with the rows that were cheapest here."""
+    (never as passed); the next run starts with the rows that were cheapest here. In one process or as a pool's tasks
+    (where a row running beside the failing one may fail too, or is stopped and listed as not run)."""
     from kvproof import gate
 
     monkeypatch.chdir(tmp_path)
     target = "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs"
-    ran = kvproof_cli("check", "--target", target, "--profile", "quick", "--fail-fast")
+    ran = kvproof_cli("check", "--target", target, "--profile", "quick", "--fail-fast", "--processes", processes)
     assert ran.code == EXIT_FAIL, ran.out
-    assert "1 failed" in ran.last and "0 skipped" in ran.last
+    failed = int(ran.last.split(" failed")[0].rsplit(" ", 1)[-1])
+    assert 1 <= failed <= int(processes) and "0 skipped" in ran.last
     stopped = [line for line in ran.out.splitlines() if "not run: --fail-fast stopped at" in line]
     assert stopped, ran.out
     seconds = gate.recorded_seconds(target, "quick", tmp_path / gate.ROW_SECONDS)

@@ -5,7 +5,10 @@ a time, read from stdin and answered on stdout as length-prefixed pickles (both 
 pickling carries every Python value a row passes, hostile ones included). Its stdout carries
 nothing else: Python's own ``sys.stdout`` is pointed at stderr, where the target's logs go too.
 
-Requests: ``("open",)``, ``("call", tree, method, args)``, ``("flush",)``, ``("close", tree)``.
+Requests: ``("open",)``, ``("call", tree, method, args)``, ``("calls", tree, method, [args, ...])``,
+``("flush",)``, ``("close", tree)``. ``calls`` is a batch (one round trip for many queries): the method is called
+with each argument tuple in turn, and the answer is ``("ok", [value, ...])`` ending at the first error, given as
+its error tuple, after which nothing more is called (as a loop of ``call`` requests would stop).
 Answers: ``("ok", value)``, or ``("error", type name, module, message, is_panic)`` for an exception
 the target raised (the parent rebuilds it, ``isolation.rebuild``); a ``MemoryError`` (the address-space
 limit met by Python code) is answered ``("memory", message)`` and the host exits. ``find_matches`` answers its
@@ -77,6 +80,11 @@ def plain(value: Any) -> Any:
     return value
 
 
+def error_of(exc: BaseException) -> tuple[Any, ...]:
+    """An error of the target as the parent rebuilds it: ``("error", class name, module, message, is a panic)``."""
+    return ("error", type(exc).__name__, type(exc).__module__, str(exc), type(exc).__name__ == "PanicException")
+
+
 def serve(name: str) -> None:
     os.environ["KVPROOF_IN_HOST"] = "1"  # targets.HOST_VARIABLE: make the target itself here, not another host
     from .targets import dispose, load_target
@@ -108,6 +116,19 @@ def serve(name: str) -> None:
             elif kind == "call":
                 _, tree_id, method, args = request
                 answer = ("ok", plain(getattr(trees[tree_id], method)(*args)))
+            elif kind == "calls":  # one method called with each argument tuple in turn, stopping at the first error
+                _, tree_id, method, many = request
+                call, done = getattr(trees[tree_id], method), []
+                try:
+                    for args in many:
+                        done.append(plain(call(*args)))
+                except MemoryError:
+                    raise
+                except BaseException as exc:
+                    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                        raise
+                    done.append(error_of(exc))
+                answer = ("ok", done)
             elif kind == "flush":
                 from . import dynamo_selection
 
@@ -125,7 +146,7 @@ def serve(name: str) -> None:
         except BaseException as exc:  # every error of the target goes back to the parent, panics included
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            answer = ("error", type(exc).__name__, type(exc).__module__, str(exc), type(exc).__name__ == "PanicException")
+            answer = error_of(exc)
         try:
             body = pickle.dumps(answer)
         except Exception as exc:

@@ -160,7 +160,7 @@ class Host:
                         self.kill()
                         raise TargetFailure("memory", self.target, op, f"{answer[1]} (the limit is {self.memory_mb} MiB "
                                             "of address space, KVPROOF_TARGET_MEMORY_MB)", log)
-                    return self._answer(answer)
+                    return self.unwrap(answer)
                 self.proc.wait(10)
                 raise self._death(op, log)
             rss = rss_mb(self.proc.pid)
@@ -176,7 +176,7 @@ class Host:
                 raise TargetFailure("hang", self.target, op, f"no answer within {self.call_s:.0f} s "
                                     "(KVPROOF_TARGET_CALL_S); killed", log)
 
-    def _answer(self, answer: tuple[Any, ...]) -> Any:
+    def unwrap(self, answer: tuple[Any, ...]) -> Any:
         if answer[0] == "ok":
             return answer[1]
         if answer[0] == "unpicklable":
@@ -229,6 +229,8 @@ def close_hosts() -> None:
 class IsolatedTree:
     """A tree in a host process, behind the tree API (see the module docstring); it logs its own calls."""
 
+    batches_early_exit = True  # find_matches_many takes early_exit: a batch of any queries is one round trip
+
     def __init__(self, host: Host) -> None:
         self.host = host
         self.log: list[str] = []
@@ -257,12 +259,25 @@ class IsolatedTree:
         answer = self._call("find_matches", (sequence, early_exit), json.dumps({"find_matches": _ints(sequence)}))
         return OverlapScores(answer["scores"], answer.get("frequencies", []))
 
-    def find_matches_many(self, sequences: list[Any]) -> list[OverlapScores]:
-        if not self._many:
-            return [self.find_matches(s) for s in sequences]
+    def find_matches_many(self, sequences: list[Any], early_exit: bool = False) -> list[OverlapScores]:
+        """``find_matches`` of each sequence, in one round trip: the target's own batch where it has one (and no early
+        exit is asked), else a ``calls`` batch in the host; an error raises as the first failing call would."""
         self._sync()
         self.log.extend(json.dumps({"find_matches": _ints(s)}) for s in sequences)
-        return [OverlapScores(a["scores"], a.get("frequencies", [])) for a in self._call("find_matches_many", (sequences,), None)]
+        if self._many and not early_exit:
+            answers = self._call("find_matches_many", (sequences,), None)
+        else:
+            answers = self._calls("find_matches", [(s, early_exit) for s in sequences])
+        return [OverlapScores(a["scores"], a.get("frequencies", [])) for a in answers]
+
+    def _calls(self, method: str, many: list[tuple[Any, ...]]) -> list[Any]:
+        """The host's ``calls`` batch: the answers, or the first error the target raised, rebuilt."""
+        if self.host.generation != self.generation or not self.host.alive():
+            raise TargetFailure("crash", self.host.target, method, "its process died earlier in this run", self.log)
+        answers = self.host.request(("calls", self.tree_id, method, many), method, self.log)
+        if answers and isinstance(answers[-1], tuple) and answers[-1][:1] == ("error",):
+            self.host.unwrap(answers[-1])
+        return answers
 
     def _sync(self) -> None:
         """A target that pays a fixed delay per round trip flushes in lockstep with the other trees (``lockstep``)."""

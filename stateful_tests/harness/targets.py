@@ -352,14 +352,15 @@ def is_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
-def scores_many(tree: Any, queries: list[list[int]]) -> list[dict[tuple[int, int], int]]:
-    """``scores(tree, q)`` of each query (no early exit), in one batch where the tree offers ``find_matches_many``."""
+def scores_many(tree: Any, queries: list[list[int]], early_exit: bool = False) -> list[dict[tuple[int, int], int]]:
+    """``scores(tree, q, early_exit)`` of each query, in one batch where the tree offers one (``find_matches_many``;
+    with ``early_exit`` only a tree that says it batches any query, ``batches_early_exit``: one in a host process)."""
     many = getattr(tree, "find_matches_many", None)
     if not queries:
         return []
-    if many is None:
-        return [scores(tree, q) for q in queries]
-    return [_plain(answer.scores) for answer in many(queries)]
+    if many is None or (early_exit and not getattr(tree, "batches_early_exit", False)):
+        return [scores(tree, q, early_exit) for q in queries]
+    return [_plain(answer.scores) for answer in (many(queries, True) if early_exit else many(queries))]
 
 
 def _plain(by_rank: dict[Any, int]) -> dict[tuple[int, int], int]:

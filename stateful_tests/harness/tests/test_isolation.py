@@ -57,6 +57,28 @@ def test_a_hosted_tree_answers_as_the_tree_itself_with_typed_errors_and_its_own_
     tree.close()
 
 
+def test_a_batch_of_queries_is_one_round_trip_answered_as_the_calls_one_by_one(small_limits):
+    """``find_matches_many`` through the host (the ``calls`` request): each answer, early exit or not, is the single
+    call's; a failing query raises as the single call would, and nothing after it is asked."""
+    from kvproof.spec.errors import InvalidArgumentType
+
+    tree = isolated("reference")()
+    store(tree, 1, [(1, 101), (2, 102), (3, 103)])
+    store(tree, 2, [(1, 101)])
+    queries = [[1, 2, 3], [1], [9], [1, 2]]
+    for early in (False, True):
+        assert [a.scores for a in tree.find_matches_many(queries, early)] == \
+            [tree.find_matches(q, early).scores for q in queries]
+    requests = []
+    real = tree.host.request
+    tree.host.request = lambda request, op, log: requests.append(request[0]) or real(request, op, log)
+    tree.find_matches_many(queries, True)
+    assert requests == ["calls"]
+    with pytest.raises(InvalidArgumentType):
+        tree.find_matches_many([[1], [True], [2]])
+    tree.close()
+
+
 @pytest.mark.parametrize(("mutant", "kind", "call"), [
     ("AllocatesWithoutBound", "memory", "dump_tree_as_events"),
     ("Aborts", "crash", "find_matches"),

@@ -1,4 +1,4 @@
-"""The documents kvproof generates from its own tables: ``proofs/README.md`` and the README's gate table.
+"""The documents kvproof generates from its own tables: ``proofs/README.md`` and the gate table of ``docs/gate.md``.
 
 Both are written from the same rows the commands print, through ``report.markdown_table``; the
 suite fails when a committed copy drifts (``proofs/test_proofs.py``, ``kvproof/tests/test_docs.py``).
@@ -36,7 +36,7 @@ README_TAIL = """
 - Only the arithmetic kernels are proved for all inputs; the data-structure code around
   them (edge states, trees, lookups, threads) is checked by sampling: the Hypothesis state
   machines, the differential conformance with Dynamo, the lockstep twin and the real-thread
-  stress (README.md).
+  stress (docs/verified.md).
 - The match proof bounds chains at four nodes; longer chains are covered by the Hypothesis
   law that the walk equals the kernel, not by Z3.
 - The layout-size proof bounds the layout at four segments.
@@ -85,7 +85,7 @@ GATE_HEADERS = ("Family", "Layer", "Row", "What it checks", "Fails on (its contr
 
 
 def gate_table() -> str:
-    """The README's table of gate rows, from the checks themselves and their controls (``gate.controls``)."""
+    """The table of gate rows in ``docs/gate.md``, from the checks themselves and their controls (``gate.controls``)."""
     from .gate import all_checks
     from .gate.controls import CONTROLS
 
@@ -93,20 +93,21 @@ def gate_table() -> str:
     return markdown_table(GATE_HEADERS, [(c.family, c.layer, c.name, c.what, control[c.name]) for c in all_checks()])
 
 
-def with_gate_table(readme: str) -> str:
-    """``readme`` with the text between the gate-rows markers replaced by ``gate_table()``."""
-    head, _, rest = readme.partition(GATE_BEGIN)
+def with_gate_table(page: str) -> str:
+    """``page`` with the text between the gate-rows markers replaced by ``gate_table()``."""
+    head, _, rest = page.partition(GATE_BEGIN)
     _, _, tail = rest.partition(GATE_END)
     if not rest:
-        raise ValueError("the README has no gate-rows markers")
+        raise ValueError("the page has no gate-rows markers")
     return f"{head}{GATE_BEGIN}\n{gate_table()}\n{GATE_END}{tail}"
 
 
-def readme_path() -> Path:
-    return Path(__file__).resolve().parent.parent / "README.md"
+def gate_page_path() -> Path:
+    """``docs/gate.md`` of the checkout."""
+    return Path(__file__).resolve().parent.parent / "docs" / "gate.md"
 
 
 if __name__ == "__main__":
-    path = readme_path()
+    path = gate_page_path()
     path.write_text(with_gate_table(path.read_text()))
     print(f"wrote the gate table into {path}")

@@ -1,6 +1,6 @@
 """The checks: laws, state machines, conformance, stress and negative controls, run by pytest and ``kvproof``.
 
-Rooms (what each may import: README "Layout", enforced by ``tests/test_layering.py``):
+Rooms (what each may import: CONTRIBUTING.md "Layout", enforced by ``tests/test_layering.py``):
 
 - ``harness``: family-agnostic machinery (tree targets, profiles, seeding, block paths, the
   scenario format, forced interleavings); imports the layers only.

@@ -1,4 +1,4 @@
-"""Sphinx configuration of kvproof's reference site (built by ``kvproof docs``; README "Commands").
+"""Sphinx configuration of kvproof's reference site (built by ``kvproof docs``; docs/commands.md).
 
 The source folder is ``docs/`` (so the findings and design notes already there are pages with
 their links intact); this folder holds the configuration and the site's own pages

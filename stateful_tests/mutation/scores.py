@@ -27,6 +27,7 @@ from ...spec.errors import KvProofError
 from ..harness.shards import Shard, ShardError
 from .equivalents import Equivalent
 from .profiles import GOALS, selects
+from .verdicts import is_verdict, read_verdict
 
 KILLED, SURVIVED, EQUIVALENT, NO_TESTS, TIMEOUT, OTHER = "killed", "survived", "equivalent", "no tests", "timeout", "other"
 
@@ -242,10 +243,11 @@ class ShardRun:
 
 
 def read_shard_run(path: str | Path) -> ShardRun:
-    """Read a ``kvproof mutate --json`` file; ``MergeError`` naming the file for anything that is not one."""
+    """Read a ``kvproof mutate --json`` file, or a verdict of record (``verdicts``, ``*.jsonl.gz``); ``MergeError``
+    naming the file for anything that is neither."""
     try:
-        body = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        body = read_verdict(path) if is_verdict(path) else json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise MergeError(f"{path}: not a readable JSON report ({exc})") from None
     if not isinstance(body, dict) or body.get("schema") != SCHEMA:
         found = body.get("schema") if isinstance(body, dict) else type(body).__name__

@@ -1,4 +1,4 @@
-"""The layering rules of the developers' guide and the README's "Layout" section, checked on the source.
+"""The layering rules of the developers' guide and CONTRIBUTING.md's "Layout" section, checked on the source.
 
 Each module's imports (top level and function-local, relative ones resolved) are mapped to the
 room they land in, and every room may import only the rooms ``MAY_IMPORT`` lists. Test files

@@ -39,8 +39,8 @@ abstraction the state machines compare: ``snapshot`` (the authoritative
 ``SlotTrackerState``), ``registry_snapshot`` (the derived ``PromptRegistryState``) and
 ``check``.
 
-Source: crtc.md §1 (the ``RadixTree`` binding's API), §13 "Harness"; sequences.md §1-§5,
-§8.2 (the tracker's routes).
+Source: docs/sources.md#crtc-1 (the ``RadixTree`` binding's API), docs/sources.md#crtc-13 "Harness";
+docs/sources.md#sequences-1 to docs/sources.md#sequences-5, docs/sources.md#sequences-8-2 (the tracker's routes).
 """
 
 from __future__ import annotations

@@ -12,5 +12,5 @@ reach the changed function; a failing test *kills* the mutant, passing tests let
 - ``equivalents``: the reviewed list of mutants that change nothing (docs/mutation-equivalents.toml);
 - ``scores``: the score per module, the survivors with their diffs, the gaps, and the JSON.
 
-Source: kvproof issue 14 ("Mutation testing").
+Source: docs/sources.md#kvproof-mutation ("Mutation testing").
 """

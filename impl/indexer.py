@@ -20,7 +20,8 @@
 - **Reads.** ``find_matches`` runs inline on the caller's thread, takes no gate, and passes
   ``early_exit`` through.
 
-Source: seed 004 "Concurrency Model"; crtc.md §7 "Event routing (ThreadPoolIndexer)".
+Source: docs/sources.md#dynamo-crtc-readme "Concurrency Model"; docs/sources.md#crtc-7 "Event routing
+(ThreadPoolIndexer)".
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ of a store, or a removal run finding the hash gone from the edge) and repaired t
 A failed search rejects a store with ``ParentBlockNotFound`` and makes a removal skip the
 hash (treated as already gone, its entry deleted: the #10774 leak fix).
 
-Source: seed 004 "Lookup Repair"; crtc.md §2 "Per-lane lookup", §6.
+Source: docs/sources.md#dynamo-crtc-readme "Lookup Repair"; docs/sources.md#crtc-2 "Per-lane lookup",
+docs/sources.md#crtc-6.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ internals use separate protection for edge state and child maps"):
 - ``parent`` -- the node holding this one in its child map, so that an eviction can release
   a leaf it left unowned (``ConcurrentRadixTree._release_if_dead``).
 
-Source: seed 004 "Node State", "Concurrency Model"; crtc.md §2, §7 "Per-node protection".
+Source: docs/sources.md#dynamo-crtc-readme "Node State", "Concurrency Model"; docs/sources.md#crtc-2,
+docs/sources.md#crtc-7 "Per-node protection".
 """
 
 from __future__ import annotations

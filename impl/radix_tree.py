@@ -30,7 +30,7 @@ quiescence.
 
 Every place another thread's interleaving matters calls ``_sync.yield_point(name)``.
 
-Source: seed 004; crtc.md §3-§7.
+Source: docs/sources.md#dynamo-crtc-readme; docs/sources.md#crtc-3 to docs/sources.md#crtc-7.
 """
 
 from __future__ import annotations

@@ -45,7 +45,8 @@ XX: the registry's membership is a trie of paths per slot (``reference.sequences
 O(blocks) per delta), not Dynamo's shared prompt trie; overlap depth is a walk of
 ``len(query)`` child lookups.
 
-Source: seed 000 (whole); sequences.md §1 "RequestIndex", §5, §10 item 4.
+Source: docs/sources.md#dynamo-sequences-readme (whole); docs/sources.md#sequences-1 "RequestIndex",
+docs/sources.md#sequences-5, docs/sources.md#sequences-10 item 4.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ the cache is rejected; ring-view loads reject any overlap.
 negative-row zero fill, the per-ring load) so that the deliberately broken variants in
 ``stateful_tests/deepinfer/mutants.py`` differ from it in one step each.
 
-Source: seed 002 Listings 11.4-11.7; state_roundtrip.md §5.2-§5.3.
+Source: docs/sources.md#deepinfer-11 Listings 11.4-11.7 (docs/sources.md#deepinfer-listings);
+docs/sources.md#state-roundtrip-5 (5.2) to docs/sources.md#state-roundtrip-5 (5.3).
 """
 
 from __future__ import annotations

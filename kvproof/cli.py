@@ -933,11 +933,11 @@ def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, chec
                 mutant: str | None, runs: int, shard: Any, processes: int, executor: str, json_path: str | None) -> None:
     """The concurrent tree under 8 writers and 4 readers; last line `stress: ops=N reads=R overcounts=0 parity_breaks=0`."""
     from .stateful_tests.harness.shards import ShardError
-    from .stateful_tests.tree.impl_mutants import IMPL_MUTANTS
+    from .stateful_tests.tree.impl_mutants import IMPL_MUTANTS, short_name
     from .stateful_tests.tree.stress import StressTask, stress_sharded
 
-    if mutant and not any(m.__name__ == mutant for m in IMPL_MUTANTS):
-        raise click.BadParameter(f"unknown mutant {mutant!r}; one of {[m.__name__ for m in IMPL_MUTANTS]}", param_hint="--mutant")
+    if mutant and not any(short_name(m) == mutant for m in IMPL_MUTANTS):
+        raise click.BadParameter(f"unknown mutant {mutant!r}; one of {[short_name(m) for m in IMPL_MUTANTS]}", param_hint="--mutant")
     modes = ("strict", "chaos") if mode == "both" else (mode,)
     task = StressTask(ops, seed, modes, writers, readers, check_every, yield_sleep, max(1, runs), mutant)
     try:

@@ -38,7 +38,8 @@ raises ``BlockNotFound`` for the first invalid one.
 Complexity: a store or removal of ``b`` blocks costs ``O(b + depth)`` plus ``O(edge)`` per
 split; ``find_matches`` costs ``O(len(query))`` node steps.
 
-Source: crtc.md §12 "The plain RadixTree it must agree with", §3-§5; seed 004.
+Source: docs/sources.md#crtc-12 "The plain RadixTree it must agree with", docs/sources.md#crtc-3 to
+docs/sources.md#crtc-5; docs/sources.md#dynamo-crtc-readme.
 """
 
 from __future__ import annotations

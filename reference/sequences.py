@@ -35,8 +35,9 @@ API (all times and durations are int nanoseconds; see ``spec.sequence_inputs``):
     t.loads(now)  t.potential_loads(query, new_isl_tokens, now)  t.modeled_remaining_prefill_times(now)
     t.snapshot() -> spec SlotTrackerState   t.registry_snapshot() -> spec PromptRegistryState   t.check()
 
-Source: sequences.md §2 (state and mutations), §3-§4 (reads), §5 (projection), §6
-(asserted invariants), §10 (implementation notes); seed 000.
+Source: docs/sources.md#sequences-2 (state and mutations), docs/sources.md#sequences-3 to docs/sources.md#sequences-4
+(reads), docs/sources.md#sequences-5 (projection), docs/sources.md#sequences-6 (asserted invariants),
+docs/sources.md#sequences-10 (implementation notes); docs/sources.md#dynamo-sequences-readme.
 """
 
 from __future__ import annotations

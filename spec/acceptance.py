@@ -28,8 +28,9 @@ One main-model token is counted per step, with no early EOS. The ratio 2.734375 
 SPS ≈ 246 / 3.25 = 75.69 steps/s and y ≈ 75.69 · 64 · 3.25 = 15,744 tokens/s/GPU at CP = 1 (τ
 cancels: 246 · 64 = 15,744 exactly; rounding SPS to 75.69 first gives 15,743.52, also 15,744).
 
-Source: seed 002 §11.6.1 (records, frontier), §11.6.2 (Listing 11.10, the two readings,
-OUTPUT), §11.6.3 (published point); state_roundtrip.md §4 "Lab 25".
+Source: docs/sources.md#deepinfer-11-6-1 (records, frontier), docs/sources.md#deepinfer-11-6-2 (Listing 11.10
+(docs/sources.md#deepinfer-listings), the two readings, OUTPUT), docs/sources.md#deepinfer-11-6-3 (published point);
+docs/sources.md#state-roundtrip-4 "Lab 25".
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ class Point:
 def user_rate(steps_per_second, tau) -> Fraction:
     """Return x = SPS · τ, tokens per second per user.
 
-    Source: Listing 11.10 line 66.
+    Source: Listing 11.10 (docs/sources.md#deepinfer-listings) line 66.
     """
     return as_rational("steps_per_second", steps_per_second) * as_rational("tau", tau)
 
@@ -71,7 +72,7 @@ def user_rate(steps_per_second, tau) -> Fraction:
 def gpu_rate(steps_per_second, requests: int, tau, cp: int = 1) -> Fraction:
     """Return y = SPS · R · τ / CP, tokens per second per GPU.
 
-    Source: Listing 11.10 line 67.
+    Source: Listing 11.10 (docs/sources.md#deepinfer-listings) line 67.
     """
     cp = as_count("cp", cp, minimum=1)
     return user_rate(steps_per_second, tau) * as_count("requests", requests) / cp
@@ -89,8 +90,8 @@ def plot_point(record: Record, tau, cp: int = 1) -> Point:
 def dominates(a: Point, b: Point) -> bool:
     """Check if ``a`` is at least as good as ``b`` on both axes and strictly better on one.
 
-    Source: §11.6 "the points for which no other tested point is at least as good on both axes
-    and strictly better on one".
+    Source: docs/sources.md#deepinfer-11-6 "the points for which no other tested point is at least as good on both
+    axes and strictly better on one".
     """
     return (
         a.user_rate >= b.user_rate
@@ -107,8 +108,8 @@ def non_dominated(points: Sequence[Point]) -> list[int]:
 def frontier_with_taus(records: Sequence[Record], taus: Sequence, cp: int = 1) -> list[int]:
     """Return the non-dominated request counts when each record has its own τ.
 
-    Source: §11.6.2 "If acceptance changes with workload or configuration, point-specific
-    factors can change the frontier itself"; §11.7 experiment 5.
+    Source: docs/sources.md#deepinfer-11-6-2 "If acceptance changes with workload or configuration, point-specific
+    factors can change the frontier itself"; docs/sources.md#deepinfer-11-7 experiment 5.
     """
     if len(taus) != len(records):
         raise InvalidQuantity(f"{len(taus)} factors for {len(records)} records")
@@ -123,7 +124,7 @@ def _acceptance(nextn: int, a) -> tuple[int, Fraction]:
 def tau_mean_fraction(nextn: int, a) -> Fraction:
     """Return τ = 1 + nextn · a, reading a as the mean number of accepted drafts over nextn.
 
-    Source: §11.6.2; plot_pareto.py line 61 as the book describes it.
+    Source: docs/sources.md#deepinfer-11-6-2; line 61 of the book's plotting script, as the book describes it.
     """
     nextn, a = _acceptance(nextn, a)
     return 1 + nextn * a
@@ -132,7 +133,7 @@ def tau_mean_fraction(nextn: int, a) -> Fraction:
 def accepted_prefix(pattern: Sequence[bool]) -> int:
     """Return how many drafts count: the length of the leading run of accepted positions.
 
-    Source: §11.6.2 "The second and third positions count only when all preceding draft
+    Source: docs/sources.md#deepinfer-11-6-2 "The second and third positions count only when all preceding draft
     tokens were accepted" (chapter 8's accepted-prefix rule).
     """
     count = 0
@@ -150,7 +151,8 @@ def tau_conditional(nextn: int, a) -> Fraction:
     equal conditional probabilities); a pattern with k accepts has probability
     a^k (1 − a)^(nextn − k); its useful drafts are its accepted prefix.
 
-    Source: §11.6.2 "Lab 25 uses rational arithmetic to enumerate all eight acceptance patterns".
+    Source: docs/sources.md#deepinfer-11-6-2 "Lab 25 uses rational arithmetic to enumerate all eight acceptance
+    patterns".
     """
     nextn, a = _acceptance(nextn, a)
     expected = Fraction(0)
@@ -185,7 +187,7 @@ def lab25_report() -> list[str]:
     closed form a + a² + a³ and the frontier under the common factor 175/208 equals the frontier
     under 3.25; otherwise it says which check failed.
 
-    Source: §11.6.1 and §11.6.2 OUTPUT blocks.
+    Source: docs/sources.md#deepinfer-11-6-1 and docs/sources.md#deepinfer-11-6-2 OUTPUT blocks.
     """
     points = [plot_point(r, LAB25_TAU) for r in LAB25_RECORDS]
     lines = ["Synthetic records: requests, steps/s, user tokens/s, tokens/s/GPU"]

@@ -31,7 +31,7 @@ abstract index (rank -> the external hashes a query can credit it with).
 
 Slot trackers
 -------------
-``SlotTracker`` is what every sequence target implements (the spec driven as a tracker,
+``SlotTrackerAPI`` is what every sequence target implements (the spec driven as a tracker,
 the reference, the concurrent tracker). Times and durations are int nanoseconds
 (``spec.sequence_inputs``); every call validates its arguments first and raises a typed
 error from ``spec.sequence_errors`` without changing anything. ``SlotTrackerModel`` adds the
@@ -39,8 +39,8 @@ abstraction the state machines compare: ``snapshot`` (the authoritative
 ``SlotTrackerState``), ``registry_snapshot`` (the derived ``PromptRegistryState``) and
 ``check``.
 
-Source: crtc.md §1 (the ``RadixTree`` binding's API), §13 "Harness"; sequences.md §1-§5,
-§8.2 (the tracker's routes).
+Source: docs/sources.md#crtc-1 (the ``RadixTree`` binding's API), docs/sources.md#crtc-13 "Harness";
+docs/sources.md#sequences-1 to docs/sources.md#sequences-5, docs/sources.md#sequences-8-2 (the tracker's routes).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class CheckedTree(Protocol):
 
 
 @runtime_checkable
-class SlotTracker(Protocol):
+class SlotTrackerAPI(Protocol):
     """The slot-tracker API every sequence ``--target`` provides (``ActiveSequencesMultiWorker``'s, by route)."""
 
     def register_worker(self, worker_id: int, dp_start: int, dp_size: int, now: int) -> None:
@@ -148,7 +148,7 @@ class SlotTracker(Protocol):
 
 
 @runtime_checkable
-class SlotTrackerModel(SlotTracker, Protocol):
+class SlotTrackerModel(SlotTrackerAPI, Protocol):
     """A slot tracker that also shows its abstract state, for the state machines and the stress test."""
 
     def snapshot(self) -> Any:

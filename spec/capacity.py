@@ -18,8 +18,8 @@ reuse 1% of input tokens (``reused_token_fraction`` versus ``request_hit_rate``)
 Units are GPU equivalents, not deployable group sizes; the model suppresses context-dependent
 cost, batch shape and EP group granularity.
 
-Source: seed 002 §11.2.1 (formula, lab 23 capacity OUTPUT, the 100-request example);
-state_roundtrip.md §1 "Capacity model", §4.
+Source: docs/sources.md#deepinfer-11-2-1 (formula, lab 23 capacity OUTPUT, the 100-request example);
+docs/sources.md#state-roundtrip-1 "Capacity model", docs/sources.md#state-roundtrip-4.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def workload(
 def prefill_demand(w: Workload) -> Fraction:
     """Return the unrounded prefill GPU equivalents λ·L·(1−h)/(u·vP).
 
-    Source: §11.2.1 formula for GP.
+    Source: docs/sources.md#deepinfer-11-2-1 formula for GP.
     """
     return w.arrival_rate * w.input_length * (1 - w.reuse_fraction) / (w.utilisation * w.prefill_rate)
 
@@ -74,7 +74,7 @@ def prefill_demand(w: Workload) -> Fraction:
 def decode_demand(w: Workload) -> Fraction:
     """Return the unrounded decode GPU equivalents λ·O/(u·vD).
 
-    Source: §11.2.1 formula for GD.
+    Source: docs/sources.md#deepinfer-11-2-1 formula for GD.
     """
     return w.arrival_rate * w.output_length / (w.utilisation * w.decode_rate)
 
@@ -87,7 +87,7 @@ def whole_gpus(numerator: Any, denominator: Any, ops: Arith = PY) -> Any:
     parts). ``proofs/`` proves it is the least sufficient count for all integers; rounding a
     float instead can overshoot by one (docs/deepinfer-findings.md D2).
 
-    Source: §11.2.1 "GP = ⌈...⌉, GD = ⌈...⌉".
+    Source: docs/sources.md#deepinfer-11-2-1 "GP = ⌈...⌉, GD = ⌈...⌉".
     """
     return ops.floordiv(numerator + denominator - 1, denominator)
 
@@ -116,7 +116,7 @@ LAB23_REUSE = (Fraction(0), Fraction(3, 4))
 def lab23_capacity_report() -> list[str]:
     """Return lab 23's capacity lines: a header and ``reused input fraction h%: P=GP, D=GD`` per h.
 
-    Source: §11.2.1 OUTPUT ("Capacity model (GPU equivalents, not deployment sizes):").
+    Source: docs/sources.md#deepinfer-11-2-1 OUTPUT ("Capacity model (GPU equivalents, not deployment sizes):").
     """
     lines = ["Capacity model (GPU equivalents, not deployment sizes):"]
     for h in LAB23_REUSE:
@@ -130,7 +130,7 @@ def lab23_capacity_report() -> list[str]:
 def reused_token_fraction(requests: Iterable[tuple[int, int]]) -> Fraction:
     """Return h: reused input tokens over all input tokens, for ``(prompt_tokens, hit_tokens)`` pairs.
 
-    Source: §11.2.1 "The meaning of h matters ... only 1% of input tokens are reused".
+    Source: docs/sources.md#deepinfer-11-2-1 "The meaning of h matters ... only 1% of input tokens are reused".
     """
     total = hit = 0
     for prompt, hit_tokens in requests:
@@ -148,7 +148,7 @@ def reused_token_fraction(requests: Iterable[tuple[int, int]]) -> Fraction:
 def request_hit_rate(requests: Iterable[tuple[int, int]]) -> Fraction:
     """Return the fraction of requests with any hit: NOT the h of the capacity model.
 
-    Source: §11.2.1 "the request hit rate is 100%, but only 1% of input tokens are reused".
+    Source: docs/sources.md#deepinfer-11-2-1 "the request hit rate is 100%, but only 1% of input tokens are reused".
     """
     pairs = [(as_count("prompt_tokens", p), as_count("hit_tokens", h)) for p, h in requests]
     if not pairs:

@@ -32,8 +32,8 @@ every eviction: exactly the cost the compressed tree exists to avoid (crtc.md §
 ``TODO(CORRECTNESS)`` in ``remove.rs``). An overcount, by contrast, would route a request
 to a worker that must recompute what the router promised was cached, and is never allowed.
 
-Source: crtc.md §10 "Differential harness (reference.rs)", §14 "Oracle"; seed 004
-"Concurrency Model" ("must not ... return a match past a valid reachable prefix").
+Source: docs/sources.md#crtc-10 "Differential harness", docs/sources.md#crtc-14 "Oracle";
+docs/sources.md#dynamo-crtc-readme "Concurrency Model" ("must not ... return a match past a valid reachable prefix").
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def is_reachable_parent(h: RankHoldings, parent: int | None) -> bool:
 def store_verdict(state: ContractState, rank: Rank, stored: Stored) -> Verdict:
     """Return whether an index must apply, may reject, or must reject ``stored`` for ``rank``.
 
-    Source: crtc.md §10 "Stored ... Apply iff the parent is reachable; otherwise MayReject";
-    E2/E16 (a parent the rank does not hold is always rejected).
+    Source: docs/sources.md#crtc-10 "Stored ... Apply iff the parent is reachable; otherwise MayReject";
+    docs/sources.md#crtc-13 E2/E16 (a parent the rank does not hold is always rejected).
     """
     h = holdings(state, rank)
     if is_reachable_parent(h, stored.parent_hash):
@@ -229,7 +229,7 @@ class ScoreVerdict(enum.Enum):
 def score_verdict(got: int, held: int, reachable: int) -> ScoreVerdict:
     """Classify an observed score against the held and reachable scores.
 
-    Source: crtc.md §10 "Verdict" table.
+    Source: docs/sources.md#crtc-10 "Verdict" table.
     """
     if got > held:
         return ScoreVerdict.OVERCOUNT

@@ -22,7 +22,8 @@ a cut scrubs. Everything in this module is a pure function of frozen data (given
 accessors), except ``remove_batch``: it states the batch rule by driving the tree's own
 removal callback.
 
-Source: crtc.md §2 "Coverage helpers (state.rs)", §4.1; seed 004 "Node State", "Removal".
+Source: docs/sources.md#crtc-2 "Coverage helpers", docs/sources.md#crtc-4-1; docs/sources.md#dynamo-crtc-readme "Node
+State", "Removal".
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class EdgeState:
 def new_edge(blocks: tuple[Block, ...], rank: Rank) -> EdgeState:
     """Return the state of a freshly inserted node: ``rank`` holds the whole edge.
 
-    Source: crtc.md §3.3 step 3 ("build a new node from remaining with full = {slot}").
+    Source: docs/sources.md#crtc-3-3 step 3 ("build a new node from remaining with full = {slot}").
     """
     return EdgeState(tuple(blocks), EMPTY_SET.add(rank), EMPTY_MAP)
 
@@ -73,7 +74,7 @@ def new_edge(blocks: tuple[Block, ...], rank: Rank) -> EdgeState:
 def current_cutoff(state: EdgeState, rank: Rank) -> int:
     """Return how many leading blocks of the edge ``rank`` holds: ``len`` if full, its cutoff, or 0.
 
-    Source: crtc.md §2 ``current_cutoff``; seed 004 "Removal".
+    Source: docs/sources.md#crtc-2 ``current_cutoff``; docs/sources.md#dynamo-crtc-readme "Removal".
     """
     if rank in state.full_edge_workers:
         return len(state.edge)
@@ -83,7 +84,7 @@ def current_cutoff(state: EdgeState, rank: Rank) -> int:
 def covers(state: EdgeState, rank: Rank, pos: int) -> bool:
     """Check if ``rank`` holds the block at edge position ``pos``.
 
-    Source: crtc.md §2 ``covers_pos``.
+    Source: docs/sources.md#crtc-2 ``covers_pos``.
     """
     return pos < current_cutoff(state, rank)
 
@@ -101,7 +102,7 @@ def is_held(state: EdgeState) -> bool:
 def promote(state: EdgeState, rank: Rank) -> EdgeState:
     """Return ``state`` with ``rank`` holding the whole edge (its own cutoff, if any, deleted).
 
-    Source: crtc.md §7 ``promote_full``.
+    Source: docs/sources.md#crtc-7 ``promote_full``.
     """
     if rank in state.full_edge_workers:
         return state
@@ -115,7 +116,7 @@ def raised_cutoff(current: Any, c: Any, n: Any, ops: Arith = PY) -> Any:
     makes the rank full (cutoff ``n``); otherwise the cutoff becomes ``c``. The kernel of
     ``cover_prefix``; ``proofs/`` proves it for all integers.
 
-    Source: crtc.md §2 ``cover_prefix``.
+    Source: docs/sources.md#crtc-2 ``cover_prefix``.
     """
     return ops.ite(c <= current, current, ops.ite(c >= n, n, c))
 
@@ -128,7 +129,8 @@ def cover_prefix(state: EdgeState, rank: Rank, c: int) -> EdgeState:
     - the rank is full, or already has a cutoff ``>= c``: no change.
     - otherwise its cutoff becomes ``c``.
 
-    Source: crtc.md §2 ``cover_prefix``; E36 (re-storing a sub-prefix changes nothing).
+    Source: docs/sources.md#crtc-2 ``cover_prefix``; docs/sources.md#crtc-13 E36 (re-storing a sub-prefix changes
+    nothing).
     """
     assert c >= 0
     current = current_cutoff(state, rank)
@@ -151,7 +153,7 @@ def with_cutoff(state: EdgeState, rank: Rank, k: int) -> EdgeState:
 def drop_worker(state: EdgeState, rank: Rank) -> EdgeState:
     """Return ``state`` with ``rank`` holding nothing of the edge.
 
-    Source: crtc.md §4.3 "remove the bit and the cutoff".
+    Source: docs/sources.md#crtc-4-3 "remove the bit and the cutoff".
     """
     if rank not in state.full_edge_workers and rank not in state.worker_cutoffs:
         return state
@@ -165,7 +167,7 @@ def removal_cutoff(old_cutoff: Any, pos: Any, ops: Arith = PY) -> Any:
     otherwise the rank keeps exactly the blocks before it. ``proofs/`` proves it never raises
     coverage and is idempotent, for all integers.
 
-    Source: seed 004 "Removal"; crtc.md §4.1.
+    Source: docs/sources.md#dynamo-crtc-readme "Removal"; docs/sources.md#crtc-4-1.
     """
     return ops.ite(pos < old_cutoff, pos, old_cutoff)
 
@@ -176,7 +178,8 @@ def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]
     The uncovered range is ``[new_cutoff, old_cutoff)``: the lookup entries a removal must
     scrub (crtc.md §4.1, PR #10836 scrubs only the *newly* uncovered suffix).
 
-    Source: seed 004 "Removal"; crtc.md §4.1 ``remove_worker_for_leading_hashes``.
+    Source: docs/sources.md#dynamo-crtc-readme "Removal"; docs/sources.md#crtc-4-1
+    ``remove_worker_for_leading_hashes``.
     """
     old = current_cutoff(state, rank)
     new = removal_cutoff(old, pos)
@@ -202,8 +205,8 @@ def removal_run(
     lowest position of the run, so a batch that lists a chain tail-first uncovers it in one
     step. If the rank does not cover ``hashes[i]``, the run is that hash alone.
 
-    Source: crtc.md §4.1 ``remove_worker_for_leading_hashes`` (grouped removal);
-    docs/dynamo-findings.md F3.
+    Source: docs/sources.md#crtc-4-1 ``remove_worker_for_leading_hashes`` (grouped removal); docs/dynamo-findings.md
+    F3.
     """
     low = positions.get(hashes[i])
     assert low is not None, "the run starts at a hash on the node's edge"
@@ -228,8 +231,8 @@ def stale_hashes(edge: tuple[Block, ...], uncovered: range, removed: int) -> lis
     ``remove_at``) are scrubbed by hash, whichever node they name; a removal that uncovered
     nothing (the block was already gone) scrubs the removed hash alone.
 
-    Source: crtc.md §12 item 4, E33; PR #10836 (only the newly uncovered suffix);
-    docs/dynamo-findings.md F3.
+    Source: docs/sources.md#crtc-12 item 4, docs/sources.md#crtc-13 E33; Dynamo PR
+    https://github.com/ai-dynamo/dynamo/pull/10836 (only the newly uncovered suffix); docs/dynamo-findings.md F3.
     """
     if uncovered:
         return [block.ext for block in edge[uncovered.start : uncovered.stop]]
@@ -250,7 +253,7 @@ def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, 
     batch, the first hash not held raises ``BlockNotFound``: the one non-atomic rejection
     (Dynamo's RadixTree applies the valid hashes of a batch before it fails).
 
-    Source: crtc.md §12 item 4, experiments E4 and E39; spec.errors.
+    Source: docs/sources.md#crtc-12 item 4, docs/sources.md#crtc-13 experiments E4 and E39; spec/errors.py.
     """
     scrubbed: set[int] = set()
     missing: int | None = None

@@ -6,9 +6,9 @@ write). Each error also subclasses the built-in type a Python caller would expec
 (``ValueError`` for an out-of-domain number, ``TypeError`` for a wrong type), so code that
 catches the built-ins keeps working.
 
-Source: seed 002 (chapter 11) Listings 11.7 and 11.9 (the book's ``assert``s, made typed);
-state_roundtrip.md §5.3 ("The book uses ``assert``; the spec should raise a specific
-exception").
+Source: docs/sources.md#deepinfer-11 Listings 11.7 (docs/sources.md#deepinfer-listings) and 11.9 (the book's
+``assert``s, made typed); docs/sources.md#state-roundtrip-5 (5.3) ("The book uses ``assert``; the spec should raise a
+specific exception").
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ class LayoutError(DeepInferError, ValueError):
 class TruncationGuardError(DeepInferError, RuntimeError):
     """``load`` refused: the model drops SWA layers but YOCO prefill truncation is ``"off"``.
 
-    Source: Listing 11.7 lines 836-837 (``assert ... != "off"``), raised before any write.
+    Source: Listing 11.7 (docs/sources.md#deepinfer-listings) lines 836-837 (``assert ... != "off"``), raised before
+    any write.
     """
 
 

@@ -18,8 +18,9 @@ accepted event by event and rebuilds the same index.
 node's whole edge (full rank) or its cutoff prefix, when the rank holds every node above in
 full. This is the tree's abstract state, compared with ``spec.contract``.
 
-Source: crtc.md §5, §7 "Dump (newest)"; Dynamo test ``dump_skips_ranks_that_do_not_cover_the_parent``;
-docs/dynamo-findings.md F2 (where 1.6.1's dump departs from this rule).
+Source: docs/sources.md#crtc-5, docs/sources.md#crtc-7 "Dump (newest)"; Dynamo test
+``dump_skips_ranks_that_do_not_cover_the_parent``; docs/dynamo-findings.md F2 (where 1.6.1's dump departs from this
+rule).
 """
 
 from __future__ import annotations

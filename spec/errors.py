@@ -11,7 +11,7 @@ The event errors subclass ``RuntimeError`` because the real binding raises
 against ``dynamo._core.RadixTree`` therefore keeps working when it catches the built-in
 types.
 
-Source: crtc.md §1 "Errors (KvCacheEventError)"; §13 "Harness".
+Source: docs/sources.md#crtc-1 "Errors (KvCacheEventError)"; docs/sources.md#crtc-13 "Harness".
 """
 
 from __future__ import annotations

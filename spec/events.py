@@ -24,7 +24,7 @@ Observed on ai-dynamo-runtime 1.6.1 (docs/dynamo-findings.md): ``event_id`` is r
 fields are ignored, hashes are u64 and ``dp_rank`` is u32 (anything else is a decode
 error), and ``cleared`` may be written as the string or as ``{"cleared": null}``.
 
-Source: crtc.md §1 "Events"; Dynamo ``protocols.rs``.
+Source: docs/sources.md#crtc-1 "Events"; docs/sources.md#dynamo-protocols.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def _check_mm_extra_info(value: Any, path: str) -> None:
     """``mm_extra_info`` is null or ``{"mm_objects": [{"mm_hash": u64, "offsets": [[u64, u64], ...]}, ...]}``.
 
     The router ignores it, but Dynamo's decoder checks its shape, so the drop-in does too.
-    Source: Dynamo ``BlockExtraInfo`` / ``BlockMmObjectInfo`` (protocols.rs).
+    Source: Dynamo ``BlockExtraInfo`` / ``BlockMmObjectInfo`` (docs/sources.md#dynamo-protocols).
     """
     if value is None:
         return
@@ -529,7 +529,7 @@ def parse_event(worker_id: Any, payload: Payload | KvCacheEvent) -> tuple[Rank, 
     (``check_event``); the event applies to ``(worker_id, event.dp_rank)``. Nothing here
     touches a tree, so a rejected call changes nothing.
 
-    Source: crtc.md §1 "Events" (``apply_event(worker_id, bytes)``, ``dp_rank`` default 0).
+    Source: docs/sources.md#crtc-1 "Events" (``apply_event(worker_id, bytes)``, ``dp_rank`` default 0).
     """
     worker_id = check_worker_id(worker_id)
     event = check_event(payload) if isinstance(payload, KvCacheEvent) else decode_event(payload)

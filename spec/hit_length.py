@@ -23,9 +23,10 @@ a back-off happens only when the hit is positive and SWA is absent, and then by 
 block; both lengths are monotone in L with C and SWA held fixed. No prompt shorter than
 RESERVE + BLOCK = 262 has a positive block hit.
 
-Source: seed 002 §11.4 (formula, table, Listing 11.9); state_roundtrip.md §1 "Hit arithmetic",
-§4 "Lab 24", §6 A12 (the 69,666-case domain is inferred: L in [0, 2048], C in
-{0, 128, ..., 2048}, SWA in {F, T}; 2049 * 17 * 2 = 69666).
+Source: docs/sources.md#deepinfer-11-4 (formula, table, Listing 11.9 (docs/sources.md#deepinfer-listings));
+docs/sources.md#state-roundtrip-1 "Hit arithmetic", docs/sources.md#state-roundtrip-4 "Lab 24",
+docs/sources.md#state-roundtrip-6 A12 (the 69,666-case domain is inferred: L in [0, 2048], C in {0, 128, ..., 2048},
+SWA in {F, T}; 2049 * 17 * 2 = 69666).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def hit_lengths(length: int, cached: int, has_swa: bool, *, reserve: int = RESER
     Negative lengths raise ``InvalidQuantity`` (the lab's ``assert``); non-integers raise
     ``InvalidQuantityType``. ``reserve`` and ``block`` default to the Q&A's 134 and 128.
 
-    Source: Listing 11.9 (labs/24_cache_hits.py lines 14-19); §11.4 formula for L1 and H.
+    Source: Listing 11.9 (docs/sources.md#deepinfer-listings) (lab 24 lines 14-19); docs/sources.md#deepinfer-11-4
+    formula for L1 and H.
     """
     length = as_count("length", length)
     cached = as_count("cached", cached)
@@ -93,7 +95,7 @@ def hit_formula(length: Any, cached: Any, has_swa: Any, reserve: Any, block: Any
     The caller has checked ``length, cached, reserve >= 0`` and ``block >= 1``. ``proofs/``
     proves the lab 24 laws of this very function for all integers (tooling.md §6).
 
-    Source: Listing 11.9; §11.4 formula for L1 and H.
+    Source: Listing 11.9 (docs/sources.md#deepinfer-listings); docs/sources.md#deepinfer-11-4 formula for L1 and H.
     """
     cap = ops.max(0, length - reserve)
     block_hit = ops.floordiv(ops.min(cap, cached), block) * block
@@ -105,7 +107,8 @@ def aligned_candidates(length: int, cached: int, *, reserve: int = RESERVE, bloc
     """Return every hit the policy may choose: multiples of ``block`` that leave ``reserve`` positions
     to compute and lie within the cached prefix, in increasing order (0 is always one).
 
-    Source: §11.4 "The checks enumerate aligned candidates independently and compare the result".
+    Source: docs/sources.md#deepinfer-11-4 "The checks enumerate aligned candidates independently and compare the
+    result".
     """
     found = [0]
     k = block
@@ -133,7 +136,7 @@ def lab24_domain(max_length: int = LAB24_MAX_LENGTH, block: int = BLOCK) -> Iter
 
     With the defaults this is 2049 * 17 * 2 = 69,666 cases, the count lab 24 prints.
 
-    Source: state_roundtrip.md §4 "The 69666 count is inferred"; §6 A12.
+    Source: docs/sources.md#state-roundtrip-4 "The 69666 count is inferred"; docs/sources.md#state-roundtrip-6 A12.
     """
     for length in range(max_length + 1):
         for cached in range(0, max_length + 1, block):
@@ -153,7 +156,7 @@ def hit_law_violations(
 
     ``rule`` replaces ``hit_lengths`` (same signature) to check another implementation of the rule.
 
-    Source: §11.4 "They also verify nonnegative lengths, the cap, alignment, and a one-block
+    Source: docs/sources.md#deepinfer-11-4 "They also verify nonnegative lengths, the cap, alignment, and a one-block
     backoff only when there is a positive hit and SWA is absent ... Monotonicity holds".
     """
     rule = rule or hit_lengths
@@ -206,7 +209,7 @@ def lab24_report() -> list[str]:
     The last line reads as the book's only when every law holds on every case; otherwise it
     names the broken laws and their counts.
 
-    Source: §11.4 "python3 labs/24_cache_hits.py" OUTPUT.
+    Source: docs/sources.md#deepinfer-11-4 "python3 lab 24" OUTPUT.
     """
     lines = [
         "Assigned full block-prefix availability; columns count tokens",

@@ -4,8 +4,8 @@ Each predicate returns True when the invariant holds. ``node_violations`` collec
 names of the ones that fail for one node, so that every ``check()`` (reference and
 implementation alike) states each law once, here.
 
-Source: crtc.md §8 "Invariants stated or checked" (``probe_check``, ``debug_assert``s and
-the documented contracts); seed 004 "Node State".
+Source: docs/sources.md#crtc-8 "Invariants stated or checked" (``probe_check``, ``debug_assert``s and the documented
+contracts); docs/sources.md#dynamo-crtc-readme "Node State".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .shape import child_key, should_clear_children
 def edge_position(edge: tuple, ext: int) -> int | None:
     """Return the position of ``ext`` in ``edge``; a repeated hash resolves to its last position.
 
-    Source: crtc.md §2 "edge_index ... A repeated hash resolves to its last position".
+    Source: docs/sources.md#crtc-2 "edge_index ... A repeated hash resolves to its last position".
     """
     for i in range(len(edge) - 1, -1, -1):
         if edge[i].ext == ext:
@@ -32,7 +32,7 @@ def edge_index_of(edge: tuple) -> dict[int, int]:
 
     Both trees keep this index beside each edge (``edge_position`` without the scan).
 
-    Source: crtc.md §2 "edge_index ... A repeated hash resolves to its last position".
+    Source: docs/sources.md#crtc-2 "edge_index ... A repeated hash resolves to its last position".
     """
     return {block.ext: i for i, block in enumerate(edge)}
 
@@ -66,7 +66,8 @@ def is_internal_if_it_has_children(internal: bool, child_count: int) -> bool:
 def is_holderless_childless(state: EdgeState, child_count: int) -> bool:
     """Check if a node with no full-edge worker has no children (removal clears them: ``should_clear_children``).
 
-    Source: seed 004 "Removal" ("removal may clear children only when no full-edge workers remain").
+    Source: docs/sources.md#dynamo-crtc-readme "Removal" ("removal may clear children only when no full-edge workers
+    remain").
     """
     return not should_clear_children(state, child_count)
 

@@ -15,8 +15,8 @@ far in full:
 
 Only ranks scoring at least 1 appear in the result.
 
-Source: crtc.md §5 "find_matches semantics" and "early_exit granularity"; Dynamo test
-``slot_walk_matches_hash_set_walk_on_random_coverage``; E9.
+Source: docs/sources.md#crtc-5 "find_matches semantics" and "early_exit granularity"; Dynamo test
+``slot_walk_matches_hash_set_walk_on_random_coverage``; docs/sources.md#crtc-13 E9.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def matched_length(state: EdgeState, query: Sequence[int], pos: int) -> int:
 def find_matches_walk(root: RootView, query: Sequence[int], early_exit: bool = False) -> dict[Rank, int]:
     """Return ``{rank: score}`` for every rank scoring at least 1 along ``query``.
 
-    Source: crtc.md §5, steps 1-4.
+    Source: docs/sources.md#crtc-5, steps 1-4.
     """
     scores: dict[Rank, int] = {}
     if not query:
@@ -128,7 +128,7 @@ def early_exit_agrees(full: dict[Rank, int], early: dict[Rank, int]) -> bool:
     node it stands on; every rank that dropped out earlier was scored exactly as in the full
     walk.
 
-    Source: crtc.md §5 "early_exit granularity"; E9, E41.
+    Source: docs/sources.md#crtc-5 "early_exit granularity"; docs/sources.md#crtc-13 E9, E41.
     """
     if set(full) != set(early):
         return False
@@ -142,7 +142,7 @@ class OverlapScores:
 
     ``frequencies`` is the legacy field that Dynamo's current indexers leave empty.
 
-    Source: crtc.md §1 "OverlapScores"; seed 004 "Wire Compatibility".
+    Source: docs/sources.md#crtc-1 "OverlapScores"; docs/sources.md#dynamo-crtc-readme "Wire Compatibility".
     """
 
     scores: dict[Rank, int]

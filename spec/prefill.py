@@ -30,9 +30,9 @@ The reads take a ``PrefillLoadSnapshot``: the small frozen value the PromptRegis
 per worker and readers decay at read time. ``modeled_remaining_prefill_ms`` is here; the
 active token load is in ``token_load``.
 
-Source: sequences.md §2 "PrefillLoadTracker", "Add" step 6, "Prefill removal", "Snapshot";
-§3 (exact algorithm, credit, zero-duration prefills, errors); seed 000 "Modeled remaining
-prefill time".
+Source: docs/sources.md#sequences-2 "PrefillLoadTracker", "Add" step 6, "Prefill removal", "Snapshot";
+docs/sources.md#sequences-3 (exact algorithm, credit, zero-duration prefills, errors);
+docs/sources.md#dynamo-sequences-readme "Modeled remaining prefill time".
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class PrefillLoadSnapshot:
     ``total_modeled_ms`` is ``None`` when any active prefill is unmodeled (the fast path), else
     the saturating sum of every active duration truncated to whole milliseconds.
 
-    Source: sequences.md §2 "Snapshot" (``PrefillLoadSnapshot``; the idle default is ``Some(0)``).
+    Source: docs/sources.md#sequences-2 "Snapshot" (``PrefillLoadSnapshot``; the idle default is ``Some(0)``).
     """
 
     tokens_sum: int = 0
@@ -105,7 +105,8 @@ def is_prefill_tracked(track_prefill_tokens: bool, hint: PrefillLoadHint | None)
     A hint with zero tokens is dropped entirely, even with a duration: it adds neither
     tokens nor modeled time and never anchors.
 
-    Source: sequences.md §1 "Prefill is tracked only if all three hold"; experiments R9, R10.
+    Source: docs/sources.md#sequences-1 "Prefill is tracked only if all three hold"; docs/sources.md#sequences-8-4
+    experiments R9, R10.
     """
     return track_prefill_tokens and hint is not None and hint.initial_effective_prefill_tokens > 0
 
@@ -123,7 +124,7 @@ def find_prefill(state: PrefillState, request_id: str) -> PrefillEntry | None:
 def elapsed_since(since: Any, now: Any, ops: Arith = PY) -> Any:
     """Return ``now - since`` in nanoseconds, or 0 when ``now`` is earlier (saturating).
 
-    Source: sequences.md §3 step 4 (``saturating_duration_since``); §10 item 3.
+    Source: docs/sources.md#sequences-3 step 4 (``saturating_duration_since``); docs/sources.md#sequences-10 item 3.
     """
     return ops.max(0, now - since)
 
@@ -134,8 +135,8 @@ def elapsed_since(since: Any, now: Any, ops: Arith = PY) -> Any:
 def on_prefill_insert(state: PrefillState, entry: PrefillEntry, now: int) -> PrefillState:
     """Return ``state`` with ``entry`` queued last; it becomes the anchor at ``now`` only if none exists.
 
-    Source: sequences.md §2 "Add" step 6 ("Only if there was no anchor does this request
-    become the anchor, at decay_now").
+    Source: docs/sources.md#sequences-2 "Add" step 6 ("Only if there was no anchor does this request become the
+    anchor, at decay_now").
     """
     since = now if state.anchor_since is None else state.anchor_since
     return PrefillState(state.order + (entry,), since)
@@ -146,9 +147,9 @@ def credited_anchor_since(anchor_since: Any, duration: Any, now: Any, ops: Arith
 
     The anchor moves forward by the removed duration, capped at the removal time.
 
-    Source: sequences.md §2 "Prefill removal" step 4, §3 "Credit for out-of-order completion";
-    seed 000 ("shifting the effective anchor forward by the removed request's modeled
-    duration, capped at the removal time").
+    Source: docs/sources.md#sequences-2 "Prefill removal" step 4, docs/sources.md#sequences-3 "Credit for out-of-order
+    completion"; docs/sources.md#dynamo-sequences-readme ("shifting the effective anchor forward by the removed
+    request's modeled duration, capped at the removal time").
     """
     return ops.min(anchor_since + duration, now)
 
@@ -160,7 +161,7 @@ def on_prefill_remove(state: PrefillState, request_id: str, now: int) -> Prefill
     credits the anchor (``credited_anchor_since``); removing an unmodeled one changes only
     the order. Removing twice is a no-op.
 
-    Source: sequences.md §2 "Prefill removal" steps 1-5.
+    Source: docs/sources.md#sequences-2 "Prefill removal" steps 1-5.
     """
     removed = find_prefill(state, request_id)
     if removed is None:
@@ -185,7 +186,8 @@ def total_modeled_ms(state: PrefillState) -> int | None:
     Each duration is truncated to whole milliseconds *before* summing (1.5 ms + 1.5 ms is
     2 ms); the sum saturates at u64. An idle worker's backlog is 0.
 
-    Source: sequences.md §2 "Snapshot", §3 "Formula"; §10 item 1.
+    Source: docs/sources.md#sequences-2 "Snapshot", docs/sources.md#sequences-3 "Formula";
+    docs/sources.md#sequences-10 item 1.
     """
     durations = [e.duration for e in state.order]
     if any(d is None for d in durations):
@@ -196,7 +198,7 @@ def total_modeled_ms(state: PrefillState) -> int | None:
 def prefill_load_snapshot(state: PrefillState) -> PrefillLoadSnapshot:
     """Return the frozen snapshot the registry stores for ``state``.
 
-    Source: sequences.md §2 "Snapshot".
+    Source: docs/sources.md#sequences-2 "Snapshot".
     """
     front = anchor(state)
     return PrefillLoadSnapshot(
@@ -214,7 +216,8 @@ def modeled_remaining_prefill_ms(snapshot: PrefillLoadSnapshot, now: int) -> int
     clips at zero. Raises ``MissingExpectedDuration`` when any active prefill is unmodeled
     (without summing anything); an idle worker reads 0.
 
-    Source: sequences.md §3 "Read" steps 1-5; seed 000 "Modeled remaining prefill time".
+    Source: docs/sources.md#sequences-3 "Read" steps 1-5; docs/sources.md#dynamo-sequences-readme "Modeled remaining
+    prefill time".
     """
     if snapshot.total_modeled_ms is None:
         raise MissingExpectedDuration()
@@ -233,7 +236,7 @@ def remaining_ms(total_ms: Any, anchor_since: Any, now: Any, ops: Arith = PY) ->
     negative, never rising as time passes, continuous across a credit, and equal to draining
     the prefills one after another, for any number of them.
 
-    Source: sequences.md §3 "Read" steps 4-5, "Formula".
+    Source: docs/sources.md#sequences-3 "Read" steps 4-5, "Formula".
     """
     elapsed_ms = ops.floordiv(elapsed_since(anchor_since, now, ops), NANOS_PER_MILLI)
     return ops.max(0, total_ms - elapsed_ms)

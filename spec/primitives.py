@@ -22,7 +22,7 @@ across every layer:
 - **slot**: the active-sequence state the slot tracker keeps *for* a rank (one
   ``ActiveSequences`` per rank, ``spec.slot_tracker``), never the rank itself.
 
-Source: crtc.md §1 "Data model"; Dynamo ``protocols.rs``.
+Source: docs/sources.md#crtc-1 "Data model"; docs/sources.md#dynamo-protocols.
 
 Contract assumption (crtc.md §1, "Spec assumption"): an external hash is a function of the
 local-hash chain from the root, so it is unique per position. Streams that break this

@@ -5,7 +5,7 @@ rules take integers and ``fractions.Fraction``. A float is accepted only as the 
 prints as (``0.8`` means 4/5, not the binary double nearest 0.8), so a user who writes
 ``u=0.8`` gets the book's arithmetic; NaN and infinities are rejected.
 
-Source: seed 002 §11.2.1 (the capacity model), state_roundtrip.md §4 ("exact ``Fraction``
+Source: docs/sources.md#deepinfer-11-2-1 (the capacity model), docs/sources.md#state-roundtrip-4 ("exact ``Fraction``
 arithmetic (u = 4/5)").
 """
 

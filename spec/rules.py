@@ -44,7 +44,7 @@ binding, ``KvIndexer``), ``concurrent`` for ``ThreadPoolIndexer<ConcurrentRadixT
 (the standalone indexer with two or more threads, the selection service, the frontend router).
 
 Source: observed on every release of ai-dynamo-runtime from 0.6.1 to 1.6.1
-(``kvproof releases``); upstream references in ``VARIANTS``.
+(``kvproof releases``; docs/releases.md); upstream references in ``VARIANTS``.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def version_key(version: str) -> Version:
     or dev release (``1.6.1rc1``, ``1.6.1.dev3``) comes before its release; a local build of a release
     (``1.6.1+local``) is that release. A string that is not a version raises ``InvalidVersion``.
 
-    Source: PEP 440 "Version scheme" (the package index orders ai-dynamo-runtime's releases so).
+    Source: PEP 440 "Version scheme" (https://peps.python.org/pep-0440/) (the package index orders ai-dynamo-runtime's releases so).
     """
     return Version(Version(version).public)
 

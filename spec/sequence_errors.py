@@ -29,8 +29,9 @@ error                         HTTP    slot-tracker condition
 ``MissingExpectedDuration``   None    the modeled-time read with an unmodeled prefill active
 ============================  ======  ==================================================
 
-Source: sequences.md §1 (SequenceError variants, RequestIndex), §2, §3 "Errors", §8.2-§8.3
-(HTTP codes confirmed on 1.6.1); seed 000 "Modeled remaining prefill time".
+Source: docs/sources.md#sequences-1 (SequenceError variants, RequestIndex), docs/sources.md#sequences-2,
+docs/sources.md#sequences-3 "Errors", docs/sources.md#sequences-8-2 to docs/sources.md#sequences-8-3 (HTTP codes
+confirmed on 1.6.1); docs/sources.md#dynamo-sequences-readme "Modeled remaining prefill time".
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ tests and examples::
 Every ``check_*`` function returns the normalised value or raises a typed error from
 ``sequence_errors``; none has side effects, so a call rejected here changes nothing.
 
-Source: sequences.md §1 (types: u64 worker ids and hashes, u32 dp ranks and output tokens,
-usize tokens, ``Option<Duration>``), §3 "Time source", §8.2-§8.3 (HTTP 422 for wrong types
-and out-of-range numbers), §8.4 (a negative duration is malformed and dropped).
+Source: docs/sources.md#sequences-1 (types: u64 worker ids and hashes, u32 dp ranks and output tokens, usize tokens,
+``Option<Duration>``), docs/sources.md#sequences-3 "Time source", docs/sources.md#sequences-8-2 to
+docs/sources.md#sequences-8-3 (HTTP 422 for wrong types and out-of-range numbers), docs/sources.md#sequences-8-4 (a
+negative duration is malformed and dropped).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def millis(value: float) -> int:
 def floor_ms(duration: int) -> int:
     """Return a duration in whole milliseconds, truncated, capped at u64 (Rust ``as_millis``, saturated).
 
-    Source: sequences.md §3 step 4 and "Formula" (each duration and the elapsed time are truncated).
+    Source: docs/sources.md#sequences-3 step 4 and "Formula" (each duration and the elapsed time are truncated).
     """
     return min(duration // NANOS_PER_MILLI, U64_MAX)
 
@@ -62,7 +63,7 @@ def floor_ms(duration: int) -> int:
 def secs_f64(duration: int) -> float:
     """Return a duration in seconds as a float, whole seconds plus fraction (Rust ``as_secs_f64``).
 
-    Source: sequences.md §4 step 3 ("computed in f64 seconds").
+    Source: docs/sources.md#sequences-4 step 3 ("computed in f64 seconds").
     """
     whole, nanos = divmod(duration, NANOS_PER_SEC)
     return float(whole) + float(nanos) / float(NANOS_PER_SEC)
@@ -97,8 +98,8 @@ def check_instant(value: object) -> int:
 def check_duration(value: object, what: str = "expected_prefill_duration") -> int | None:
     """Return ``value`` as a duration in nanoseconds (``None`` means unmodeled), or raise ``InvalidDuration``.
 
-    Source: sequences.md §1 ``expected_prefill_duration: Option<Duration>``; §8.4 ("a negative
-    ``secs`` is malformed and the event is dropped").
+    Source: docs/sources.md#sequences-1 ``expected_prefill_duration: Option<Duration>``; docs/sources.md#sequences-8-4
+    ("a negative ``secs`` is malformed and the event is dropped").
     """
     if value is None:
         return None
@@ -145,7 +146,7 @@ def check_token_sequence(value: object) -> tuple[int, ...] | None:
 class PrefillLoadHint:
     """What the caller computed at admission: effective prefill tokens and an optional modeled duration.
 
-    Source: sequences.md §1 ``PrefillLoadHint``.
+    Source: docs/sources.md#sequences-1 ``PrefillLoadHint``.
     """
 
     initial_effective_prefill_tokens: int
@@ -156,7 +157,7 @@ class PrefillLoadHint:
 class SequenceRequest:
     """The AddRequest payload: who, on which worker, which blocks, and how much prefill to track.
 
-    Source: sequences.md §1 ``SequenceRequest`` (``lora_name`` is not modeled).
+    Source: docs/sources.md#sequences-1 ``SequenceRequest`` (``lora_name`` is not modeled).
     """
 
     request_id: str

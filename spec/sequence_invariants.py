@@ -22,10 +22,10 @@ a combination that never existed. They must hold again once writers are quiescen
 ``write_model_violations`` and ``read_model_lag`` return the names of the failing
 predicates, so every ``check()`` states each law once, here.
 
-Source: seed 000 "Torn reads are intentional" ("lifecycle and ownership invariants live in
-the write model ... scheduling quality lives in the read model"), "Eventual consistency
-contract"; sequences.md §6 (``assert_consistent`` of the prefill tracker, ActiveSequences,
-BlockTracker and ``PromptRegistry::assert_consistent_with_workers``).
+Source: docs/sources.md#dynamo-sequences-readme "Torn reads are intentional" ("lifecycle and ownership invariants live
+in the write model ... scheduling quality lives in the read model"), "Eventual consistency contract";
+docs/sources.md#sequences-6 (``assert_consistent`` of the prefill tracker, ActiveSequences, BlockTracker and
+``PromptRegistry::assert_consistent_with_workers``).
 """
 
 from __future__ import annotations

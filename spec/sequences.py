@@ -28,8 +28,9 @@ PromptRegistry projects for overlap queries. A set of paths is held as a ``PathS
 longest paths (a prompt of n blocks is one tuple, not n prefixes), so every function here
 is O(total prompt length) in time and memory.
 
-Source: sequences.md §2 (state and every mutation, expiry, snapshot), "Blocks"; §8.3 and
-blocks_exp_out.txt (lineage counting on 1.6.1); seed 000 "Source of truth".
+Source: docs/sources.md#sequences-2 (state and every mutation, expiry, snapshot), "Blocks";
+docs/sources.md#sequences-8-3 and docs/sources.md#sequences-oracle (the blocks experiment) (lineage counting on
+1.6.1); docs/sources.md#dynamo-sequences-readme "Source of truth".
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class ActiveSequencesState:
 class WorkerLoadSnapshot:
     """The whole load of one worker as the registry publishes it (a small, copyable value).
 
-    Source: sequences.md §2 "Snapshot" (``WorkerLoadSnapshot{active_blocks, active_requests, prefill}``).
+    Source: docs/sources.md#sequences-2 "Snapshot" (``WorkerLoadSnapshot{active_blocks, active_requests, prefill}``).
     """
 
     active_blocks: int = 0
@@ -96,7 +97,7 @@ IDLE_LOAD = WorkerLoadSnapshot()
 def new_active_sequences(now: int) -> ActiveSequencesState:
     """Return the state of a slot created at ``now`` (its expiry clock starts then).
 
-    Source: sequences.md §2 "Expiry" (``last_expiry_check_time`` is set at construction).
+    Source: docs/sources.md#sequences-2 "Expiry" (``last_expiry_check_time`` is set at construction).
     """
     return ActiveSequencesState(EMPTY_MAP, EMPTY_PREFILL, now)
 
@@ -222,7 +223,7 @@ def block_membership(state: ActiveSequencesState) -> PathSet:
 
     O(total prompt length): the value keeps the longest prompts, not every prefix.
 
-    Source: sequences.md §2 "Blocks" (a compressed prefix trie keyed by hash lineage).
+    Source: docs/sources.md#sequences-2 "Blocks" (a compressed prefix trie keyed by hash lineage).
     """
     return lineage_paths(record.blocks for record in state.requests.values())
 
@@ -255,7 +256,8 @@ def would_overflow_tokens(state: ActiveSequencesState, request: SequenceRequest)
 def is_expiry_due(state: ActiveSequencesState, now: int) -> bool:
     """Check if at least ``CHECK_EXPIRY_FREQUENCY`` has passed since the last expiry check.
 
-    Source: sequences.md §2 "Expiry" ("at most once every 30 s"); expiry_exp_out.txt.
+    Source: docs/sources.md#sequences-2 "Expiry" ("at most once every 30 s"); docs/sources.md#sequences-oracle (the
+    expiry experiment).
     """
     return elapsed_since(state.last_expiry_check, now) >= CHECK_EXPIRY_FREQUENCY
 
@@ -264,7 +266,7 @@ def is_expired(started_at: int, now: int, expiry: int) -> bool:
     """Check if a request started at ``started_at`` is stale at ``now``: started *strictly* more than
     ``expiry`` ago (a sweep exactly ``expiry`` after the start keeps it; one nanosecond later frees it).
 
-    Source: sequences.md §2 "Expiry" ("frees every request with started_at < now - expiry").
+    Source: docs/sources.md#sequences-2 "Expiry" ("frees every request with started_at < now - expiry").
     """
     return started_at < now - expiry
 
@@ -272,7 +274,7 @@ def is_expired(started_at: int, now: int, expiry: int) -> bool:
 def expired_request_ids(state: ActiveSequencesState, now: int, expiry: int) -> tuple[str, ...]:
     """Return the requests ``is_expired`` at ``now``, in admission order.
 
-    Source: sequences.md §2 "Expiry".
+    Source: docs/sources.md#sequences-2 "Expiry".
     """
     return tuple(rid for rid, r in state.requests.items() if is_expired(r.started_at, now, expiry))
 
@@ -285,7 +287,7 @@ def on_force_expiry(state: ActiveSequencesState, now: int, expiry: int | None) -
     credit and re-anchoring apply at ``now``; the order of the frees does not matter, because
     credits compose as ``min(since + d1 + d2, now)``) and the check time becomes ``now``.
 
-    Source: sequences.md §2 "Expiry"; test_force_expiry_reanchors_new_oldest_request.
+    Source: docs/sources.md#sequences-2 "Expiry"; test_force_expiry_reanchors_new_oldest_request.
     """
     if expiry is None or not is_expiry_due(state, now):
         return state, ()
@@ -307,7 +309,7 @@ def on_add_request(
     stored with ``started_at = now`` and an absent ``token_sequence`` as an empty prompt, and
     its prefill is queued if tracked.
 
-    Source: sequences.md §2 "Add" steps 1-6.
+    Source: docs/sources.md#sequences-2 "Add" steps 1-6.
     """
     if request.request_id in state.requests:
         return state, ()
@@ -325,7 +327,7 @@ def on_add_request(
 def on_mark_prefill_completed(state: ActiveSequencesState, request_id: str, now: int) -> ActiveSequencesState:
     """Return the state after ``request_id``'s prefill completes at ``now`` (a no-op if it is not prefilling).
 
-    Source: sequences.md §2 "MarkPrefillCompleted".
+    Source: docs/sources.md#sequences-2 "MarkPrefillCompleted".
     """
     return ActiveSequencesState(state.requests, on_prefill_remove(state.prefill, request_id, now), state.last_expiry_check)
 
@@ -333,8 +335,8 @@ def on_mark_prefill_completed(state: ActiveSequencesState, request_id: str, now:
 def on_free(state: ActiveSequencesState, request_id: str, now: int) -> ActiveSequencesState:
     """Return the state after freeing ``request_id`` at ``now``: implicit prefill completion, then its blocks leave.
 
-    Source: sequences.md §2 "Free" steps 1-3; seed 000 ("Free keeps its existing implicit
-    prefill-completion cleanup behavior and applies the same credit").
+    Source: docs/sources.md#sequences-2 "Free" steps 1-3; docs/sources.md#dynamo-sequences-readme ("Free keeps its
+    existing implicit prefill-completion cleanup behavior and applies the same credit").
     """
     prefill = on_prefill_remove(state.prefill, request_id, now)
     return ActiveSequencesState(state.requests.delete(request_id), prefill, state.last_expiry_check)
@@ -346,6 +348,6 @@ def on_free(state: ActiveSequencesState, request_id: str, now: int) -> ActiveSeq
 def worker_load_snapshot(state: ActiveSequencesState) -> WorkerLoadSnapshot:
     """Return the load snapshot of the worker: blocks, request count and the prefill snapshot.
 
-    Source: sequences.md §2 "Snapshot" (``worker_load_snapshot``).
+    Source: docs/sources.md#sequences-2 "Snapshot" (``worker_load_snapshot``).
     """
     return WorkerLoadSnapshot(active_blocks(state), len(state.requests), prefill_load_snapshot(state.prefill))

@@ -21,8 +21,9 @@ of the printed [8, 10, 12, 14] and is kept only to show that the inference is fo
 
 Lists are reported in request-id order.
 
-Source: seed 002 chapter 11 opening ("Run the service experiment", five OUTPUT lines) and
-Listing 11.3; state_roundtrip.md §4 "Lab 23", §6 A12.
+Source: docs/sources.md#deepinfer-11 opening ("Run the service experiment", five OUTPUT lines) and Listing 11.3
+(docs/sources.md#deepinfer-listings); docs/sources.md#state-roundtrip-4 "Lab 23", docs/sources.md#state-roundtrip-6
+A12.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ def prefill_units(config: ServiceConfig) -> int:
 def simulate(config: ServiceConfig) -> ServiceTrace:
     """Return the schedule of lab 23 under ``config``: prefill per Listing 11.3, decode per the inferred policy.
 
-    Source: Listing 11.3 (prefill); state_roundtrip.md §4 (decode: FIFO by (arrival, id),
-    earliest-free worker, ties to the lower index).
+    Source: Listing 11.3 (docs/sources.md#deepinfer-listings) (prefill); docs/sources.md#state-roundtrip-4 (decode:
+    FIFO by (arrival, id), earliest-free worker, ties to the lower index).
     """
     config.check()
     prefill_free = [0] * config.prefill_workers
@@ -135,7 +136,7 @@ LAB23_CASES: tuple[tuple[str, ServiceConfig], ...] = (
 def lab23_report(decode_policy: DecodePolicy = "earliest-free") -> list[str]:
     """Return lab 23's printed output: a header and one ``P ends [...]; D ends [...]`` line per case.
 
-    Source: chapter 11 opening, "python3 labs/23_service.py" OUTPUT.
+    Source: docs/sources.md#deepinfer-11 (the chapter's opening), "python3 lab 23" OUTPUT.
     """
     lines = ["Assigned time units; four requests, two P and two D workers"]
     for name, config in LAB23_CASES:

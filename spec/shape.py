@@ -11,7 +11,7 @@ Worked example of a split at ``p = 3`` (crtc.md §3.5)::
     prefix:  edge [b0 b1 b2]  full {0, 2, 3, 300, 301}  cutoffs {1:1}
     suffix:  edge [b3 b4 b5]  full {0, 300}             cutoffs {3:2, 301:1}
 
-Source: seed 004 "Store Paths", "Suffix Reuse And Splitting"; crtc.md §3.
+Source: docs/sources.md#dynamo-crtc-readme "Store Paths", "Suffix Reuse And Splitting"; docs/sources.md#crtc-3.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def split_at(state: EdgeState, p: int) -> tuple[EdgeState, EdgeState]:
     Children (not part of the edge state) all move to the suffix; the prefix gets the suffix
     as its only child and becomes internal.
 
-    Source: crtc.md §3.5 ``split_off_suffix``; Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``.
+    Source: docs/sources.md#crtc-3-5 ``split_off_suffix``; Dynamo test
+    ``split_moves_cutoffs_at_and_past_the_boundary``.
     """
     assert 0 < p < len(state.edge), "split position must be strictly inside the edge"
     before = {r: current_cutoff(state, r) for r in holders(state)}
@@ -80,7 +81,8 @@ def extend_leaf(state: EdgeState, rank: Rank, tail: tuple[Block, ...]) -> EdgeSt
     Ranks that already had a cutoff keep it (``extended_cutoff``). Only a leaf that was never
     internal may be extended (``may_extend_leaf``).
 
-    Source: crtc.md §3.2(c), §3.3 step 2; seed 004 "Decode Extension".
+    Source: docs/sources.md#crtc-3-2(c), docs/sources.md#crtc-3-3 step 2; docs/sources.md#dynamo-crtc-readme "Decode
+    Extension".
     """
     assert tail, "extension needs at least one block"
     n = len(state.edge)
@@ -95,7 +97,7 @@ def may_extend_leaf(internal: bool, state: EdgeState, rank: Rank) -> bool:
     a child is never reopened, even after cleanup removes every child) and the rank holds
     the tail. The caller has already established that the parent hash is the tail.
 
-    Source: seed 004 "Decode Extension", "Sticky internal nodes"; crtc.md §4.2
+    Source: docs/sources.md#dynamo-crtc-readme "Decode Extension", "Sticky internal nodes"; docs/sources.md#crtc-4-2
     (``test_cleanup_does_not_reopen_internal_node_for_extension``).
     """
     return not internal and covers(state, rank, len(state.edge) - 1)
@@ -144,7 +146,7 @@ def plan_store_at(state: EdgeState, internal: bool, pos: int, blocks: tuple[Bloc
         suffix after ``pos``: reuse the suffix and append the rest;
     (d) otherwise split at ``pos + 1`` and insert below the prefix.
 
-    Source: crtc.md §3.2 "Covered"; seed 004 "Suffix Reuse And Splitting".
+    Source: docs/sources.md#crtc-3-2 "Covered"; docs/sources.md#dynamo-crtc-readme "Suffix Reuse And Splitting".
     """
     assert 0 <= pos < len(state.edge) and blocks
     if pos == len(state.edge) - 1:
@@ -182,7 +184,7 @@ DescendPlan = CoverPrefix | SplitAndAttach | PassThrough
 def common_local_prefix(edge: tuple[Block, ...], blocks: tuple[Block, ...]) -> int:
     """Return the length of the common prefix of ``edge`` and ``blocks``, compared by local hash only.
 
-    Source: crtc.md §3.3 step 4 ("compared by local hash only").
+    Source: docs/sources.md#crtc-3-3 step 4 ("compared by local hash only").
     """
     m = 0
     for a, b in zip(edge, blocks):
@@ -203,7 +205,7 @@ def plan_descend(edge: tuple[Block, ...], remaining: tuple[Block, ...]) -> Desce
       attach ``remaining[m:]`` below it;
     - ``m == len(edge)``: promote the rank on the child and continue below it.
 
-    Source: crtc.md §3.3 step 4 "Descend(child)".
+    Source: docs/sources.md#crtc-3-3 step 4 "Descend(child)".
     """
     m = common_local_prefix(edge, remaining)
     assert m >= 1, "a child is found by its first local hash"
@@ -217,7 +219,7 @@ def plan_descend(edge: tuple[Block, ...], remaining: tuple[Block, ...]) -> Desce
 def child_key(state: EdgeState) -> int:
     """Return the key under which a node hangs in its parent's child map: its first local hash.
 
-    Source: crtc.md §8 "a child's key equals the first local hash of its edge".
+    Source: docs/sources.md#crtc-8 "a child's key equals the first local hash of its edge".
     """
     return state.edge[0].local
 
@@ -254,7 +256,7 @@ def should_clear_children(state: EdgeState, child_count: int) -> bool:
     ``internal`` flag stays set (sticky). The tree invariant
     ``spec.invariants.is_holderless_childless`` is exactly "this never needs to fire".
 
-    Source: seed 004 "Removal" ("removal may clear children only when no full-edge workers
-    remain"); crtc.md §4.1.
+    Source: docs/sources.md#dynamo-crtc-readme "Removal" ("removal may clear children only when no full-edge workers
+    remain"); docs/sources.md#crtc-4-1.
     """
     return child_count > 0 and not state.full_edge_workers

@@ -24,8 +24,9 @@ snapshot, so load decays without any write.
 Every handler validates its arguments first and raises a typed error from
 ``sequence_errors`` without changing anything; success returns the new state.
 
-Source: seed 000 (whole); sequences.md §1 "WorkerTable", "RequestIndex", "Unknown worker on
-add"; §5 "PromptRegistry projection"; §8.2-§8.3 (routes and codes confirmed on 1.6.1).
+Source: docs/sources.md#dynamo-sequences-readme (whole); docs/sources.md#sequences-1 "WorkerTable", "RequestIndex",
+"Unknown worker on add"; docs/sources.md#sequences-5 "PromptRegistry projection"; docs/sources.md#sequences-8-2 to
+docs/sources.md#sequences-8-3 (routes and codes confirmed on 1.6.1).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ class PotentialLoad:
 def new_slot_tracker(expiry: int | None = DEFAULT_EXPIRY) -> SlotTrackerState:
     """Return an empty tracker whose requests expire after ``expiry`` (``None``: never).
 
-    Source: sequences.md §2 "Expiry" (default 300 s; ``DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS``).
+    Source: docs/sources.md#sequences-2 "Expiry" (default 300 s; ``DYN_ROUTER_ACTIVE_REQUEST_EXPIRY_SECS``).
     """
     if expiry is not None:
         expiry = check_duration(expiry, "expiry")
@@ -155,8 +156,8 @@ bound (docs/hostile-input.md H12). No deployment runs more than a few hundred ra
 def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
     """Return the range, or raise ``InvalidDpRange`` for ``dp_size == 0``, past ``MAX_DP_SIZE``, or an end past u32.
 
-    Source: sequences.md §1 "WorkerTable" (``InvalidDpSize``, ``InvalidDpRange``); §8.3
-    (start 4294967295 size 1 is 400; start 4294967294 size 1 is accepted).
+    Source: docs/sources.md#sequences-1 "WorkerTable" (``InvalidDpSize``, ``InvalidDpRange``);
+    docs/sources.md#sequences-8-3 (start 4294967295 size 1 is 400; start 4294967294 size 1 is accepted).
     """
     start, size = check_arg_uint(dp_start, "dp_start", U32_MAX), check_arg_uint(dp_size, "dp_size", U32_MAX)
     if size == 0:
@@ -171,8 +172,8 @@ def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
 def on_register_worker(state: SlotTrackerState, worker_id: object, dp_start: object, dp_size: object, now: object) -> SlotTrackerState:
     """Return the state with a new worker whose slots start empty at ``now``; strict on duplicates.
 
-    Source: sequences.md §1 ``register_worker`` (``DuplicateWorker``), "A worker that is
-    removed and re-added starts empty"; §8.2 ``POST /register``.
+    Source: docs/sources.md#sequences-1 ``register_worker`` (``DuplicateWorker``), "A worker that is removed and
+    re-added starts empty"; docs/sources.md#sequences-8-2 ``POST /register``.
     """
     wid, dp, now = check_register_args(worker_id, dp_start, dp_size, now)
     check_new_worker(state.worker_table.ranges, wid)
@@ -186,7 +187,8 @@ def on_register_worker(state: SlotTrackerState, worker_id: object, dp_start: obj
 def check_register_args(worker_id: object, dp_start: object, dp_size: object, now: object) -> tuple[int, DpRange, int]:
     """Return the checked arguments of ``register_worker``; the first bad one wins: worker id, dp range, time.
 
-    Source: sequences.md §1 ``register_worker``; §8.3 (422 for a wrong type, 400 for a bad range).
+    Source: docs/sources.md#sequences-1 ``register_worker``; docs/sources.md#sequences-8-3 (422 for a wrong type, 400
+    for a bad range).
     """
     wid = check_arg_uint(worker_id, "worker_id")
     dp = check_dp_range(dp_start, dp_size)
@@ -196,7 +198,7 @@ def check_register_args(worker_id: object, dp_start: object, dp_size: object, no
 def check_new_worker(ranges: Mapping[int, DpRange], worker_id: int) -> None:
     """Raise ``DuplicateWorker`` if ``worker_id`` is registered already (after the arguments are checked).
 
-    Source: sequences.md §1 ``register_worker`` (strict on duplicates).
+    Source: docs/sources.md#sequences-1 ``register_worker`` (strict on duplicates).
     """
     if worker_id in ranges:
         raise DuplicateWorker(worker_id)
@@ -205,8 +207,8 @@ def check_new_worker(ranges: Mapping[int, DpRange], worker_id: int) -> None:
 def on_unregister_worker(state: SlotTrackerState, worker_id: object) -> SlotTrackerState:
     """Return the state without the worker's slots and without the bookings of their requests.
 
-    Source: sequences.md §1 ``unregister_worker`` (strict), "the orchestrator then removes the
-    removed workers' request mappings and registry entries"; §8.3.
+    Source: docs/sources.md#sequences-1 ``unregister_worker`` (strict), "the orchestrator then removes the removed
+    workers' request mappings and registry entries"; docs/sources.md#sequences-8-3.
     """
     wid = check_arg_uint(worker_id, "worker_id")
     if wid not in state.worker_table.ranges:
@@ -238,8 +240,8 @@ def on_add_request(state: SlotTrackerState, request: object, now: object) -> Slo
     (``TokenLoadOverflow``). Then the slot expires stale requests (their bookings go too),
     stores the request, and the index books it.
 
-    Source: sequences.md §1 "Unknown worker on add", "RequestIndex" (``try_insert_request``
-    before ``ActiveSequences`` is touched); §2 "Add"; §8.3.
+    Source: docs/sources.md#sequences-1 "Unknown worker on add", "RequestIndex" (``try_insert_request`` before
+    ``ActiveSequences`` is touched); docs/sources.md#sequences-2 "Add"; docs/sources.md#sequences-8-3.
     """
     request, now = check_add_args(request, now)
     seq = check_slot(state.sequences.get(request.worker), request.worker)
@@ -255,7 +257,7 @@ def on_add_request(state: SlotTrackerState, request: object, now: object) -> Slo
 def check_add_args(request: object, now: object) -> tuple[SequenceRequest, int]:
     """Return the checked arguments of ``add_request``: the request first, then the time.
 
-    Source: sequences.md §8.3 (422 for a malformed request body).
+    Source: docs/sources.md#sequences-8-3 (422 for a malformed request body).
     """
     request = check_sequence_request(request)
     return request, check_instant(now)
@@ -269,7 +271,7 @@ def check_slot(slot: S | None, worker: Rank) -> S:
 
     It wins over a booked id (confirmed on 1.6.1), so it is checked before ``check_admission``.
 
-    Source: sequences.md §1 "Unknown worker on add"; §8.3.
+    Source: docs/sources.md#sequences-1 "Unknown worker on add"; docs/sources.md#sequences-8-3.
     """
     if slot is None:
         raise WorkerNotFound(worker)
@@ -283,8 +285,8 @@ def check_admission(request: SequenceRequest, owner: Rank | None, overflows: Cal
     so ``DuplicateRequest`` names it; ``overflows()`` is asked only for an unbooked id and
     says if the slot's prefill token sum would pass u64 (``TokenLoadOverflow``).
 
-    Source: sequences.md §1 "RequestIndex" (``try_insert_request`` before ``ActiveSequences``
-    is touched); docs/sequences-findings.md S1 (the overflow).
+    Source: docs/sources.md#sequences-1 "RequestIndex" (``try_insert_request`` before ``ActiveSequences`` is touched);
+    docs/sequences-findings.md S1 (the overflow).
     """
     if owner is not None:
         raise DuplicateRequest(request.request_id, owner)
@@ -305,7 +307,7 @@ def check_fence(request_id: str, named: Rank | None, owner: Rank | None) -> Rank
     An unfenced call (``named`` None) and an unbooked id (``owner`` None) pass; the caller then decides
     (``RequestNotFound`` for a mark, a no-op for a free).
 
-    Source: sequences.md §5 "Replica sync" (stale-worker marks and frees are rejected).
+    Source: docs/sources.md#sequences-5 "Replica sync" (stale-worker marks and frees are rejected).
     """
     if named is not None and owner is not None and named != owner:
         raise WrongWorker(request_id, named, owner)
@@ -318,8 +320,9 @@ def on_mark_prefill_completed(state: SlotTrackerState, request_id: object, now: 
     A booked request that is not prefilling is a no-op. ``worker``, when given, fences the
     call to the owner (``WrongWorker`` otherwise), as replica sync does.
 
-    Source: sequences.md §2 "MarkPrefillCompleted"; §8.2 (404 for an unknown id, 200 for a
-    known request that is not prefilling); §5 "Replica sync" (stale-worker marks rejected).
+    Source: docs/sources.md#sequences-2 "MarkPrefillCompleted"; docs/sources.md#sequences-8-2 (404 for an unknown id,
+    200 for a known request that is not prefilling); docs/sources.md#sequences-5 "Replica sync" (stale-worker marks
+    rejected).
     """
     rid, now, named = check_request_args(request_id, now, worker)
     owner = check_fence(rid, named, owner_of(state, rid))
@@ -335,7 +338,8 @@ def on_free(state: SlotTrackerState, request_id: object, now: object, worker: ob
     Freeing an unbooked id (never added, freed before, expired, or on a removed worker) is
     a no-op, not an error. ``worker`` fences the call as in ``on_mark_prefill_completed``.
 
-    Source: sequences.md §2 "Free"; §8.2 (200 also for an unknown id or a second free).
+    Source: docs/sources.md#sequences-2 "Free"; docs/sources.md#sequences-8-2 (200 also for an unknown id or a second
+    free).
     """
     rid, now, named = check_request_args(request_id, now, worker)
     owner = check_fence(rid, named, owner_of(state, rid))
@@ -348,7 +352,7 @@ def on_free(state: SlotTrackerState, request_id: object, now: object, worker: ob
 def on_force_expiry(state: SlotTrackerState, now: object) -> SlotTrackerState:
     """Return the state after the periodic sweep: every slot runs its (gated) expiry at ``now``.
 
-    Source: sequences.md §2 "Expiry" (``start_periodic_force_expiry_across_all_workers``).
+    Source: docs/sources.md#sequences-2 "Expiry" (``start_periodic_force_expiry_across_all_workers``).
     """
     now = check_instant(now)
     index = dict(state.request_index)
@@ -371,7 +375,7 @@ def project_worker(seq: ActiveSequencesState) -> WorkerView:
 def project_prompt_registry(state: SlotTrackerState) -> PromptRegistryState:
     """Return the PromptRegistry a quiescent tracker must show: the projection of every slot.
 
-    Source: seed 000 "Eventual consistency contract"; sequences.md §6
+    Source: docs/sources.md#dynamo-sequences-readme "Eventual consistency contract"; docs/sources.md#sequences-6
     (``PromptRegistry::assert_consistent_with_workers``).
     """
     return PromptRegistryState(FrozenMap({rank: project_worker(seq) for rank, seq in state.sequences.items()}))
@@ -394,8 +398,8 @@ def overlap_depth(membership: HeldPaths, query: tuple[int, ...]) -> int:
     That is the largest ``d`` such that every prefix ``query[:1]``, ..., ``query[:d]`` is a
     path of the membership, found by walking it (no prefix tuple of the query is built).
 
-    Source: sequences.md §5 ``potential_blocks_and_tokens``; blocks_exp_out.txt (query
-    ``[2, 3]`` overlaps 0 with a prompt ``[1, 2, 3, 5]``).
+    Source: docs/sources.md#sequences-5 ``potential_blocks_and_tokens``; docs/sources.md#sequences-oracle (the blocks
+    experiment) (query ``[2, 3]`` overlaps 0 with a prompt ``[1, 2, 3, 5]``).
     """
     return membership.held_depth(query)
 
@@ -418,7 +422,7 @@ def potential_load_row(tokens: int, load: WorkerLoadSnapshot, query: tuple[int, 
     Tokens saturate at u64 (1.6.1 wraps: finding S2) and are not reduced by overlap; blocks
     are the active blocks plus the query blocks past the slot's ``overlap_depth``.
 
-    Source: sequences.md §8.2 ``POST /potential_loads``, §8.3.
+    Source: docs/sources.md#sequences-8-2 ``POST /potential_loads``, docs/sources.md#sequences-8-3.
     """
     return PotentialLoad(min(tokens + isl, U64_MAX), load.active_blocks + len(query) - depth, load.active_requests)
 
@@ -426,7 +430,7 @@ def potential_load_row(tokens: int, load: WorkerLoadSnapshot, query: tuple[int, 
 def read_loads(registry: PromptRegistryState, now: object) -> FrozenMap[Rank, WorkerLoad]:
     """Return every slot's ``/loads`` row at ``now``, decaying prefill tokens from its snapshot.
 
-    Source: sequences.md §8.2 ``GET /loads``; §4.
+    Source: docs/sources.md#sequences-8-2 ``GET /loads``; docs/sources.md#sequences-4.
     """
     now = check_instant(now)
     return FrozenMap({rank: load_row(active_prefill_tokens(v.load.prefill, now), v.load) for rank, v in registry.views.items()})
@@ -439,7 +443,8 @@ def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_t
     at u64 (1.6.1 wraps: finding S2). Blocks: active blocks plus the query blocks past the
     slot's overlap depth.
 
-    Source: sequences.md §8.2 ``POST /potential_loads``, §8.3 (128 tokens, 5 blocks, 2 requests).
+    Source: docs/sources.md#sequences-8-2 ``POST /potential_loads``, docs/sources.md#sequences-8-3 (128 tokens, 5
+    blocks, 2 requests).
     """
     q, isl, now = check_potential_loads_args(query, new_isl_tokens, now)
     return FrozenMap({
@@ -453,7 +458,8 @@ def read_modeled_remaining_prefill_times(registry: PromptRegistryState, now: obj
 
     An error on one slot does not affect the others; idle slots read 0.
 
-    Source: sequences.md §3 "Errors" (a ``Vec<PrefillTimeLoad{worker, Result}>``); §5.
+    Source: docs/sources.md#sequences-3 "Errors" (a ``Vec<PrefillTimeLoad{worker, Result}>``);
+    docs/sources.md#sequences-5.
     """
     now = check_instant(now)
     out: dict[Rank, int | MissingExpectedDuration] = {}

@@ -57,9 +57,11 @@ Readings chosen where the chapter is ambiguous (state_roundtrip.md §6), all nam
 Everything here is a pure function of frozen data and ``bytes``; ``StateCache`` is a tuple of
 one ``bytes`` per state id.
 
-Source: seed 002 §11.3.1 (Listings 11.4-11.8), §11.4 (128 / 134 / 140), §11.8.1 (a slot holds
-SWA and live compression state); state_roundtrip.md §1 "State layout helpers", §3 (slot =
-p mod R in DeepSeek-V4's ring writer), §5.1-§5.3, §6.
+Source: docs/sources.md#deepinfer-11-3-1 (Listings 11.4-11.8 (docs/sources.md#deepinfer-listings)),
+docs/sources.md#deepinfer-11-4 (128 / 134 / 140), docs/sources.md#deepinfer-11-8-1 (a slot holds SWA and live
+compression state); docs/sources.md#state-roundtrip-1 "State layout helpers", docs/sources.md#state-roundtrip-3 (slot
+= p mod R in DeepSeek-V4's ring writer), docs/sources.md#state-roundtrip-5 (5.1) to docs/sources.md#state-roundtrip-5
+(5.3), docs/sources.md#state-roundtrip-6.
 """
 
 from __future__ import annotations
@@ -161,7 +163,8 @@ def region_sizes(tensor_nbytes: Sequence[Any], dropped: Sequence[Any], ops: Arit
     handoff holds them all (the kernel of ``sizes``; ``proofs/`` proves stored <= handoff, with
     equality exactly when no dropped segment holds a byte).
 
-    Source: Listings 11.4-11.5 (``state_size_to_disk`` vs ``total_bytes_inference``).
+    Source: Listings 11.4-11.5 (docs/sources.md#deepinfer-listings) (``state_size_to_disk`` vs
+    ``total_bytes_inference``).
     """
     stored = handoff = 0
     for n, gone in zip(tensor_nbytes, dropped):
@@ -186,7 +189,7 @@ class Placement:
 def ordered_segments(layout: StateLayout) -> tuple[Segment, ...]:
     """Return the segments in region order: stored ones as given, then the dropped region, grouped.
 
-    Source: state_roundtrip.md §5.1 "Region order"; §6 A4.
+    Source: docs/sources.md#state-roundtrip-5 (5.1) "Region order"; docs/sources.md#state-roundtrip-6 A4.
     """
     stored = tuple(s for s in layout.segments if not s.dropped)
     rings = tuple(s for s in layout.segments if s.dropped and isinstance(s, Ring))
@@ -231,7 +234,8 @@ def sizes(layout: StateLayout) -> Sizes:
     """Return the layout's sizes; ``dropped_*_offset`` locate the first dropped raw byte (the dropped raws
     are contiguous), or where it would be when there is none.
 
-    Source: Listings 11.4-11.7 (names); state_roundtrip.md §5.1 "Derived quantities".
+    Source: Listings 11.4-11.7 (docs/sources.md#deepinfer-listings) (names); docs/sources.md#state-roundtrip-5 (5.1)
+    "Derived quantities".
     """
     ps = placements(layout)
     stored = [p for p in ps if not p.segment.dropped]
@@ -262,7 +266,7 @@ def sizes(layout: StateLayout) -> Sizes:
 def transfer_size(layout: StateLayout, to_ce: bool) -> int:
     """Return the size select produces: ``total_bytes_inference`` for a CE handoff, else ``state_size_to_disk``.
 
-    Source: Listing 11.4 line 790 / Listing 11.5 line 801.
+    Source: Listing 11.4 (docs/sources.md#deepinfer-listings) line 790 / Listing 11.5 line 801.
     """
     s = sizes(layout)
     return s.total_bytes_inference if to_ce else s.state_size_to_disk
@@ -284,7 +288,7 @@ def last_hit_position(hit: int, convention: Literal["inclusive", "exclusive"] = 
     an all-negative window. ``"exclusive"`` returns ``hit`` itself. This is the one place the
     convention lives.
 
-    Source: state_roundtrip.md §6 A1.
+    Source: docs/sources.md#state-roundtrip-6 A1.
     """
     hit = as_count("hit", hit)
     if convention == "inclusive":
@@ -297,8 +301,8 @@ def last_hit_position(hit: int, convention: Literal["inclusive", "exclusive"] = 
 def slot_of(position: int, rows: int) -> int:
     """Return the ring slot of absolute position ``position``: ``position mod R``.
 
-    Source: state_roundtrip.md §3 item 1 (DeepSeek-V4's window cache: decode writes slot
-    ``start_pos % win``; prefill's wrap equals p mod win for every written position).
+    Source: docs/sources.md#state-roundtrip-3 item 1 (DeepSeek-V4's window cache: decode writes slot ``start_pos %
+    win``; prefill's wrap equals p mod win for every written position).
     """
     return position % rows
 
@@ -323,8 +327,8 @@ def select_state_slice(ring: bytes, rows: int, transfer_rows: int, row_bytes: in
     """Return the window's rows in position order: row j holds slot ``p_j mod R`` of ``ring``, where
     ``p_j = lhp - S + 1 + j``; rows with ``p_j < 0`` are zero (A3).
 
-    Source: Listing 11.5 (``select_state_slice(tensor_view, cache_view, last_hit_position)``);
-    state_roundtrip.md §5.2.
+    Source: Listing 11.5 (docs/sources.md#deepinfer-listings) (``select_state_slice(tensor_view, cache_view,
+    last_hit_position)``); docs/sources.md#state-roundtrip-5 (5.2).
     """
     out = bytearray(transfer_rows * row_bytes)
     for j, p in enumerate(window_positions(transfer_rows, lhp)):
@@ -337,8 +341,8 @@ def select_state_slice(ring: bytes, rows: int, transfer_rows: int, row_bytes: in
 def load_state_to_cache(ring: bytes, window: bytes, rows: int, transfer_rows: int, row_bytes: int, lhp: int) -> bytes:
     """Return ``ring`` with each window row j (``p_j >= 0``) written to slot ``p_j mod R``; no other byte changes.
 
-    Source: Listing 11.7 (``load_state_to_cache(tensor_view, cache_view, last_hit_position)``);
-    state_roundtrip.md §5.2, §6 A7.
+    Source: Listing 11.7 (docs/sources.md#deepinfer-listings) (``load_state_to_cache(tensor_view, cache_view,
+    last_hit_position)``); docs/sources.md#state-roundtrip-5 (5.2), docs/sources.md#state-roundtrip-6 A7.
     """
     out = bytearray(ring)
     for j, p in enumerate(window_positions(transfer_rows, lhp)):
@@ -414,7 +418,7 @@ def select(layout: StateLayout, cache: StateCache, state_id: int, lhp: int, to_c
     and, when ``to_ce``, the dropped raw span copied verbatim; padding unspecified. select has no
     truncation guard (A8) and never changes the cache.
 
-    Source: Listings 11.4, 11.5, 11.6.
+    Source: Listings 11.4 (docs/sources.md#deepinfer-listings), 11.5, 11.6.
     """
     check_cache(layout, cache)
     state_id = check_state_id(cache, state_id)
@@ -451,7 +455,8 @@ def select(layout: StateLayout, cache: StateCache, state_id: int, lhp: int, to_c
 def check_truncation_guard(layout: StateLayout, truncation_mode: object) -> None:
     """Raise ``TruncationGuardError`` when the layout drops SWA layers and truncation is ``"off"``.
 
-    Source: Listing 11.7 lines 836-837; state_roundtrip.md §5.3, §6 A8.
+    Source: Listing 11.7 (docs/sources.md#deepinfer-listings) lines 836-837; docs/sources.md#state-roundtrip-5 (5.3),
+    docs/sources.md#state-roundtrip-6 A8.
     """
     truncation_guard(sizes(layout).swa_drop_num_layer, truncation_mode)
 
@@ -476,7 +481,7 @@ def load(
     verbatim; nothing else. load never writes the dropped region and never rebuilds it.
     ``tensor`` must have exactly ``state_size_to_disk`` bytes.
 
-    Source: Listing 11.7; state_roundtrip.md §5.3.
+    Source: Listing 11.7 (docs/sources.md#deepinfer-listings); docs/sources.md#state-roundtrip-5 (5.3).
     """
     check_truncation_guard(layout, truncation_mode)
     check_cache(layout, cache)
@@ -519,7 +524,7 @@ def load_footprint(layout: StateLayout, lhp: int) -> tuple[ByteRange, ...]:
     ring-view the slots of the window's non-negative positions in every stored ring, and every
     stored raw. Never the dropped region (I2, I3).
 
-    Source: state_roundtrip.md §5.4 I2, I3.
+    Source: docs/sources.md#state-roundtrip-5 (5.4) I2, I3.
     """
     if layout.mode == "raw-prefix":
         return merge([(0, sizes(layout).state_size_to_disk)])
@@ -557,7 +562,7 @@ def book_layout(
     """Return a layout at the book's numbers: rings of R = 134 rows, windows of S = 128, some dropped
     layers and a dropped compression-state run.
 
-    Source: §11.4 (128 window, 134 default ring); state_roundtrip.md §5.4 H1.
+    Source: docs/sources.md#deepinfer-11-4 (128 window, 134 default ring); docs/sources.md#state-roundtrip-5 (5.4) H1.
     """
     segments: list[Segment] = [Ring(f"swa{i}", DEFAULT_RING, WINDOW, row_bytes) for i in range(stored_layers)]
     segments += [Ring(f"consumer_swa{i}", DEFAULT_RING, WINDOW, row_bytes, dropped=True) for i in range(dropped_layers)]
@@ -571,7 +576,7 @@ def live_window_ranges(layout: StateLayout, lhp: int, to_ce: bool, stored_only: 
     >= 0 and raw segments; in raw-prefix mode every payload byte. ``stored_only`` keeps the stored
     rings alone (the book comparator's ``_stored_swa``).
 
-    Source: state_roundtrip.md §5.4 T2 ("Otherwise compare valid rows only").
+    Source: docs/sources.md#state-roundtrip-5 (5.4) T2 ("Otherwise compare valid rows only").
     """
     size = transfer_size(layout, to_ce)
     ranges = []

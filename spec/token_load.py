@@ -31,9 +31,9 @@ with a zero-duration anchor the token view holds later prefills at full while th
 decays their milliseconds; with unequal rates tokens spill at the anchor's rate while time is
 subtracted one for one. They are separate functions on purpose.
 
-Source: sequences.md §4 (exact algorithm, rounding, consequences confirmed on 1.6.1,
-divergence between the two views); seed 000 "Modeled remaining prefill time" (token
-paragraph); experiments R1-R24 (sequences-oracle/).
+Source: docs/sources.md#sequences-4 (exact algorithm, rounding, consequences confirmed on 1.6.1, divergence between
+the two views); docs/sources.md#dynamo-sequences-readme "Modeled remaining prefill time" (token paragraph);
+docs/sources.md#sequences-8-4 experiments R1-R24.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def completed_tokens(tokens: Any, duration: Any, elapsed: Any, ops: Arith = PY) 
     ``floor(tokens * elapsed / duration)`` in integer nanoseconds, not capped at ``tokens``
     (spillover), saturating at u64; a zero duration completes exactly ``tokens``.
 
-    Source: sequences.md §4 step 2.
+    Source: docs/sources.md#sequences-4 step 2.
     """
     # The division only runs with a positive duration (``ite`` evaluates both sides in proofs,
     # where a zero divisor is an unconstrained term the branch never selects).
@@ -65,7 +65,7 @@ def all_modeled_tokens(tokens_sum: Any, anchor_tokens: Any, anchor_duration: Any
 
     ``proofs/`` proves it stays within ``[0, sum]`` and never rises as time passes.
 
-    Source: sequences.md §4 step 2.
+    Source: docs/sources.md#sequences-4 step 2.
     """
     return ops.max(0, tokens_sum - completed_tokens(anchor_tokens, anchor_duration, elapsed, ops))
 
@@ -73,7 +73,8 @@ def all_modeled_tokens(tokens_sum: Any, anchor_tokens: Any, anchor_duration: Any
 def anchor_remaining_tokens(tokens: int, duration: int | None, elapsed: int) -> int:
     """Return the anchor's own remaining tokens in anchor-only mode (no spillover, ceil in f64).
 
-    Source: sequences.md §4 step 3; experiment R24b (3 tokens over 1 s read 3, 2, 1 plus 10 unmodeled).
+    Source: docs/sources.md#sequences-4 step 3; docs/sources.md#sequences-8-4 experiment R24b (3 tokens over 1 s read
+    3, 2, 1 plus 10 unmodeled).
     """
     if duration is None:
         return tokens
@@ -91,8 +92,8 @@ def is_all_modeled(snapshot: PrefillLoadSnapshot) -> bool:
 def active_prefill_tokens(snapshot: PrefillLoadSnapshot, now: int) -> int:
     """Return the worker's active prefill tokens at ``now``: aggregate spillover if all modeled, else anchor-only decay.
 
-    Source: sequences.md §4 steps 1-3; seed 000 ("The active-token load view uses the same
-    aggregate spillover only when all active prefills have modeled durations ...").
+    Source: docs/sources.md#sequences-4 steps 1-3; docs/sources.md#dynamo-sequences-readme ("The active-token load
+    view uses the same aggregate spillover only when all active prefills have modeled durations ...").
     """
     front = snapshot.anchor
     if front is None:

@@ -8,6 +8,8 @@ Directives (written in the MyST pages as ```` ```{name} argument ````):
   Sphinx copies it to ``_images/``.
 - ``kvproof-guards QUALNAME``: what guards one rule: the proofs about it or the kernels it calls,
   and the laws whose body names it (``catalog``).
+- every ``docs/sources.md#anchor`` in a rule's docstring becomes a link to that anchor of the
+  sources page (``docs/sources.md``, ``kvproof.sources``);
 - ``kvproof-table KIND [FAMILY]``: ``proofs`` (the family's Z3 theorems, proved again while the
   site builds, each with its negative control's verdict), ``checks`` (its CrossHair checks),
   ``laws``, ``gate``, ``variants``, ``rule-sets``.
@@ -19,6 +21,7 @@ name) is a Sphinx error at the page and line, so a ``-W`` build fails on it.
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -28,6 +31,7 @@ from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
+from .. import sources
 from . import catalog, figures
 
 
@@ -170,7 +174,18 @@ class TableDirective(SphinxDirective):
         raise self.error(f"unknown table {kind!r}: use proofs, checks, laws, gate, variants, rule-sets")
 
 
+def link_sources(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
+    """``autodoc-process-docstring``: each ``docs/sources.md#anchor`` of a rule's docstring links to the sources page.
+
+    Source: docs/sources.md#kvproof-design-card (every ``Source:`` resolves, and the site follows it).
+    """
+    here = posixpath.dirname(app.env.docname)
+    page = posixpath.relpath("sources", here or ".") + ".html"
+    lines[:] = [sources.link_anchors(line, page) for line in lines]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("autodoc-process-docstring", link_sources)
     app.add_directive("kvproof-figure", FigureDirective)
     app.add_directive("kvproof-guards", GuardsDirective)
     app.add_directive("kvproof-table", TableDirective)

@@ -33,10 +33,10 @@ def _broken_node_rule(mp: MonkeyPatch) -> None:
 
 
 def _broken_concurrent_tree_in_the_twin(mp: MonkeyPatch) -> None:
-    """The concurrent tree as ExtendsInternalNode."""
+    """The concurrent tree as ConcurrentExtendsInternalNode."""
     from kvproof.stateful_tests.tree import impl_mutants, twin
 
-    mp.setattr(twin, "impl_vs_reference", functools.partial(twin.impl_vs_reference, impl_class=impl_mutants.ExtendsInternalNode))
+    mp.setattr(twin, "impl_vs_reference", functools.partial(twin.impl_vs_reference, impl_class=impl_mutants.ConcurrentExtendsInternalNode))
 
 
 def _broken_concurrent_tree_under_stress(mp: MonkeyPatch) -> None:

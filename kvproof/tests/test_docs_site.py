@@ -118,6 +118,8 @@ def test_the_site_builds_with_warnings_as_errors_and_every_example_passing(built
         assert (html / page).is_file(), page
     assert sorted(p.name for p in (html / "_images").glob("*.png")) == sorted(f"{n}.png" for n in figures.FIGURES)
     assert "proved" in (html / "site" / "tree.html").read_text()
+    assert (html / "sources.html").is_file()  # each rule's sources link to it (the link check holds the anchors)
+    assert 'href="../sources.html#crtc-2"' in (html / "site" / "tree.html").read_text()
     output = (html.parent / "doctest" / "output.txt").read_text()
     assert "0 failures in tests" in output and "site/tree" in output
 

@@ -99,7 +99,7 @@ def broken_subjects() -> dict[str, type]:
 
     tracker = [sequence_mutants.BookBeforeSlotLock, sequence_mutants.MarkSkipsPublish, sequence_mutants.MarkIsLost,
                sequence_mutants.PublishAfterUnlock]
-    return {m.__name__: m for m in [*impl_mutants.EXPLORER_MUTANTS, *impl_mutants.POOL_MUTANTS, *tracker]}
+    return {impl_mutants.short_name(m): m for m in [*impl_mutants.EXPLORER_MUTANTS, *impl_mutants.POOL_MUTANTS, *tracker]}
 
 
 def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject:
@@ -116,7 +116,9 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     if broken is not None:
         factory = broken
     elif isinstance(factory, type) and factory in broken_by_name.values():
-        name = factory.__name__  # a broken structure named by module:Class gets its short name in tokens
+        from ..tree.impl_mutants import short_name
+
+        name = short_name(factory)  # a broken structure named by module:Class gets its short name in tokens
     if factory is None:
         from ..harness.targets import load_target
 

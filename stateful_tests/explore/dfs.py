@@ -11,7 +11,7 @@ with hand-computed numbers: ``n`` threads of ``k`` yield points have ``((k+1)n)!
 schedules, ``n!`` with no preemption, and for two threads ``2 + 2k`` with at most one.
 
 Source: Musuvathi and Qadeer, "Iterative context bounding" (PLDI 2007); Loom ``LOOM_MAX_PREEMPTIONS``
-(tooling.md §3.2).
+(docs/sources.md#tooling-3-2).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ point or a path that no longer passes it fails instead of running some other int
 lists every decision each thread passed, by name, in order: a law can name the points a path must
 go through.
 
-Source: tooling.md §3.2 (Shuttle's and Loom's schedulers take directed schedules as well as searches).
+Source: docs/sources.md#tooling-3-2 (Shuttle's and Loom's schedulers take directed schedules as well as searches).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The options are ordered with the running thread first, so index 0 means "no pree
 Hypothesis's shrinking toward 0 minimises the number of preemptions (the aim of ploom's trace
 minimisation); the workload drawn beside it shrinks as usual.
 
-Source: tooling.md §3.3 "Why HypothesisChoice matters".
+Source: docs/sources.md#tooling-3-3 "Why HypothesisChoice matters".
 """
 
 from __future__ import annotations

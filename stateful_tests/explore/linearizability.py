@@ -21,7 +21,7 @@ checked alone (P-compositionality, as Porcupine does): the tree partitions by wo
 rank's outcomes and scores depend on its own events only. **Bounds.** A search that visits more
 than ``budget`` states returns *unknown*, never a pass (as Knossos's time limit does).
 
-Source: Wing & Gong (1993); Lowe, "Testing for linearizability" (2017); tooling.md §3.4.
+Source: Wing & Gong (1993); Lowe, "Testing for linearizability" (2017); docs/sources.md#tooling-3-4.
 """
 
 from __future__ import annotations

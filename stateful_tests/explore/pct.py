@@ -14,7 +14,7 @@ given bug of depth ``d`` (one that needs ``d`` ordering constraints to show) wit
 least ``p = 1 / (n * k**(d - 1))``. ``budget_for`` turns that into the number of schedules that
 find it with a chosen confidence: ``ceil(ln(1 - confidence) / ln(1 - p))``.
 
-Source: tooling.md §3.2 "PCT theory"; Shuttle ``PctScheduler``.
+Source: docs/sources.md#tooling-3-2 "PCT theory"; Shuttle ``PctScheduler``.
 """
 
 from __future__ import annotations

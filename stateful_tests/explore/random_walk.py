@@ -3,7 +3,7 @@
 Schedule ``i`` of seed ``s`` draws from ``Random(f"{s}/{i}")``, so a campaign's schedules do not
 depend on how many ran before (a token still carries the decisions themselves).
 
-Source: Shuttle's ``RandomScheduler`` (tooling.md §3.2).
+Source: Shuttle's ``RandomScheduler`` (docs/sources.md#tooling-3-2).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ atomic under the interpreter lock, so the stamps respect real time), and at the 
 A failure here replays only probabilistically (the schedule is the operating system's); it is
 reported with the scenario, the target and the run's index.
 
-Source: tooling.md §3.3 "Two modes, as in Lincheck".
+Source: docs/sources.md#tooling-3-3 "Two modes, as in Lincheck".
 """
 
 from __future__ import annotations

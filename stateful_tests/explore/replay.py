@@ -5,7 +5,7 @@ a schedule, which is how ``shrink.shrink_schedule`` cuts tokens down. A recorded
 not runnable at its decision means the code under test changed since the schedule was recorded
 (``Divergence``).
 
-Source: Shuttle ``replay`` / ``ReplayScheduler`` (tooling.md §3.2).
+Source: Shuttle ``replay`` / ``ReplayScheduler`` (docs/sources.md#tooling-3-2).
 """
 
 from __future__ import annotations

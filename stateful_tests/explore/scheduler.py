@@ -23,7 +23,8 @@ by ``replay.Replay`` they reproduce the run exactly. A run also ends with:
   report names each thread's position (its last decision or what it waits for);
 - **livelock**: more than ``max_steps`` turns were handed out (a retry loop that never settles).
 
-Source: tooling.md §3.3 (the controlled scheduler; Shuttle's and Loom's designs), aesthetics.md §4-§5.
+Source: docs/sources.md#tooling-3-3 (the controlled scheduler; Shuttle's and Loom's designs),
+docs/sources.md#aesthetics.
 """
 
 from __future__ import annotations

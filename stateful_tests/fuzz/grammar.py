@@ -7,7 +7,8 @@ field. A case is ``(op, args)``: ``apply_event(worker, payload)``, ``remove_work
 ``clear_all_blocks(worker)``, ``remove_worker_dp_rank(worker, rank)`` or
 ``find_matches(query, early_exit)``.
 
-Source: docs/hostile-input.md (the cases issue 12 lists, and what Dynamo 1.6.1 does with each).
+Source: docs/hostile-input.md (the cases docs/sources.md#kvproof-robustness lists, and what Dynamo 1.6.1 does with
+each).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Objects reachable only from outside the structure (a module-level cache, a globa
 invisible here by construction; ``layer_bytes`` (tracemalloc over what kvproof's layers
 allocated) is what sees those. ``trends`` is the soaks' no-growth law over census figures.
 
-Source: kvproof issue 12 ("walk them, do not guess").
+Source: docs/sources.md#kvproof-robustness ("walk them, do not guess").
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def trends(samples: Sequence[tuple[Mapping[str, float], float]], warmup: int, wi
     content that is steady but noisy does not read as a trend); a figure named ``... bytes`` gets
     ``byte_floor`` instead of ``floor``. A figure missing from a sample counts 0 there.
 
-    Source: kvproof issue 12 (compare the last epochs to the first post-warm-up epochs, with slack).
+    Source: docs/sources.md#kvproof-robustness (compare the last epochs to the first post-warm-up epochs, with slack).
     """
     steady = list(samples[warmup:])
     if len(steady) < 2 * window:

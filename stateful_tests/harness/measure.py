@@ -7,7 +7,7 @@ Both memory benchmarks (``tree/memory.py``, ``sequences/memory.py``) build each 
 child this way, so one structure's figure never includes another's garbage or the allocator's
 arenas left behind by an earlier build.
 
-Source: kvproof issue 12 ("measure RSS in a fresh subprocess per tree").
+Source: docs/sources.md#kvproof-robustness ("measure RSS in a fresh subprocess per tree").
 """
 
 from __future__ import annotations

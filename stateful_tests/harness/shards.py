@@ -20,7 +20,7 @@ started it.
 The test suite spreads the same way with pytest-xdist (``pytest -n P``); ``run_suite`` runs part
 of it in one process or over ``P`` workers and counts the outcomes, for ``kvproof bench shards``.
 
-Source: kvproof issue 14 ("Beyond one machine").
+Source: docs/sources.md#kvproof-mutation ("Beyond one machine").
 """
 
 from __future__ import annotations

@@ -13,5 +13,5 @@ reach the changed function; a failing test *kills* the mutant, passing tests let
 - ``scores``: the score per module, the survivors with their diffs, the gaps, and the JSON.
 - ``verdicts``: the verdicts of record, one compact file per module group (docs/mutation-runs/).
 
-Source: kvproof issue 14 ("Mutation testing").
+Source: docs/sources.md#kvproof-mutation ("Mutation testing").
 """

@@ -9,8 +9,9 @@ with a reason, in the reviewed file ``docs/mutation-equivalents.toml``::
     function_hash = "3f0c9a1b2d4e"
     reason = "c >= n and c > n agree: at c == n both branches return n"
 
-The entry also carries the hash of the mutated function's source text (``function_hash``): once
-the function is edited the hash no longer matches, the entry is *stale*, and the survivor counts
+The entry also carries the hash of the mutated function's code (``function_hash``: its source
+text with the docstring left out, so that a docstring edit is not a code change): once the
+function's code is edited the hash no longer matches, the entry is *stale*, and the survivor counts
 against the score again until someone reviews it anew. mutmut numbers a function's mutants in
 the order it generates them, so an edited function can renumber them; the hash catches that too.
 """
@@ -66,28 +67,60 @@ class MutantName:
         return root.joinpath(*parts).with_suffix(".py")
 
 
-def function_source(source: str, cls: str | None, function: str) -> str | None:
-    """The source text of a top-level function, or of a method of a top-level class (None: not there)."""
-    tree = ast.parse(source)
+def _function_node(tree: ast.Module, cls: str | None, function: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     body: Iterable[ast.stmt] = tree.body
     if cls is not None:
         owner = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None)
         if owner is None:
             return None
         body = owner.body
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function:
-            return ast.get_source_segment(source, node)
-    return None
+    return next((n for n in body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == function), None)
+
+
+def function_source(source: str, cls: str | None, function: str) -> str | None:
+    """The source text of a top-level function, or of a method of a top-level class (None: not there)."""
+    node = _function_node(ast.parse(source), cls, function)
+    return None if node is None else ast.get_source_segment(source, node)
+
+
+def function_code(source: str, cls: str | None, function: str) -> str | None:
+    """The source text of the function, as ``function_source``, with its docstring left out.
+
+    The law: a docstring edit is not a code change, a code change is. The docstring's lines are
+    dropped whole when it stands on lines of its own (the usual layout); a docstring that shares a
+    line with other text (``def f(): "doc"``) has just its own characters dropped. Comments, layout
+    and every other statement stay in, so any edit outside the docstring changes the text.
+    """
+    node = _function_node(ast.parse(source), cls, function)
+    if node is None:
+        return None
+    text = ast.get_source_segment(source, node)
+    first = node.body[0]
+    if text is None or not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                            and isinstance(first.value.value, str)):
+        return text
+    doc = ast.get_source_segment(source, first)
+    assert doc is not None and first.end_lineno is not None
+    lines = text.splitlines(keepends=True)
+    start, end = first.lineno - node.lineno, first.end_lineno - node.lineno  # the docstring's lines in ``text``
+    if "".join(lines[start:end + 1]).strip() == doc:
+        return "".join(lines[:start] + lines[end + 1:]).rstrip("\n")
+    return text.replace(doc, "", 1)
 
 
 def function_hash(root: Path, mutant: str) -> str | None:
-    """The hash of the source of the function ``mutant`` changes, as the checkout at ``root`` has it now."""
+    """The hash of the code of the function ``mutant`` changes, as the checkout at ``root`` has it now.
+
+    The law: the hash changes with every edit of the function's code and with no edit of its
+    docstring. It is the first 12 hex digits of sha256 over ``function_code`` (the ``def`` through
+    its last line, docstring left out), so rewording a docstring or its ``Source:`` line leaves a
+    reviewed equivalent current, while any change to what the function does turns it stale.
+    """
     name = MutantName.parse(mutant)
     path = name.source_path(root)
     if not path.is_file():
         return None
-    text = function_source(path.read_text(), name.cls, name.function)
+    text = function_code(path.read_text(), name.cls, name.function)
     return None if text is None else hashlib.sha256(text.encode()).hexdigest()[:12]
 
 

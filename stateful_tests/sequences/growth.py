@@ -12,8 +12,8 @@
 ``growth(measure, small, big)`` is the ratio of each of the three from a prompt of ``small``
 blocks to one of ``big``: a call that is O(blocks) grows by about ``big / small``.
 
-Source: kvproof issue 12 "Resources" (``add_request`` kept every prefix of a prompt as its
-own tuple; 10x the prompt length must cost at most ~10x the time and memory of add).
+Source: docs/sources.md#kvproof-robustness "Resources" (``add_request`` kept every prefix of a prompt as its own
+tuple; 10x the prompt length must cost at most ~10x the time and memory of add).
 """
 
 from __future__ import annotations

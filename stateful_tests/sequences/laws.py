@@ -105,7 +105,8 @@ def credit_histories() -> st.SearchStrategy:
     """Draw a history that opens with the credit experiment's shape: a long anchor, a shorter prefill
     queued behind it, a wait, and the queued one completed or freed; random operations follow.
 
-    Source: sequences.md §3 "Credit" (the capped and uncapped tests), experiments R5, R6, R19.
+    Source: docs/sources.md#sequences-3 "Credit" (the capped and uncapped tests), docs/sources.md#sequences-8-4
+    experiments R5, R6, R19.
     """
     return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(4000, 6000, 10_000), 1),
                               _add("b", st.integers(1, 1000), _whole_ms(500, 1000, 2000), 2),
@@ -118,7 +119,8 @@ def reanchor_histories() -> st.SearchStrategy:
     """Draw a history that opens with the re-anchor experiment's shape: two queued prefills, a wait, and the
     anchor completed or freed (so the second becomes the anchor at that time); random operations follow.
 
-    Source: sequences.md §2 "Prefill removal" step 5; experiments R7, R18, R21.
+    Source: docs/sources.md#sequences-2 "Prefill removal" step 5; docs/sources.md#sequences-8-4 experiments R7, R18,
+    R21.
     """
     return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(1000, 4000, 10_000), 1),
                               _add("b", st.integers(1, 1000), _whole_ms(500, 2000, 6000), 2),
@@ -135,7 +137,7 @@ def fraction_histories() -> st.SearchStrategy:
     (the sum floored) only there; drawn at random it is rare enough that the fixed seed may miss it,
     as it did once Hypothesis stopped mixing in constants from the process's modules (``history_free``).
 
-    Source: sequences.md §3 "Formula" (1.5 ms + 1.5 ms counts as 2 ms).
+    Source: docs/sources.md#sequences-3 "Formula" (1.5 ms + 1.5 ms counts as 2 ms).
     """
     fraction = st.sampled_from([500_000, 600_000, 999_999])
     split = st.tuples(st.integers(0, 3000), fraction).map(lambda p: millis(p[0]) + p[1])
@@ -153,7 +155,8 @@ def anchor_only_histories() -> st.SearchStrategy:
     spillover into unmodeled load would show; the opening makes every seed reach both (without it,
     seeds 5, 26, 28 and 30 of the gate's control row missed one of the twins).
 
-    Source: sequences.md §4 step 3 and "Rounding"; experiment R24b; seed 000 (unmodeled requests do not decay).
+    Source: docs/sources.md#sequences-4 step 3 and "Rounding"; docs/sources.md#sequences-8-4 experiment R24b;
+    docs/sources.md#dynamo-sequences-readme (unmodeled requests do not decay).
     """
     return _opening(st.tuples(_add("a", st.sampled_from([3, 7, 333]), _whole_ms(1000, 3000, 7000), 1),
                               _add("b", st.integers(1, 1000), st.none(), 2)),
@@ -245,7 +248,8 @@ def _law(strategy: st.SearchStrategy, body: Callable[..., None]) -> Callable[[Ca
 def _modeled_time_is_whole_nonnegative_ms_or_missing(make, history) -> None:
     """The modeled read is a whole number of ms >= 0, or MissingExpectedDuration exactly when an unmodeled prefill is active.
 
-    Source: seed 000 "Modeled remaining prefill time"; sequences.md §3 "Read", "Errors".
+    Source: docs/sources.md#dynamo-sequences-readme "Modeled remaining prefill time"; docs/sources.md#sequences-3
+    "Read", "Errors".
     """
     for v in walk(make, history):
         unmodeled = any(e.duration is None for e in prefill_of(v.tracker.snapshot()).order)
@@ -260,7 +264,7 @@ def _modeled_time_is_whole_nonnegative_ms_or_missing(make, history) -> None:
 def _backlog_is_the_sum_of_truncated_durations(make, history) -> None:
     """At the anchor's effective time the modeled read is the sum of every duration truncated to whole ms.
 
-    Source: sequences.md §3 "Formula" (1.5 ms + 1.5 ms counts as 2 ms).
+    Source: docs/sources.md#sequences-3 "Formula" (1.5 ms + 1.5 ms counts as 2 ms).
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -272,7 +276,7 @@ def _backlog_is_the_sum_of_truncated_durations(make, history) -> None:
 def _elapsed_time_is_truncated(make, history) -> None:
     """Elapsed time counts in whole ms, truncated: 1.9 ms elapsed takes 1 ms off the backlog.
 
-    Source: sequences.md §3 step 4 (``floor_ms(now - anchored_since)``).
+    Source: docs/sources.md#sequences-3 step 4 (``floor_ms(now - anchored_since)``).
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -287,7 +291,8 @@ def _decay_resumes_at_the_removal_time(make, history) -> None:
 
     This is the credit cap: a credit moves the anchor to ``min(anchor + d, t)``, never past t.
 
-    Source: seed 000 ("capped at the removal time"); sequences.md §3 "Credit", capped case.
+    Source: docs/sources.md#dynamo-sequences-readme ("capped at the removal time"); docs/sources.md#sequences-3
+    "Credit", capped case.
     """
     for v in walk(make, history):
         if _removed(v) is None or not prefill_of(v.tracker.snapshot()).order:
@@ -300,7 +305,8 @@ def _decay_resumes_at_the_removal_time(make, history) -> None:
 def _uncapped_credit_is_continuous(make, history) -> None:
     """Removing a modeled non-anchor whose duration has elapsed since the anchor leaves the read unchanged (continuity).
 
-    Source: seed 000 (credit paragraph); sequences.md §3 "Uncapped case"; PR #10604.
+    Source: docs/sources.md#dynamo-sequences-readme (credit paragraph); docs/sources.md#sequences-3 "Uncapped case";
+    Dynamo PR https://github.com/ai-dynamo/dynamo/pull/10604.
     """
     for v in walk(make, history):
         gone = _removed(v)
@@ -320,7 +326,8 @@ def _ms_of_state(state: SlotTrackerState, now: int) -> Any:
 def _removed_anchor_reanchors_at_the_removal_time(make, history) -> None:
     """When the anchor leaves at t, the next prefill becomes the anchor at t (not at its own admission time).
 
-    Source: sequences.md §2 "Prefill removal" step 5; experiments R7, R18, R21.
+    Source: docs/sources.md#sequences-2 "Prefill removal" step 5; docs/sources.md#sequences-8-4 experiments R7, R18,
+    R21.
     """
     for v in walk(make, history):
         gone = _removed(v)
@@ -335,8 +342,8 @@ def _removed_anchor_reanchors_at_the_removal_time(make, history) -> None:
 def _unmodeled_prefills_never_decay(make, history) -> None:
     """While any prefill is unmodeled only the anchor decays: the load never drops below the non-anchor tokens.
 
-    Source: seed 000 ("token load falls back to anchor-only decay so unmodeled no-AIC/default
-    requests do not decay"); experiments R3, R8, R15, R23.
+    Source: docs/sources.md#dynamo-sequences-readme ("token load falls back to anchor-only decay so unmodeled
+    no-AIC/default requests do not decay"); docs/sources.md#sequences-8-4 experiments R3, R8, R15, R23.
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -351,7 +358,8 @@ def _unmodeled_prefills_never_decay(make, history) -> None:
 def _all_modeled_load_spills_past_the_anchor(make, history) -> None:
     """With every prefill modeled, the anchor's rate runs on past its own tokens until the whole sum is done.
 
-    Source: seed 000 ("aggregate spillover"); sequences.md §4 step 2; experiments R2, R16, R17.
+    Source: docs/sources.md#dynamo-sequences-readme ("aggregate spillover"); docs/sources.md#sequences-4 step 2;
+    docs/sources.md#sequences-8-4 experiments R2, R16, R17.
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -366,8 +374,8 @@ def _all_modeled_load_spills_past_the_anchor(make, history) -> None:
 def _zero_duration_anchor_completes_only_itself(make, history) -> None:
     """A zero-duration anchor completes its own tokens at once and nothing of the prefills behind it.
 
-    Source: seed 000 ("without inventing token spillover"); test
-    active_tokens_zero_duration_anchor_only_completes_anchor; experiment R4.
+    Source: docs/sources.md#dynamo-sequences-readme ("without inventing token spillover"); test
+    active_tokens_zero_duration_anchor_only_completes_anchor; docs/sources.md#sequences-8-4 experiment R4.
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -381,7 +389,7 @@ def _zero_duration_anchor_completes_only_itself(make, history) -> None:
 def _anchor_only_share_rounds_up(make, history) -> None:
     """In anchor-only mode the anchor's remaining share is rounded up: never below tokens * (1 - elapsed/D).
 
-    Source: sequences.md §4 step 3 and "Rounding"; experiment R24b.
+    Source: docs/sources.md#sequences-4 step 3 and "Rounding"; docs/sources.md#sequences-8-4 experiment R24b.
     """
     for v in walk(make, history):
         p = prefill_of(v.tracker.snapshot())
@@ -397,7 +405,8 @@ def _anchor_only_share_rounds_up(make, history) -> None:
 def _zero_token_hints_are_not_tracked(make, history) -> None:
     """Admitting a request whose hint has zero tokens changes neither the token load nor the modeled time.
 
-    Source: sequences.md §1 "Prefill is tracked only if all three hold"; experiment R9.
+    Source: docs/sources.md#sequences-1 "Prefill is tracked only if all three hold"; docs/sources.md#sequences-8-4
+    experiment R9.
     """
     for v in walk(make, history):
         if v.op[0] != "add" or v.op[3] != 0 or v.outcome != "ok":
@@ -414,7 +423,8 @@ def _zero_token_hints_are_not_tracked(make, history) -> None:
 def _free_completes_the_prefill(make, history) -> None:
     """Freeing a request completes its prefill too: no prefill outlives its request.
 
-    Source: seed 000 ("Free keeps its existing implicit prefill-completion cleanup"); sequences.md §2 "Free".
+    Source: docs/sources.md#dynamo-sequences-readme ("Free keeps its existing implicit prefill-completion cleanup");
+    docs/sources.md#sequences-2 "Free".
     """
     for v in walk(make, history):
         state = v.tracker.snapshot()
@@ -427,7 +437,8 @@ def _free_completes_the_prefill(make, history) -> None:
 def _blocks_are_counted_by_lineage(make, history) -> None:
     """Active blocks count distinct prefix lineages of the active prompts, not distinct hashes.
 
-    Source: sequences.md §2 "Blocks"; blocks_exp_out.txt (prompts [5] and [1,2,3,5] hold 5 blocks).
+    Source: docs/sources.md#sequences-2 "Blocks"; docs/sources.md#sequences-oracle (the blocks experiment) (prompts
+    [5] and [1,2,3,5] hold 5 blocks).
     """
     for v in walk(make, history):
         expected = len(block_membership(v.tracker.snapshot().sequences[W[0]]))
@@ -437,7 +448,8 @@ def _blocks_are_counted_by_lineage(make, history) -> None:
 def _expiry_runs_at_most_once_per_check_interval(make, history) -> None:
     """Requests leave only by free, or by an expiry check at least 30 s after the previous check.
 
-    Source: sequences.md §2 "Expiry" (``CHECK_EXPIRY_FREQUENCY``); expiry_exp_out.txt.
+    Source: docs/sources.md#sequences-2 "Expiry" (``CHECK_EXPIRY_FREQUENCY``); docs/sources.md#sequences-oracle (the
+    expiry experiment).
     """
     last_check = 0
     for v in walk(make, history, expiry=secs(2)):
@@ -454,7 +466,8 @@ def _expiry_runs_at_most_once_per_check_interval(make, history) -> None:
 def _ownership_is_exclusive(make, history) -> None:
     """Every request is booked once, on the worker that holds it; a second add of a booked id fails naming the owner.
 
-    Source: seed 000 ("losing request ownership"); sequences.md §1 "RequestIndex".
+    Source: docs/sources.md#dynamo-sequences-readme ("losing request ownership"); docs/sources.md#sequences-1
+    "RequestIndex".
     """
     for v in walk(make, history, workers=2):
         state = v.tracker.snapshot()
@@ -467,7 +480,8 @@ def _ownership_is_exclusive(make, history) -> None:
 def _rejections_are_typed_and_change_nothing(make, history) -> None:
     """Unknown ids, duplicates, unknown workers and malformed arguments raise typed errors and change nothing.
 
-    Source: sequences.md §8.2-§8.3 (404, 409, 422); the developers' guide (bad input leaves state unchanged).
+    Source: docs/sources.md#sequences-8-2 to docs/sources.md#sequences-8-3 (404, 409, 422);
+    docs/sources.md#kvproof-design-card (bad input leaves state unchanged).
     """
     for v in walk(make, history):
         t = v.tracker
@@ -500,8 +514,8 @@ def _rejections_are_typed_and_change_nothing(make, history) -> None:
 def _registry_equals_the_projection_after_every_call(make, history) -> None:
     """With one caller at a time, the PromptRegistry equals the projection of the write model after every call.
 
-    Source: seed 000 "Eventual consistency contract" (local writes update ActiveSequences first;
-    the registry is projected from it afterward).
+    Source: docs/sources.md#dynamo-sequences-readme "Eventual consistency contract" (local writes update
+    ActiveSequences first; the registry is projected from it afterward).
     """
     for v in walk(make, history):
         assert v.tracker.registry_snapshot() == project_prompt_registry(v.tracker.snapshot()), "registry lags after the call returned"

@@ -19,7 +19,8 @@ every step the machine compares the authoritative state (``snapshot()``), the re
 re-anchoring, spillover and anchor-only reads, missing durations, expiry, duplicates),
 so ``sequences/tests/test_machine.py`` can show that the rules were reached, not assumed.
 
-Source: seed 000; sequences.md §2-§5, §10; aesthetics.md §3 (model-based stateful tests).
+Source: docs/sources.md#dynamo-sequences-readme; docs/sources.md#sequences-2 to docs/sources.md#sequences-5,
+docs/sources.md#sequences-10; docs/sources.md#aesthetics (model-based stateful tests).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ each divided by the active request blocks (the blocks of every booked request, s
 The real slot tracker runs as a service (``python -m dynamo.slot_tracker``), not in-process,
 so it has no row here.
 
-Source: kvproof issue 12 ("Resources": memory per active request block, optional).
+Source: docs/sources.md#kvproof-robustness ("Resources": memory per active request block, optional).
 """
 
 from __future__ import annotations

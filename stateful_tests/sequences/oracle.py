@@ -43,8 +43,8 @@ exit path kills the group (``process_guard``). It binds 0.0.0.0 and ``tcp://*``;
 says so (``bind_notice``) and ``kvproof conform slot-tracker --netns`` runs it all in a
 private network namespace.
 
-Source: sequences.md §8 (routes, codes, replica wire format, receive-time anchoring);
-sequences-oracle/replica_common.py (how to inject events; ``wait_ready``).
+Source: docs/sources.md#sequences-8 (routes, codes, replica wire format, receive-time anchoring);
+docs/sources.md#sequences-oracle (replica_common) (how to inject events; ``wait_ready``).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ kvproof's layers allocated are sampled. The laws:
 
 Each law has a leaking twin in ``LEAKY`` (``tests/test_soak.py``).
 
-Source: kvproof issue 12 ("Resources": the slot tracker family in the churn soak).
+Source: docs/sources.md#kvproof-robustness ("Resources": the slot tracker family in the churn soak).
 """
 
 from __future__ import annotations

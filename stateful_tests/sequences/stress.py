@@ -30,8 +30,9 @@ A failure names the seed; ``kvproof check --only stress --seed S`` or
 ``stress(..., seed=S)`` replays the same operation streams (the interleaving itself is the
 OS scheduler's, so a rare race may need a few seeds; ``sequences/tests/test_stress.py`` runs several).
 
-Source: seed 000 "Torn reads are intentional", "Eventual consistency contract"; sequences.md
-§8.3 (concurrency experiments: 8 threads adding one id get one 201 and seven 409), §10 item 4.
+Source: docs/sources.md#dynamo-sequences-readme "Torn reads are intentional", "Eventual consistency contract";
+docs/sources.md#sequences-8-3 (concurrency experiments: 8 threads adding one id get one 201 and seven 409),
+docs/sources.md#sequences-10 item 4.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Each is the concurrent tree with one protection removed:
 - ``RepairRestoresEntries``: lookup repair writes an entry for every block of the resolved
   edge and every rank of the lane, whether or not the entry still named the stale node (or
   the rank covers the block): deleted entries come back.
-- ``ExtendsInternalNode``: decode extension ignores the sticky ``internal`` flag.
+- ``ConcurrentExtendsInternalNode`` (short name ``ExtendsInternalNode``): decode extension ignores the sticky ``internal`` flag.
 - ``RejectsStoresUnderSomeParents``: stores under held parents are refused (caught only by the
   checkpoint's acceptance verdicts in chaos mode).
 - ``FanoutWithoutGate``: a prefill fanout insert checks the parent's version but does not hold its
@@ -76,8 +76,14 @@ class RepairRestoresEntries(ConcurrentRadixTree):
         self.lanes = [_RestoringLane(i) for i in range(len(self.lanes))]
 
 
-class ExtendsInternalNode(ConcurrentRadixTree):
-    """Decode extension ignores the sticky internal flag (only the tail coverage is checked)."""
+class ConcurrentExtendsInternalNode(ConcurrentRadixTree):
+    """Decode extension ignores the sticky internal flag (only the tail coverage is checked).
+
+    The concurrent twin of ``mutants.ExtendsInternalNode``; its short name on the command line and in
+    saved schedules stays ``ExtendsInternalNode`` (``short_name``).
+    """
+
+    short_name = "ExtendsInternalNode"
 
     def _may_extend(self, node, rank) -> bool:
         state = node.view.state
@@ -161,7 +167,12 @@ class DropReadsLinksFirst(ConcurrentRadixTree):
         return links
 
 
-IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ExtendsInternalNode, RejectsStoresUnderSomeParents]
+def short_name(broken: type) -> str:
+    """A broken structure's name on the command line and in saved schedules: its ``short_name``, else its class name."""
+    return str(getattr(broken, "short_name", broken.__name__))
+
+
+IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ConcurrentExtendsInternalNode, RejectsStoresUnderSomeParents]
 """The mutants the lockstep twin and real-thread stress are measured against (docs/concurrency.md)."""
 
 class ReleasesWithoutRecheck(ConcurrentRadixTree):

@@ -17,7 +17,8 @@ The universes are tiny (three local hashes, four ranks over three workers, paths
 most six blocks) so that splits, cutoffs, demotions, holes and sticky internal nodes
 happen in most runs; ``phenomena`` counts them (see ``tree/tests/test_machine.py``).
 
-Source: spec.contract; crtc.md §10 "Differential harness", §14 "Oracle"; aesthetics.md §3.
+Source: spec/contract.py; docs/sources.md#crtc-10 "Differential harness", docs/sources.md#crtc-14 "Oracle";
+docs/sources.md#aesthetics.
 """
 
 from __future__ import annotations

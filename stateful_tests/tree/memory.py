@@ -17,7 +17,7 @@ Both are divided by the number of cached blocks: the (rank, block) pairs the eng
 the end (``traffic.Fleet.live``), the same for every tree. Ratios are to the Dynamo binding's
 RSS figure, measured in the same run.
 
-Source: kvproof issue 12 ("Resources": memory per cached block, tracemalloc and RSS).
+Source: docs/sources.md#kvproof-robustness ("Resources": memory per cached block, tracemalloc and RSS).
 """
 
 from __future__ import annotations

@@ -31,7 +31,8 @@ Everything is a pure function of the plan and the requests (and, for ``tree``, o
 blocks over prompt blocks of the routing decisions), requests and peak active requests per rank,
 and the active requests of each rank over time (``samples``).
 
-Source: kvproof issue 13 ("Real traffic"); Mooncake FAST'25 traces (kvcache-ai/Mooncake, Apache-2.0).
+Source: docs/sources.md#kvproof-traffic ("Real traffic"); docs/sources.md#mooncake (Mooncake FAST'25 traces,
+Apache-2.0).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ eviction, as 1.6 does (``_release_if_dead``). And the thread pool never forgot a
 (``reuse-dead-nodes``, ``per-block-nodes``) keep dead nodes as those releases did, which
 ``beyond_dead_nodes`` (``kvproof soak --tolerate-dead-nodes``) sets aside.
 
-Source: kvproof issue 12 ("Resources": a churn soak that shows no unbounded growth).
+Source: docs/sources.md#kvproof-robustness ("Resources": a churn soak that shows no unbounded growth).
 """
 
 from __future__ import annotations

@@ -123,9 +123,9 @@ class StressTask:
     def __call__(self, shard: Shard) -> list[tuple[int, TreeStressReport]]:
         tree_class: type = ConcurrentRadixTree
         if self.mutant:
-            from .impl_mutants import IMPL_MUTANTS
+            from .impl_mutants import IMPL_MUTANTS, short_name
 
-            tree_class = next(m for m in IMPL_MUTANTS if m.__name__ == self.mutant)
+            tree_class = next(m for m in IMPL_MUTANTS if short_name(m) == self.mutant)
         items = self.items()
         return [(i, run_stress(items[i], tree_class)) for i in shard.of(len(items))]
 

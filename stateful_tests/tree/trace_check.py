@@ -23,7 +23,7 @@
 With the ``tree`` policy the routing tree is the oracle's own scores, so every tree is judged on
 the traffic a tree-driven router makes. ``TraceReport`` holds the verdicts and the figures.
 
-Source: kvproof issue 13 ("Real traffic"); docs/dynamo-findings.md F2, F7.
+Source: docs/sources.md#kvproof-traffic ("Real traffic"); docs/dynamo-findings.md F2, F7.
 """
 
 from __future__ import annotations

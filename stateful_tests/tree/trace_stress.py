@@ -18,7 +18,7 @@ the trace's order: every event accepted, the same snapshot, ``check()`` clean, t
 scores for every routing query of the trace, and early-exit scores that obey the early-exit law
 (``spec.match.early_exit_agrees``; where the walk cuts depends on the edges the race built, F7).
 
-Source: kvproof issue 13 ("Real traffic": the stress on the trace); crtc.md §10 "Soak".
+Source: docs/sources.md#kvproof-traffic ("Real traffic": the stress on the trace); docs/sources.md#crtc-10 "Soak".
 """
 
 from __future__ import annotations

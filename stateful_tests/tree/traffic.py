@@ -30,7 +30,8 @@ tree must reject it and keep nothing).
 ``Fleet.live()`` is what the engines hold, the tree-independent measure of live content: the
 (rank, block) pairs, the distinct blocks, the ranks and workers in the fleet.
 
-Source: kvproof issue 12 ("Resources"); Mooncake FAST'25 trace (kvcache-ai/Mooncake, Apache-2.0).
+Source: docs/sources.md#kvproof-robustness ("Resources"); docs/sources.md#mooncake (Mooncake FAST'25 traces,
+Apache-2.0).
 """
 
 from __future__ import annotations

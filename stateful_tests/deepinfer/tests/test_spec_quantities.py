@@ -7,7 +7,7 @@ is closed unless its low end is open, with no upper end shown as ``inf``. Every 
 (``InvalidQuantityType`` for the wrong kind of value, ``InvalidQuantity`` for a value out of its
 domain) and its message names the argument, what was expected, and what was given.
 
-Source: seed 002 §11.2.1; state_roundtrip.md §4 (exact ``Fraction`` arithmetic, u = 4/5).
+Source: docs/sources.md#deepinfer-11-2-1; docs/sources.md#state-roundtrip-4 (exact ``Fraction`` arithmetic, u = 4/5).
 """
 
 from fractions import Fraction

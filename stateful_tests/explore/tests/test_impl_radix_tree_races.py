@@ -17,7 +17,7 @@ the first go on (``explore.directed.race``). The laws, for every case:
 Without the version check (``impl_mutants.NoVersionCheck``, the negative control) every case breaks
 a law: a stale plan commits, no retry is counted, or a block hangs below a tail its worker never held.
 
-Source: seed 004 ("Store Paths": plan, validate, commit or retry); docs/concurrency.md.
+Source: docs/sources.md#dynamo-crtc-readme ("Store Paths": plan, validate, commit or retry); docs/concurrency.md.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from kvproof.stateful_tests.mutation.equivalents import (
     Equivalent,
     EquivalentsError,
     MutantName,
+    function_code,
     function_hash,
     function_source,
     load_equivalents,
@@ -140,6 +141,17 @@ def test_function_hash_follows_the_function_text():
     assert function_hash(ROOT, COV + "1") == function_hash(ROOT, COV + "99")  # one hash per function
     assert function_hash(ROOT, COV + "1") != function_hash(ROOT, "kvproof.spec.coverage.x_covered_by__mutmut_1")
     assert function_hash(ROOT, "kvproof.spec.nosuch.x_f__mutmut_1") is None
+
+
+def test_a_docstring_edit_is_not_a_code_change_and_a_code_edit_is():
+    source = 'def f(x):\n    """Old words."""\n    y = x  # keep\n    return y\n\nclass C:\n    def g(self): "doc"; return 1\n'
+    reworded = source.replace("Old words.", "New words,\n    over two lines.")
+    assert function_code(source, None, "f") == "def f(x):\n    y = x  # keep\n    return y"
+    assert function_code(reworded, None, "f") == function_code(source, None, "f")
+    assert function_code(source.replace("return y", "return -y"), None, "f") != function_code(source, None, "f")
+    assert function_code(source.replace("# keep", "# kept"), None, "f") != function_code(source, None, "f")
+    assert function_code(source, "C", "g") == "def g(self): ; return 1"  # a docstring sharing its line
+    assert function_code(source, None, "h") is None
 
 
 def test_the_equivalents_file_parses_and_every_entry_has_a_reason(tmp_path):

@@ -6,7 +6,7 @@ asserts that 10x the prompt costs at most ``BOUND`` times as much. The negative 
 representation before issue 12, kept here as ``PrefixTupleTracker``: the same measure finds it
 quadratic.
 
-Source: kvproof issue 12 "Resources" (10^4 blocks took 400 MB; 10x the prompt length may cost at
+Source: docs/sources.md#kvproof-robustness "Resources" (10^4 blocks took 400 MB; 10x the prompt length may cost at
 most ~10x the time and memory of add).
 """
 

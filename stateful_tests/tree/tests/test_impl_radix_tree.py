@@ -13,7 +13,7 @@ from kvproof.spec.events import Cleared, KvCacheEvent, Removed, Stored
 from kvproof.spec.primitives import Block
 from kvproof.stateful_tests.harness.interleave import race
 from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
-from kvproof.stateful_tests.tree.impl_mutants import ExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
+from kvproof.stateful_tests.tree.impl_mutants import ConcurrentExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
 from kvproof.stateful_tests.tree.machine import contract_machine_for
 from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario
 from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
@@ -155,7 +155,7 @@ def test_lazy_repair_after_another_lanes_split():
     assert tree.find_matches([1, 2, 3, 4, 6]).scores == {(1, 0): 3, (2, 0): 2}
 
 
-@pytest.mark.parametrize("mutant", [RepairRestoresEntries, ExtendsInternalNode], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("mutant", [RepairRestoresEntries, ConcurrentExtendsInternalNode], ids=lambda m: m.__name__)
 def test_negative_control_the_lockstep_twin_catches(mutant):
     machine = contract_machine_for(impl_vs_reference(3, impl_class=mutant))
     quick = machine_settings(150, 40)

@@ -7,7 +7,8 @@ edge; ``node_violations`` names exactly the invariants a node breaks (each once,
 with its key, an edge index only when one is given); ``root_violations`` names a root with an edge,
 a full holder or a cutoff, and each misplaced child.
 
-Source: crtc.md §2 (edge_index, covers_pos), §8 (the invariants); seed 004 "Node State".
+Source: docs/sources.md#crtc-2 (edge_index, covers_pos), docs/sources.md#crtc-8 (the invariants);
+docs/sources.md#dynamo-crtc-readme "Node State".
 """
 
 import pytest

@@ -30,7 +30,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..spec.events import KvCacheEvent, Payload, check_worker_id, parse_event
+from ..reference.wire import parse_event_fast
+from ..spec.events import KvCacheEvent, Payload, check_worker_id
 from ..spec.match import OverlapScores
 from . import _sync
 from .radix_tree import ConcurrentRadixTree
@@ -154,7 +155,7 @@ class ThreadPoolIndexer:
 
     def submit(self, worker_id: int, event: Payload | KvCacheEvent) -> Ack:
         """Queue one event on the worker's lane; return its acknowledgement (errors surface in ``wait``)."""
-        rank, event = parse_event(worker_id, event)  # on the caller's thread: a bad payload is never queued
+        rank, event = parse_event_fast(worker_id, event)  # on the caller's thread: a bad payload is never queued
         worker_id = rank.worker_id
         return self._for_worker(worker_id, lambda lane: self.tree.apply_on(lane, worker_id, event))
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable
 
+from ..reference.wire import parse_event_fast
 from ..spec.coverage import (
     EdgeState,
     cover_prefix,
@@ -63,7 +64,6 @@ from ..spec.events import (
     check_rank,
     check_worker_id,
     dispatch,
-    parse_event,
 )
 from ..spec.invariants import node_violations, root_violations
 from ..spec.match import OverlapScores, check_early_exit, check_query, find_matches_walk
@@ -160,7 +160,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
     def apply_on(self, lane: Lane, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one event through ``lane``'s lookups; raise the reference's typed errors."""
         with self.guard("apply_event"):
-            rank, event = parse_event(worker_id, event)
+            rank, event = parse_event_fast(worker_id, event)
             try:
                 dispatch(
                     event.data,

@@ -74,7 +74,6 @@ from ..spec.events import (
     check_rank,
     check_worker_id,
     dispatch,
-    parse_event,
 )
 from ..spec.invariants import edge_index_of, is_lookup_entry_on_holder, node_violations, root_violations
 from ..spec.match import OverlapScores, check_early_exit, check_query, find_matches_walk
@@ -94,6 +93,7 @@ from ..spec.shape import (
     should_clear_children,
     split_at,
 )
+from .wire import parse_event_fast
 
 ROOT_STATE = EdgeState(())
 
@@ -182,7 +182,7 @@ class RadixTree(TreeReads):
 
     def apply_event(self, worker_id: int, event: Payload | KvCacheEvent) -> None:
         """Apply one KV event from ``worker_id``; raise a typed error if it is rejected."""
-        rank, event = parse_event(worker_id, event)
+        rank, event = parse_event_fast(worker_id, event)
         try:
             dispatch(
                 event.data,

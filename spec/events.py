@@ -33,11 +33,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
-from operator import attrgetter, itemgetter
-from typing import Annotated, Any, Literal, TypeVar
-
-import msgspec
+from operator import itemgetter
+from typing import Any, TypeVar
 
 from .errors import InvalidArgument, InvalidArgumentType, InvalidBlockSequence, MalformedEvent
 from .primitives import U32_MAX, U64_MAX, Block, Rank, integer_of, is_int, is_uint, read_items, show, show_int
@@ -308,141 +305,12 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
     return _mapping(obj, "<root>", what=what)
 
 
-# ---------------------------------------------------------------------------------------
-# The fast path
-#
-# Almost every payload a router sees is a plain event as an engine's serde writes it. For
-# those, ``fast_decode`` asks msgspec (a C decoder) to read the payload against the closed
-# schema below, with unknown fields forbidden, and returns the same ``KvCacheEvent`` the
-# strict decoder would; for anything else it returns None and the strict decoder decides
-# (and writes the error). It adds no rule: every condition below only narrows the payloads it
-# takes to those on which msgspec and the strict reading agree.
-
-_MAKE_BLOCK = partial(tuple.__new__, Block)
-_BLOCK_PAIR = attrgetter("tokens_hash", "block_hash")
-_BLOCK_MM = attrgetter("mm_extra_info")
-_BLOCK_EXT = itemgetter(1)  # Block.ext
-_DIGIT_RUNS = bytes(57 if chr(c).isdigit() and c < 128 else 32 for c in range(256))  # digits -> "9", the rest -> " "
-_TWENTY_DIGITS = b"9" * 20
-
-
-def _may_exceed_u64(payload: bytes | bytearray) -> bool:
-    """Check if ``payload`` holds a run of 20 digits or more: only such a literal can exceed ``U64_MAX``."""
-    return _TWENTY_DIGITS in payload.translate(_DIGIT_RUNS)
-
-
-class _WireBlock(msgspec.Struct, forbid_unknown_fields=True):
-    block_hash: Annotated[int, msgspec.Meta(ge=0)]
-    tokens_hash: Annotated[int, msgspec.Meta(ge=0)]
-    mm_extra_info: msgspec.UnsetType | None = msgspec.UNSET  # a non-null one takes the strict path
-
-
-class _WireStored(msgspec.Struct, forbid_unknown_fields=True):
-    blocks: list[_WireBlock]
-    parent_hash: Annotated[int, msgspec.Meta(ge=0)] | msgspec.UnsetType | None = msgspec.UNSET
-    start_position: Annotated[int, msgspec.Meta(ge=0, le=U32_MAX)] | msgspec.UnsetType | None = msgspec.UNSET
-
-
-class _WireRemoved(msgspec.Struct, forbid_unknown_fields=True):
-    block_hashes: list[Annotated[int, msgspec.Meta(ge=0)]]
-
-
-class _WireData(msgspec.Struct, forbid_unknown_fields=True):
-    stored: _WireStored | msgspec.UnsetType = msgspec.UNSET
-    removed: _WireRemoved | msgspec.UnsetType = msgspec.UNSET
-    cleared: msgspec.UnsetType | None = msgspec.UNSET
-
-
-class _WireEvent(msgspec.Struct, forbid_unknown_fields=True):
-    event_id: Annotated[int, msgspec.Meta(ge=0)]
-    data: Literal["cleared"] | _WireData
-    dp_rank: Annotated[int, msgspec.Meta(ge=0, le=U32_MAX)] | msgspec.UnsetType = msgspec.UNSET
-
-
-_WIRE = msgspec.json.Decoder(_WireEvent)
-
-
-def _given(value: object) -> int:
-    return value is not msgspec.UNSET
-
-
-def fast_decode(payload: bytes | bytearray | str) -> KvCacheEvent | None:
-    """Return ``decode_event(payload)`` for a plain event, or None to leave the payload to the strict decoder.
-
-    The law: ``fast_decode(p)`` is None or equal to the strict ``decode_event(p)``, for every
-    ``p`` (stateful_tests/tree/tests/test_spec_events.py checks it on the fuzzer's grammar and
-    on every hostile case). It holds because a payload is taken only if:
-
-    - it is ASCII with no backslash and no minus sign: no escape can spell a key, no invalid
-      UTF-8 or lone surrogate, no negative number, no ``-0``;
-    - msgspec reads it against the closed schema with unknown fields forbidden: no ignored
-      value (so no depth, NaN or long literal hidden in one), integers only where integers go,
-      exactly the variants and shapes the strict decoder takes, a non-null ``mm_extra_info``
-      excepted (left to the strict path);
-    - it holds as many strings as the decoded event has keys (``"cleared"`` counted): every
-      key seen at least once and no more strings, so no known field is given twice;
-    - no hash exceeds ``U64_MAX`` (msgspec bounds only what fits an int64; the hashes are
-      compared only when a run of 20 digits is present).
-    """
-    if isinstance(payload, str):
-        if not payload.isascii():
-            return None
-        payload = payload.encode("ascii")
-    elif not payload.isascii():
-        return None
-    if b"\\" in payload or b"-" in payload:
-        return None
-    try:
-        wire = _WIRE.decode(payload)
-    except msgspec.MsgspecError:
-        return None
-    keys = 2 + _given(wire.dp_rank)
-    raw = wire.data
-    data: EventData
-    if isinstance(raw, str):
-        keys += 1  # the string "cleared"
-        data = Cleared()
-    elif _given(raw.stored) + _given(raw.removed) + _given(raw.cleared) != 1:
-        return None
-    elif isinstance(raw.stored, _WireStored):
-        stored = raw.stored
-        wire_blocks = stored.blocks
-        keys += 2 + _given(stored.parent_hash) + _given(stored.start_position) + 2 * len(wire_blocks)
-        if b"mm_extra_info" in payload:
-            keys += len(wire_blocks) - list(map(_BLOCK_MM, wire_blocks)).count(msgspec.UNSET)
-        blocks = tuple(map(_MAKE_BLOCK, map(_BLOCK_PAIR, wire_blocks)))
-        parent = None if stored.parent_hash is msgspec.UNSET else stored.parent_hash
-        if _may_exceed_u64(payload) and (max(map(max, blocks), default=0) > U64_MAX or (parent or 0) > U64_MAX):
-            return None
-        data = Stored(parent, blocks)
-    elif isinstance(raw.removed, _WireRemoved):
-        hashes = tuple(raw.removed.block_hashes)
-        keys += 2
-        if _may_exceed_u64(payload) and max(hashes, default=0) > U64_MAX:
-            return None
-        data = Removed(hashes)
-    else:
-        keys += 1
-        data = Cleared()
-    if payload.count(b'"') != 2 * keys or (wire.event_id > U64_MAX):
-        return None
-    return KvCacheEvent(wire.event_id, data, 0 if wire.dp_rank is msgspec.UNSET else wire.dp_rank)
-
-
 def decode_event(payload: bytes | bytearray | str | Mapping[str, Any]) -> KvCacheEvent:
-    """Decode Dynamo's KvCacheEvent JSON into a ``KvCacheEvent``; ``MalformedEvent`` if it does not decode.
+    """Decode Dynamo's KvCacheEvent JSON into a ``KvCacheEvent``, strictly (see above); ``MalformedEvent`` if it does not.
 
-    A plain event takes the fast path (``fast_decode``), everything else the strict reading.
+    This reading is the law. The trees take a faster path to the same answer for a plain event
+    (``reference/wire.py``: msgspec, agreeing with this reading wherever it answers).
     """
-    if isinstance(payload, (bytes, bytearray, str)):
-        event = fast_decode(payload)
-        if event is not None:
-            return event
-    return decode_event_strictly(payload)
-
-
-def decode_event_strictly(payload: bytes | bytearray | str | Mapping[str, Any]) -> KvCacheEvent:
-    """The strict reading of a KvCacheEvent (the rule; ``fast_decode`` agrees with it where it answers)."""
     obj = _mapping(load_json(payload), "<root>", ROOT_FIELDS)
     event_id = check_wire_uint(_field(obj, "event_id", "<root>"), "event_id")
     dp_rank = check_wire_uint(obj["dp_rank"], "dp_rank", U32_MAX) if "dp_rank" in obj else 0
@@ -521,18 +389,21 @@ def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
 Payload = bytes | bytearray | str | Mapping[str, Any]
 
 
-def parse_event(worker_id: Any, payload: Payload | KvCacheEvent) -> tuple[Rank, KvCacheEvent]:
+def parse_event(worker_id: Any, payload: Payload | KvCacheEvent,
+                decode: Callable[[Payload], KvCacheEvent] = decode_event) -> tuple[Rank, KvCacheEvent]:
     """Return the rank an event applies to and the decoded event: every tree's front door.
 
     The worker id is checked before the payload is decoded (so a bad id wins over a bad
     payload); a payload that is already a ``KvCacheEvent`` is checked field by field
-    (``check_event``); the event applies to ``(worker_id, event.dp_rank)``. Nothing here
+    (``check_event``), any other by ``decode`` (this module's strict reading, or a reading that
+    agrees with it: the trees pass ``reference.wire.decode_event_fast``); the event applies to
+    ``(worker_id, event.dp_rank)``. Nothing here
     touches a tree, so a rejected call changes nothing.
 
     Source: docs/sources.md#crtc-1 "Events" (``apply_event(worker_id, bytes)``, ``dp_rank`` default 0).
     """
     worker_id = check_worker_id(worker_id)
-    event = check_event(payload) if isinstance(payload, KvCacheEvent) else decode_event(payload)
+    event = check_event(payload) if isinstance(payload, KvCacheEvent) else decode(payload)
     return Rank(worker_id, event.dp_rank), event
 
 
@@ -553,6 +424,9 @@ def dispatch(
     if isinstance(data, Cleared):
         return on_cleared(data)
     raise TypeError(f"not an event: {data!r}")
+
+
+_BLOCK_EXT = itemgetter(1)  # Block.ext
 
 
 def is_self_parented(stored: Stored) -> bool:

@@ -78,10 +78,10 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         "quick", True,
-        TreeBudget(law_examples=60, machine_examples=25, machine_steps=25, conform_streams=60, dump_streams=20, stress_ops=8_000, pool_streams=20, fuzz_inputs=300, trace_requests=150, shrink_s=20, production_streams=10, pool_stress_rounds=3),
+        TreeBudget(law_examples=60, machine_examples=25, machine_steps=25, conform_streams=60, dump_streams=20, stress_ops=3_000, pool_streams=20, fuzz_inputs=300, trace_requests=150, shrink_s=20, production_streams=10, pool_stress_rounds=3),
         SequenceBudget(law_examples=20, machine_examples=25, machine_steps=25, stress_rounds=1, stress_ops=400, conform_scenarios=3, selection_scenarios=50),
         DeepInferBudget(roundtrip_cases=20),
-        ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=0.5, crosshair_diff_s=1.0),
+        ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=0.3, crosshair_diff_s=0.6),
         ExploreBudget(schedules=60, pct_depth=3),
     ),
     "ci": Profile(

@@ -63,7 +63,7 @@ PROFILES = ("quick", "ci")
 EXPLORE = "stateful_tests/explore/tests/"
 
 TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("api", "contract", "coverage", "dump", "events", "invariants", "match", "primitives", "rules", "shape")) + (
-    TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py")
+    TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_reference_wire.py")
 """The tree's spec modules: their mirror tests and laws, and the reference tree's tests and the recorded Dynamo vectors,
 which drive the dump, the match walk, the invariants and the event checks for real (about a second together)."""
 SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_values.py",
@@ -94,6 +94,7 @@ CI_TESTS: dict[str, tuple[str, ...]] = {
         "acceptance", "capacity", "deepinfer_errors", "hit_length", "quantities", "service_queue", "state_layout")},
     "spec/arith.py": TREE_SPEC + SEQUENCE_SPEC + DEEPINFER_SPEC,
     "reference/radix_tree.py": REFERENCE_TREE,
+    "reference/wire.py": (TREE + "test_reference_wire.py", TREE + "test_spec_events.py", TREE + "test_reference_radix_tree.py"),
     "reference/sequences.py": REFERENCE_SEQUENCES,
     "impl/radix_tree.py": IMPL_TREE,
     "impl/lane.py": IMPL_TREE,

@@ -20,7 +20,7 @@ it; the predecessors are in git history, which the header names as ``<commit>:<p
 
     python -m kvproof.stateful_tests.mutation.verdicts REPORT.json [REPORT.json ...]
 
-Source: kvproof issue 34 ("No machine output in git").
+Source: docs/sources.md#kvproof-no-machine-output.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ MAY_IMPORT = {
                 "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz",
                 "stateful_tests.mutation"},
 }
-REFERENCE_CORES_IN_IMPL = {"kvproof.reference.sequences"}  # impl's slot tracker wraps the reference's ActiveSequences
+# impl's slot tracker wraps the reference's ActiveSequences; impl's trees read events as the reference does (wire)
+REFERENCE_CORES_IN_IMPL = {"kvproof.reference.sequences", "kvproof.reference.wire"}
 
 
 def module_name(path: Path) -> str:

@@ -207,7 +207,7 @@ def test_profiles_name_real_files_and_the_config_selects_them():
     assert not any("test_impl_" in t for t in spec_tests) and set(spec_tests) < set(tests)
     assert "stateful_tests/tree/tests/test_vectors.py" in spec_tests
     ci = targets_for("ci", ROOT, ["reference"])
-    assert {t.module for t in ci} == {"reference/radix_tree.py", "reference/sequences.py"}
+    assert {t.module for t in ci} == {"reference/radix_tree.py", "reference/sequences.py", "reference/wire.py"}
     config = mutmut_config(quick)
     assert 'only_mutate = ["src/kvproof/spec/coverage.py"' in config and "kvproof.stateful_tests.mutation.ttd" in config
     assert "kvproof.stateful_tests.mutation.order" in config and "kvproof.stateful_tests.mutation.stall" in config
@@ -231,7 +231,7 @@ def test_every_module_of_every_layer_has_its_ci_judges():
 def test_paths_select_a_module_or_a_layer_and_refuse_an_unknown_one():
     assert [t.module for t in targets_for("ci", ROOT, ["reference/sequences.py"])] == ["reference/sequences.py"]
     assert [t.module for t in targets_for("ci", ROOT, ["impl/lane.py", "reference"])] == [
-        "reference/radix_tree.py", "reference/sequences.py", "impl/lane.py"]
+        "reference/radix_tree.py", "reference/sequences.py", "reference/wire.py", "impl/lane.py"]
     for bad in ("reference/nothing.py", "kvproof/cli.py", "refer"):
         with pytest.raises(MutateProfileError):
             targets_for("ci", ROOT, [bad])

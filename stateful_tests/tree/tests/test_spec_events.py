@@ -21,7 +21,6 @@ refuses; crtc.md §1 "Events"):
   the worker id first, then the dp rank as a u32;
 - the encoders write Dynamo's layout byte for byte (compact separators, optional fields as null), and
   decoding what they write gives back the event;
-- the fast path answers exactly what the strict reading answers, or declines (``fast_decode``'s law);
 - a store that names its own parent is an ``InvalidBlockSequence`` (E14); the event set is closed.
 """
 
@@ -43,12 +42,10 @@ from kvproof.spec.events import (
     check_not_self_parented,
     check_rank,
     decode_event,
-    decode_event_strictly,
     decode_router_event,
     encode_event,
     encode_router_event,
     event_data_json,
-    fast_decode,
     is_self_parented,
     parse_event,
 )
@@ -115,119 +112,6 @@ def test_router_event_matches_the_bindings_dump_layout():
         "event": {"event_id": 0, "data": {"stored": {"parent_hash": None, "start_position": None,
                   "blocks": [{"block_hash": 100, "tokens_hash": 1, "mm_extra_info": None}]}}, "dp_rank": 0},
     }
-
-
-# ------------------------------------------------------------------ the fast path agrees with the strict reading
-
-
-def strict_outcome(decoder, payload):
-    """What ``decoder`` makes of ``payload``: the event, or the error class it raises."""
-    try:
-        return decoder(payload)
-    except MalformedEvent:
-        return MalformedEvent
-
-
-def fast_agrees(fast, payload):
-    """The fast-path law: ``fast`` declines (None) or answers exactly what the strict reading answers."""
-    answer = fast(payload)
-    return answer is None or answer == strict_outcome(decode_event_strictly, payload)
-
-
-def mutated_payloads():
-    from hypothesis import strategies as st
-
-    from kvproof.stateful_tests.fuzz.grammar import event_text
-    from kvproof.stateful_tests.fuzz.mutate import apply_mutations, mutations
-
-    texts = event_text().map(str.encode)
-    return st.one_of(texts, st.builds(apply_mutations, texts, mutations))
-
-
-PLAIN = [
-    KvCacheEvent(7, Stored(None, (Block(1, 100), Block(2, 200))), 0),
-    KvCacheEvent(8, Stored(100, (Block(3, 2**64 - 1),)), 3),
-    KvCacheEvent(9, Removed((200, 2**64 - 1, 5)), 0),
-    KvCacheEvent(10, Removed(()), 0),
-    KvCacheEvent(11, Cleared(), 2**32 - 1),
-    KvCacheEvent(12, Stored(None, ()), 0),
-    KvCacheEvent(2**64 - 1, Removed(()), 0),  # 20 digits: the hashes are bounded, and there are none
-    KvCacheEvent(2**64 - 1, Stored(None, ()), 0),
-]
-
-
-@pytest.mark.parametrize("event", PLAIN, ids=plain_id)
-def test_fast_path_answers_every_plain_event_as_the_strict_reading_does(event):
-    payload = encode_event(event)
-    assert fast_decode(payload) == decode_event_strictly(payload) == event
-    assert fast_decode(payload.decode()) == event
-    assert fast_decode(bytearray(payload)) == event
-
-
-@pytest.mark.parametrize(
-    "payload",
-    [
-        b'{"event_id":1,"event_id":2,"data":"cleared"}',  # a known field twice: the string count
-        b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"block_hash":2}]}}}',
-        b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"mm_extra_info":null,"mm_extra_info":null}]}}}',
-        b'{"event_id":-0,"data":"cleared"}',  # a minus sign
-        b'{"event_id":1,"data":{"removed":{"block_hashes":[18446744073709551616]}}}',  # past U64_MAX
-        b'{"event_id":1,"data":{"stored":{"parent_hash":18446744073709551616,"blocks":[]}}}',
-        b'{"event_id":18446744073709551616,"data":"cleared"}',
-        b'{"event_id":1,"data":{"stored":{"blocks":[{"block\\u005fhash":1,"tokens_hash":1,"block_hash":2}]}}}',  # an escape
-        b'{"event_id":1,"data":"cleared","x":1}',  # an unknown field: ignored values are the strict path's
-        '{"event_id":1,"data":"cleared","\u00e9":1}',  # not ASCII
-        b'{"event_id":1,"data":{"cleared":null,"removed":{"block_hashes":[]}}}',  # two variants
-        b'{"event_id":1,"data":{}}',
-        b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"mm_extra_info":{"mm_objects":[]}}]}}}',
-        # two fields given twice where a block leaves mm_extra_info out: each block's keys are counted as given
-        b'{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":1,"tokens_hash":1,"tokens_hash":1,"block_hash":1,'
-        b'"mm_extra_info":null},{"block_hash":2,"tokens_hash":2}]}}}',
-    ],
-)
-def test_fast_path_leaves_to_the_strict_reading_what_it_cannot_vouch_for(payload):
-    assert fast_decode(payload) is None
-    assert fast_agrees(fast_decode, payload)
-
-
-def test_fast_path_law_on_the_fuzzers_grammar():
-    """fast_decode(p) is None or equals the strict reading, on hostile and mutated event text; it must answer some."""
-    from hypothesis import HealthCheck, given, settings
-
-    answered = []
-
-    @settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-    @given(mutated_payloads())
-    def law(payload):
-        assert fast_agrees(fast_decode, payload), payload
-        answered.append(fast_decode(payload) is not None)
-
-    law()
-    assert any(answered), "the fast path declined every payload: the law would hold vacuously"
-
-
-def test_fast_path_law_catches_a_fast_path_that_trusts_a_plain_json_reading():
-    """Negative control: reading with plain ``json.loads`` (last duplicate wins, NaN taken) breaks the law on the grammar."""
-    from hypothesis import HealthCheck, find, settings
-
-    def naive(payload):
-        try:
-            return decode_event_strictly(json.loads(payload))
-        except (ValueError, MalformedEvent):
-            return None
-
-    found = find(mutated_payloads(), lambda p: not fast_agrees(naive, p),
-                 settings=settings(max_examples=2000, database=None, derandomize=True, suppress_health_check=list(HealthCheck)))
-    assert not fast_agrees(naive, found)
-
-
-def test_fast_path_law_holds_on_every_hostile_case():
-    from kvproof.stateful_tests.fuzz.tests.test_hostile_cases import CASES
-
-    payloads = [c.args[1] for _, c, _, _ in CASES if c.op == "apply_event" and isinstance(c.args[1], (bytes, bytearray, str))]
-    assert len(payloads) > 20
-    for payload in payloads:
-        assert fast_agrees(fast_decode, payload), payload
 
 
 # ------------------------------------------------------------------ every refusal names the path of its bad field
@@ -491,7 +375,7 @@ def test_a_parser_that_runs_out_of_stack_is_refused_not_a_recursion_error(monkey
 
     monkeypatch.setattr(events, "json", OutOfStack)
     with pytest.raises(MalformedEvent, match=exactly("Failed to deserialize KvCacheEvent: nested too deeply")):
-        decode_event_strictly('{"event_id":1,"data":"cleared"}')
+        decode_event('{"event_id":1,"data":"cleared"}')
     with pytest.raises(MalformedEvent, match=exactly("Failed to deserialize RouterEvent: nested too deeply")):
         decode_router_event('{"worker_id":1,"event":{"event_id":1,"data":"cleared"}}')
 
@@ -499,7 +383,7 @@ def test_a_parser_that_runs_out_of_stack_is_refused_not_a_recursion_error(monkey
 @pytest.mark.parametrize(("payload", "expected"), BOUNDARY_ACCEPTANCES, ids=plain_id)
 def test_each_boundary_value_is_accepted_and_decoded_to_its_exact_value(payload, expected):
     for form in wire_forms(payload):
-        assert decode_event(form) == decode_event_strictly(form) == expected
+        assert decode_event(form) == expected
 
 
 # ------------------------------------------------------------------ a RouterEvent (a dump line)

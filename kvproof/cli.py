@@ -1625,8 +1625,10 @@ def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) 
               help="crowd sizes (repeatable; default: 100, 1,000 and 10,000 ranks on one prefix)")
 @click.option("--tree", "names", type=click.Choice(["reference", "impl", "dynamo"]), multiple=True,
               help="trees to measure (repeatable; default: all three)")
+@click.option("--repeats", type=click.IntRange(1), default=3, show_default=True,
+              help="runs of the whole workload, interleaved (the median of each figure is reported)")
 @json_option
-def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], json_path: str | None) -> None:
+def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, json_path: str | None) -> None:
     """Per-op cost of a store and of a removal when many ranks share one prefix, and its growth, beside Dynamo.
 
     Ratios and exponents are by CPU time (this process); wall time is shown beside it.
@@ -1635,11 +1637,11 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], json_path: str |
 
     if any(n < 2 for n in sizes) or len(set(sizes)) == 1:
         raise click.BadParameter("give at least two different sizes, each at least 2", param_hint="--ranks")
-    report = crowd.run_crowd(tuple(sorted(set(sizes))) or crowd.SIZES, names)
+    report = crowd.run_crowd(tuple(sorted(set(sizes))) or crowd.SIZES, names, repeats)
     for name, why in report.missing.items():
         click.echo(f"bench crowd: {name} left out: {why}")
     click.echo(f"workload: n workers each store the same {crowd.PREFIX_BLOCKS}-block prefix (one node, n holders), "
-               "then each is removed; per op = the phase's time / n")
+               f"then each is removed; per op = the phase's time / n; the median of {repeats} runs")
     out.print_table(crowd.HEADERS, report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
     for line in report.goal_lines():
         click.echo(line)

@@ -26,6 +26,7 @@ The workload: ``n`` workers, each storing the same ``PREFIX_BLOCKS``-block prefi
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 import time
 import tracemalloc
@@ -166,12 +167,23 @@ class CrowdReport:
                 "exponents": {t: dict(zip(("store", "remove"), self.exponents(t))) for t in trees}}
 
 
-def run_crowd(sizes: tuple[int, ...] = SIZES, names: tuple[str, ...] = ()) -> CrowdReport:
-    """Every tree at every size, sizes interleaved so a noisy moment hits all trees alike."""
+def run_crowd(sizes: tuple[int, ...] = SIZES, names: tuple[str, ...] = (), repeats: int = 3) -> CrowdReport:
+    """Every tree at every size, ``repeats`` times, sizes and trees interleaved so a noisy moment hits all trees alike;
+    each figure is the median of its repeats (Dynamo's own per-op CPU moved from 4.5 to 35 us between single runs on
+    a shared machine: its runtime thread's cost depends on the machine's load)."""
     trees = [t for t in crowd_trees() if not names or t[0] in names]
     missing = {name: why for name, factory, why in trees if factory is None}
-    points = [measure_crowd(name, factory, n) for n in sizes for name, factory, _ in trees if factory is not None]
-    return CrowdReport(points, missing)
+    runs = [measure_crowd(name, factory, n)
+            for _ in range(repeats) for n in sizes for name, factory, _ in trees if factory is not None]
+    return CrowdReport([median_point([p for p in runs if (p.tree, p.ranks) == key])
+                        for key in dict.fromkeys((p.tree, p.ranks) for p in runs)], missing)
+
+
+def median_point(points: list[CrowdPoint]) -> CrowdPoint:
+    """One tree at one size: the median of each figure over its repeats."""
+    first = points[0]
+    return CrowdPoint(first.tree, first.ranks, *(statistics.median(getattr(p, f) for p in points)
+                                                 for f in ("store_cpu", "store_wall", "remove_cpu", "remove_wall")))
 
 
 # ----------------------------------------------------------------------------- work counts

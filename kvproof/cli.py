@@ -1882,9 +1882,13 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 @click.option("--rejudge", "rejudge_path", type=click.Path(exists=True, dir_okay=False), default=None, metavar="JSON",
               help="judge again only what this earlier --json report (same profile and shard; its modules or some of them) left unsettled: "
                    "its survivors, gaps, unchecked mutants and every mutant of an edited function; carry its kills")
+@click.option("--gate-ttd", "gate_sample", type=click.IntRange(0), default=None,
+              help="after the run, switch on this many of its killed mutants (every k-th by name) one at a time and time "
+                   "`kvproof check --profile PROFILE --fail-fast` until it fails; default: 10 for quick, 0 for ci")
 @json_option
 def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
-           equivalents_path: str | None, merge_paths: tuple[str, ...], rejudge_path: str | None, json_path: str | None) -> None:
+           equivalents_path: str | None, merge_paths: tuple[str, ...], rejudge_path: str | None, gate_sample: int | None,
+           json_path: str | None) -> None:
     """Mutation testing with mutmut: does the suite notice a changed rule? (stateful_tests/mutation/)
 
     Prints the score per module and layer (killed / (killed + survived); mutants no test reaches are
@@ -1948,6 +1952,14 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
                    f"{len(run.report.mutants) - run.carried} judged now")
     extra = {"profile": profile, "paths": list(layers), "shard": str(shard), "seconds": round(run.seconds, 2),
              "max_children": max_children, "carried": run.carried, "rejudged_from": rejudge_path}
+    from .stateful_tests.mutation import gate_ttd
+
+    sample = gate_ttd.SAMPLE[profile] if gate_sample is None else gate_sample
+    if sample:
+        click.echo(f"kvproof mutate: timing the gate on {sample} of the killed mutants (kvproof check --fail-fast each)")
+        found = gate_ttd.run_gate_ttd(work, run.report.mutants, sample, profile, root, say=say)
+        extra["gate_ttd"] = [d.to_json() for d in found]
+        extra["gate_ttd_line"] = gate_ttd.summary(found, profile)
     _show_mutate(run.report, run.seconds, "" if shard.whole else f" shard={shard}", json_path, extra)
 
 
@@ -2009,6 +2021,8 @@ def _show_mutate(report: Any, seconds: float, suffix: str, json_path: str | None
     click.echo(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'}, 90th percentile "
                f"{'-' if p90 is None else f'{p90:.3f} s'}, over {timed} killed mutants (pytest -x in mutmut's sessions); "
                f"{len(report.mutants)} mutants in {seconds:.1f} s")
+    if extra.get("gate_ttd_line"):
+        click.echo(extra["gate_ttd_line"])
     if json_path:
         out.write_json(json_path, "mutate", report.to_json(extra))
     failures = report.failures()

@@ -1,6 +1,8 @@
 """Sequential implementations, exact, checked against the spec.
 
 - ``radix_tree.RadixTree``: the compressed radix tree, a drop-in for ``dynamo._core.RadixTree``.
+- ``sequences``: the active-sequence state (``ActiveSequences``, the slot tracker).
+- ``wire``: the trees' fast reading of an event (msgspec), agreeing with ``spec.events.decode_event``.
 """
 
 if __name__ != "kvproof.reference":

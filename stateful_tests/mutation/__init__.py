@@ -7,6 +7,7 @@ reach the changed function; a failing test *kills* the mutant, passing tests let
 - ``workspace``: the copy of the tree mutmut works in (under ``.kvproof-mutate/``) and its config;
 - ``driver``: mutmut run as a subprocess in that copy, a shard's mutant names, the results read back;
 - ``ttd``: the pytest plugin that records how long each mutant took to be detected;
+- ``gate_ttd``: the gate's time to detection (``kvproof check --fail-fast``) over a sample of the killed mutants;
 - ``order``: the pytest plugin that runs a mutant's tests one file at a time, the cheapest file first;
 - ``stall``: the pytest plugin that ends a mutant's session as a timeout when one test file runs far past its cost;
 - ``equivalents``: the reviewed list of mutants that change nothing (docs/mutation-equivalents.toml);

@@ -186,10 +186,12 @@ def cleared_ranks(rank: Rank, worker_ranks: Sequence[Rank], rules: RuleSet = DEF
     The rank itself; or, where the event clears the whole worker (``clears_whole_worker``), every rank
     of the worker the tree knows (the sender alone when it knows none).
 
+    >>> from kvproof.spec.contract import cleared_ranks
+    >>> from kvproof.spec.primitives import Rank
     >>> from kvproof.spec.rules import RULE_SETS
     >>> known = [Rank(1, 0), Rank(1, 1)]
     >>> cleared_ranks(Rank(1, 1), known), cleared_ranks(Rank(1, 1), known, RULE_SETS["dynamo-1.3"])
-    ([Rank(worker_id=1, dp_rank=1)], [Rank(worker_id=1, dp_rank=0), Rank(worker_id=1, dp_rank=1)])
+    ([(1, 1)], [(1, 0), (1, 1)])
     """
     if clears_whole_worker(rules):
         return list(worker_ranks) or [rank]

@@ -11,24 +11,27 @@ Variants change what is *exact*, never what is *safe*: the contract of
 parent) is the same under every rule set, and a release that breaks it has a bug whatever
 rule set it is judged by.
 
-The variants:
+The variants are the members of ``Variant`` (named in reports as below). Each is a parameter of the
+spec rule it changes, whose docstring says which releases follow which rule; the trees hold a
+``RuleSet`` and pass it through, and never branch on a variant themselves:
 
-- ``reuse-dead-nodes``: a node that has lost every holder is reused (split, extended) by a
+- ``reuse-dead-nodes`` (``spec.shape.is_released_by_store``, ``is_released_at_eviction``): a node that has lost every holder is reused (split, extended) by a
   later store that passes through it, instead of being released and rebuilt
   (docs/dynamo-findings.md F1). The shape differs, so ``early_exit`` answers, the dump's
   cut into events, and which lookup entries a later removal scrubs differ too.
-- ``cleared-clears-worker``: a ``cleared`` event from ``(worker, dp_rank)`` empties every
+- ``cleared-clears-worker`` (``spec.contract.clears_whole_worker``, ``cleared_ranks``): a ``cleared`` event from ``(worker, dp_rank)`` empties every
   rank of the worker, not just the one that sent it (the contract's ``on_cleared`` follows
   the same variant: what the event *means* changes, not what is safe).
-- ``self-parent-allowed``: a store whose parent is its own first block is not refused as
+- ``self-parent-allowed`` (``spec.shape.check_store_parent``): a store whose parent is its own first block is not refused as
   an invalid sequence; it is handled like any other store.
-- ``blocks-as-arrays`` (wire format): a stored block may be written as the array
+- ``blocks-as-arrays`` (wire format; no tree rule, the bad-input law's ``VALID_UNDER``): a stored block may be written as the array
   ``[block_hash, tokens_hash]`` instead of an object; the reference refuses it as malformed.
-- ``per-block-nodes``: every node holds exactly one block (no compressed edges), and a
+- ``per-block-nodes`` (``spec.shape.attached_edges``, ``may_extend_leaf``, ``should_clear_children``,
+  ``is_released_at_eviction``; ``spec.dump.merges_chains``; ``spec.invariants.is_holderless_childless``): every node holds exactly one block (no compressed edges), and a
   removal never clears the children of a node nobody holds; the tree of releases before
   the compressed radix tree. ``early_exit`` then stops after the
   first *block* where one rank is left, and the dump writes one event per block.
-- ``removal-skips-unknown`` (the concurrent tree): a removal skips a hash the rank does not
+- ``removal-skips-unknown`` (the concurrent tree; ``spec.coverage.remove_batch``): a removal skips a hash the rank does not
   hold and the event succeeds (a rank the tree has never seen still gets ``BlockNotFound``);
   the single-threaded tree removes the held ones and then reports ``BlockNotFound``.
 
@@ -44,7 +47,7 @@ binding, ``KvIndexer``), ``concurrent`` for ``ThreadPoolIndexer<ConcurrentRadixT
 (the standalone indexer with two or more threads, the selection service, the frontend router).
 
 Source: observed on every release of ai-dynamo-runtime from 0.6.1 to 1.6.1
-(``kvproof releases``; docs/releases.md); upstream references in ``VARIANTS``.
+(``kvproof releases``; docs/releases.md); upstream references in ``Variant``'s members.
 """
 
 from __future__ import annotations

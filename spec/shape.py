@@ -116,7 +116,9 @@ def attached_edges(blocks: tuple[Block, ...], rules: RuleSet = DEFAULT_RULES) ->
 
     Source: spec/rules.py (``Variant.PER_BLOCK_NODES``); docs/releases.md.
 
+    >>> from kvproof.spec.primitives import Block
     >>> from kvproof.spec.rules import RULE_SETS
+    >>> from kvproof.spec.shape import attached_edges
     >>> blocks = (Block(1, 10), Block(2, 20))
     >>> [len(edge) for edge in attached_edges(blocks)], [len(edge) for edge in attached_edges(blocks, RULE_SETS["dynamo-0.6"])]
     ([2], [1, 1])

@@ -27,7 +27,9 @@ tree's per-thread lookups, which are repaired lazily).
 
 All decisions (cover, promote, split, extend, store plans, descend plans, removal
 cutoffs, the match walk) are taken by the pure functions of ``spec``; this module only
-applies them to mutable nodes and keeps the lookups in step.
+applies them to mutable nodes and keeps the lookups in step. So are the release variants
+(``spec.rules.Variant``): the tree holds its ``RuleSet`` and passes it to the spec functions whose
+rules a variant changes, and never asks which variants it follows.
 
 Errors and atomicity
 --------------------
@@ -48,6 +50,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..spec.contract import cleared_ranks
 from ..spec.coverage import (
     EdgeState,
     cover_prefix,
@@ -55,7 +58,6 @@ from ..spec.coverage import (
     current_cutoff,
     drop_worker,
     holders,
-    is_held,
     new_edge,
     promote,
     removal_run,
@@ -70,7 +72,6 @@ from ..spec.events import (
     Payload,
     Removed,
     Stored,
-    check_not_self_parented,
     check_rank,
     check_worker_id,
     dispatch,
@@ -86,7 +87,11 @@ from ..spec.shape import (
     Reuse,
     ReuseAndExtend,
     SplitAndAttach,
+    attached_edges,
+    check_store_parent,
     extend_leaf,
+    is_released_at_eviction,
+    is_released_by_store,
     may_extend_leaf,
     plan_descend,
     plan_store_at,
@@ -161,13 +166,7 @@ class RadixTree(TreeReads):
 
     def __init__(self, rules: RuleSet = DEFAULT_RULES) -> None:
         """``rules``: the rule set to follow (``spec.rules``); the default is the reference as written."""
-        self.rules = rules
-        self._reuse_dead = rules.has("reuse-dead-nodes")
-        self._per_block = rules.has("per-block-nodes")
-        self.dump_merges_chains = not self._per_block
-        self._cleared_worker = rules.has("cleared-clears-worker")
-        self._self_parent_allowed = rules.has("self-parent-allowed")
-        self._skip_unknown = rules.has("removal-skips-unknown")
+        self.rules = rules  # passed to every spec function whose rule a variant changes (spec.dump.TreeReads too)
         self.root = Node(ROOT_STATE)
         self._lookups: dict[Rank, dict[int, Node]] = {}
         self._ranks_of: dict[int, dict[Rank, None]] = {}  # worker -> its ranks with a lookup, in order of first sight
@@ -188,18 +187,11 @@ class RadixTree(TreeReads):
                 event.data,
                 lambda stored: self._apply_stored(rank, stored),
                 lambda removed: self._apply_removed(rank, removed),
-                lambda _: self._drop_ranks(self._cleared_ranks(rank), forget=True),
+                lambda _: self._drop_ranks(cleared_ranks(rank, self._worker_ranks(rank.worker_id), self.rules), forget=True),
             )
         except KvCacheEventError:
             self._stats["rejected"] += 1
             raise
-
-    def _cleared_ranks(self, rank: Rank) -> list[Rank]:
-        """The ranks a ``cleared`` event from ``rank`` empties: itself, or under variant
-        ``cleared-clears-worker`` every known rank of its worker."""
-        if self._cleared_worker:
-            return self._worker_ranks(rank.worker_id) or [rank]
-        return [rank]
 
     def remove_worker(self, worker_id: int) -> None:
         """Drop every rank of ``worker_id`` and forget them."""
@@ -238,9 +230,7 @@ class RadixTree(TreeReads):
         for path, node in self._reachable_nodes():
             if not self._is_parent_link_consistent(node):
                 problems.append(f"node {path}: is_parent_link_consistent")
-            for name in node_violations(node.state, node.internal, self.child_states(node), node.edge_index):
-                if self._per_block and name == "is_holderless_childless":
-                    continue  # the per-block tree keeps the children of a node nobody holds
+            for name in node_violations(node.state, node.internal, self.child_states(node), node.edge_index, self.rules):
                 problems.append(f"node {path}: {name}")
         indexed = {rank for ranks in self._ranks_of.values() for rank in ranks}
         if indexed != set(self._lookups) or any(r.worker_id != w for w, ranks in self._ranks_of.items() for r in ranks):
@@ -298,8 +288,7 @@ class RadixTree(TreeReads):
     # ------------------------------------------------------------------ store
 
     def _apply_stored(self, rank: Rank, stored: Stored) -> None:
-        if not self._self_parent_allowed:
-            check_not_self_parented(stored)  # RadixTree only (crtc.md §12 item 1, E14)
+        check_store_parent(stored, self.rules)  # RadixTree only (crtc.md §12 item 1, E14)
         parent_hash, blocks = stored.parent_hash, stored.blocks
         lookup = self._lookup_of(rank)
         if parent_hash is None:
@@ -334,7 +323,7 @@ class RadixTree(TreeReads):
         remaining = blocks
         while remaining:
             child = parent.children.get(remaining[0].local)
-            if child is not None and not is_held(child.state) and not self._reuse_dead:
+            if child is not None and is_released_by_store(child.state, self.rules):
                 # A node nobody holds is released, not reused: the store builds a fresh node
                 # in its place (observed on ai-dynamo-runtime 1.6.1; docs/dynamo-findings.md F1).
                 del parent.children[remaining[0].local]
@@ -367,19 +356,17 @@ class RadixTree(TreeReads):
             parent, remaining = child, remaining[n:]
 
     def _may_extend(self, node: Node, rank: Rank) -> bool:
-        return not self._per_block and may_extend_leaf(node.internal, node.state, rank)
+        return may_extend_leaf(node.internal, node.state, rank, self.rules)
 
     def _attach(self, parent: Node, rank: Rank, blocks: tuple[Block, ...]) -> None:
-        if self._per_block and len(blocks) > 1:  # variant per-block-nodes: a chain of one-block nodes
-            for block in blocks:
-                self._attach(parent, rank, (block,))
-                parent = parent.children[block.local]
-            return
-        child = Node(new_edge(blocks, rank), parent)
-        parent.children[blocks[0].local] = child
-        parent.internal = True
-        self._stats["child_inserts"] += 1
-        self._point(rank, blocks, child)
+        """Attach ``blocks`` below ``parent`` as the chain of new nodes ``spec.shape.attached_edges`` cuts."""
+        for edge in attached_edges(blocks, self.rules):
+            child = Node(new_edge(edge, rank), parent)
+            parent.children[edge[0].local] = child
+            parent.internal = True
+            self._stats["child_inserts"] += 1
+            self._point(rank, edge, child)
+            parent = child
 
     def _extend(self, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
         before = node.state
@@ -415,11 +402,11 @@ class RadixTree(TreeReads):
     # ------------------------------------------------------------------ remove
 
     def _apply_removed(self, rank: Rank, removed: Removed) -> None:
-        known = rank in self._lookups  # variant removal-skips-unknown skips hashes of a rank the tree has seen
+        known = rank in self._lookups  # whether the tree has seen the rank (spec.coverage.remove_batch)
         lookup = self._lookup_of(rank)
         hashes = removed.block_hashes
         remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed),
-                     self._skip_unknown and known)
+                     self.rules, known)
 
     def _remove_run(self, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]) -> int | None:
         """Remove the run of hashes from ``i`` on one node; return how many it consumed, None if ``hashes[i]`` is not held."""
@@ -461,12 +448,11 @@ class RadixTree(TreeReads):
         shipped in 1.6.0; docs/dynamo-findings.md F1); before that a dead leaf stayed attached until
         a later store passed it, so under churn such leaves piled up (issue 12's soak). Nothing a
         query, a store or a dump can see changes: a dead node credits no one and a store passing it
-        builds a fresh node anyway. A node that still has children, and the root, stay. Variants
-        ``reuse-dead-nodes`` and ``per-block-nodes`` (older releases) keep dead nodes.
+        builds a fresh node anyway. A node that still has children, and the root, stay. Which releases
+        release so is ``spec.shape.is_released_at_eviction``'s (the older ones keep dead nodes).
         """
-        if self._reuse_dead or self._per_block:
-            return
-        while node is not self.root and node.parent is not None and not node.children and not is_held(node.state):
+        while node is not self.root and node.parent is not None and is_released_at_eviction(
+                node.state, len(node.children), self.rules):
             parent, key = node.parent, node.state.edge[0].local
             if parent.children.get(key) is not node:
                 return
@@ -476,8 +462,8 @@ class RadixTree(TreeReads):
 
     def _clear_children_if_unheld(self, node: Node) -> None:
         # Removal clears children only when no full-edge worker remains; internal stays sticky.
-        # Variant per-block-nodes: the per-block tree never clears a node's children.
-        if not self._per_block and should_clear_children(node.state, len(node.children)):
+        # Which releases clear (the per-block tree never does) is spec.shape.should_clear_children's.
+        if should_clear_children(node.state, len(node.children), self.rules):
             node.children = {}
             self._stats["children_cleared"] += 1
 

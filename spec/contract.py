@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 
 from .events import Cleared, EventData, Removed, Stored
 from .primitives import EMPTY_MAP, FrozenMap, Rank
+from .rules import DEFAULT_RULES, RuleSet, Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,15 +164,38 @@ def on_removed(state: ContractState, rank: Rank, removed: Removed) -> ContractSt
     return state.set(rank, RankHoldings(FrozenMap(held), reachable))
 
 
-def on_cleared(state: ContractState, rank: Rank, whole_worker: bool = False) -> ContractState:
-    """Return the contract state after ``rank`` dropped everything.
+def on_cleared(state: ContractState, rank: Rank, rules: RuleSet = DEFAULT_RULES) -> ContractState:
+    """Return the contract state after a ``cleared`` event from ``rank``: the ranks of ``cleared_ranks`` dropped everything."""
+    return on_remove_worker(state, rank.worker_id) if clears_whole_worker(rules) else state.delete(rank)
 
-    ``whole_worker`` is rule variant ``cleared-clears-worker`` (``spec.rules``): the event
-    then empties every rank of the rank's worker, as releases before 1.4.0 did.
+
+def clears_whole_worker(rules: RuleSet = DEFAULT_RULES) -> bool:
+    """Check if a ``cleared`` event from ``(worker, dp_rank)`` empties every rank of the worker, not that rank alone.
+
+    It empties the one rank from 1.4.0 on; under ``Variant.CLEARED_CLEARS_WORKER`` (0.6.1 to 1.3.1) the
+    whole worker. What the event *means* changes, so the contract follows the same rule as the tree.
+
+    Source: spec/rules.py (``Variant.CLEARED_CLEARS_WORKER``); docs/releases.md.
     """
-    if whole_worker:
-        return on_remove_worker(state, rank.worker_id)
-    return state.delete(rank)
+    return rules.has(Variant.CLEARED_CLEARS_WORKER)
+
+
+def cleared_ranks(rank: Rank, worker_ranks: Sequence[Rank], rules: RuleSet = DEFAULT_RULES) -> list[Rank]:
+    """Return the ranks a ``cleared`` event from ``rank`` empties in a tree that knows ``worker_ranks`` of its worker.
+
+    The rank itself; or, where the event clears the whole worker (``clears_whole_worker``), every rank
+    of the worker the tree knows (the sender alone when it knows none).
+
+    >>> from kvproof.spec.contract import cleared_ranks
+    >>> from kvproof.spec.primitives import Rank
+    >>> from kvproof.spec.rules import RULE_SETS
+    >>> known = [Rank(1, 0), Rank(1, 1)]
+    >>> cleared_ranks(Rank(1, 1), known), cleared_ranks(Rank(1, 1), known, RULE_SETS["dynamo-1.3"])
+    ([(1, 1)], [(1, 0), (1, 1)])
+    """
+    if clears_whole_worker(rules):
+        return list(worker_ranks) or [rank]
+    return [rank]
 
 
 def on_remove_worker_dp_rank(state: ContractState, rank: Rank) -> ContractState:
@@ -186,14 +210,14 @@ def on_remove_worker(state: ContractState, worker_id: int) -> ContractState:
 
 
 def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool,
-             cleared_whole_worker: bool = False) -> ContractState:
-    """Dispatch one event to its handler (``cleared_whole_worker``: see ``on_cleared``)."""
+             rules: RuleSet = DEFAULT_RULES) -> ContractState:
+    """Dispatch one event to its handler (``rules``: see ``on_cleared``)."""
     if isinstance(data, Stored):
         return on_stored(state, rank, data, accepted)
     if isinstance(data, Removed):
         return on_removed(state, rank, data)
     if isinstance(data, Cleared):
-        return on_cleared(state, rank, cleared_whole_worker)
+        return on_cleared(state, rank, rules)
     raise TypeError(f"not an event: {data!r}")
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from .arith import PY, Arith
 from .errors import BlockNotFound
 from .primitives import EMPTY_MAP, EMPTY_SET, Block, FrozenMap, FrozenSet, Rank
+from .rules import DEFAULT_RULES, RuleSet, Variant
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,11 +241,13 @@ def stale_hashes(edge: tuple[Block, ...], uncovered: range, removed: int) -> lis
 
 
 def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, set[int]], int | None],
-                 skip_unknown: bool = False) -> None:
+                 rules: RuleSet = DEFAULT_RULES, rank_known: bool = True) -> None:
     """Apply a ``removed`` batch: every hash the rank holds is removed first, then the first one it did not hold is reported.
 
-    ``skip_unknown`` (variant ``removal-skips-unknown``, the concurrent tree): a hash the rank does not
-    hold is skipped and nothing is reported.
+    ``rules``: under ``Variant.REMOVAL_SKIPS_UNKNOWN`` (the concurrent indexer of 1.1.0 to 1.6.1) a hash the
+    rank does not hold is skipped and nothing is reported, provided the tree has seen the rank
+    (``rank_known``); a rank it has never seen still gets ``BlockNotFound``. The single-threaded tree
+    of every release reports.
 
     ``remove_from(i, scrubbed)`` removes the run that starts at ``hashes[i]`` and returns how
     many hashes it consumed (at least 1), or None when the rank does not hold ``hashes[i]``;
@@ -264,5 +267,5 @@ def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, 
             missing = hashes[i] if missing is None else missing
             consumed = 1
         i += consumed
-    if missing is not None and not skip_unknown:
+    if missing is not None and not (rules.has(Variant.REMOVAL_SKIPS_UNKNOWN) and rank_known):
         raise BlockNotFound(f"Failed to find block {missing} for {rank}")

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from .coverage import EdgeState, holders
 from .events import KvCacheEvent, Stored, encode_router_event
 from .primitives import Rank
+from .rules import DEFAULT_RULES, RuleSet, Variant
 from .shape import child_key
 
 N = TypeVar("N")
@@ -42,7 +43,7 @@ ChildrenOf = Callable[[Any], Mapping[int, Any]]
 def dump_chains(root: N, state_of: StateOf, children_of: ChildrenOf, merge: bool = True) -> list[tuple[Rank, Stored]]:
     """Return the dump as ``(rank, Stored)`` pairs, parents before children.
 
-    ``merge=False`` writes every node as its own events (variant ``per-block-nodes`` of
+    ``merge=False`` writes every node as its own events (``Variant.PER_BLOCK_NODES`` of
     ``spec.rules``: the per-block tree's dump is one event per block).
     """
     out: list[tuple[Rank, Stored]] = []
@@ -119,6 +120,17 @@ def tree_shape(root: N, state_of: StateOf, children_of: ChildrenOf, internal_of:
     return sorted(out, key=repr)
 
 
+def merges_chains(rules: RuleSet = DEFAULT_RULES) -> bool:
+    """Check if a tree following ``rules`` dumps merged chains (``dump_chains(merge=True)``).
+
+    Every compressed tree (1.3.0 on) merges; the per-block tree (``Variant.PER_BLOCK_NODES``, releases up
+    to 1.2.1) writes one event per node, that is per block.
+
+    Source: spec/rules.py (``Variant.PER_BLOCK_NODES``); docs/releases.md.
+    """
+    return not rules.has(Variant.PER_BLOCK_NODES)
+
+
 class TreeReads:
     """The whole-tree reads, answered by the functions above for any tree that has a ``root``.
 
@@ -130,7 +142,7 @@ class TreeReads:
     """
 
     root: Any
-    dump_merges_chains: bool = True  # False: one dump event per node (spec.rules variant per-block-nodes)
+    rules: RuleSet = DEFAULT_RULES  # the rule set the tree follows (``merges_chains``)
 
     @staticmethod
     def state_of(node: Any) -> EdgeState:
@@ -146,7 +158,7 @@ class TreeReads:
 
     def dump_tree_as_events(self) -> list[str]:
         """Return the tree as ``RouterEvent`` JSON strings; applied in order to an empty tree they rebuild it."""
-        return dump_router_events(self.root, self.state_of, self.children_of, self.dump_merges_chains)
+        return dump_router_events(self.root, self.state_of, self.children_of, merges_chains(self.rules))
 
     def snapshot(self) -> dict[Rank, frozenset[int]]:
         """Return the spec's abstract index: for each rank, the external hashes a query can credit it with."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .coverage import EdgeState, covers
+from .rules import DEFAULT_RULES, RuleSet
 from .shape import child_key, should_clear_children
 
 
@@ -63,13 +64,16 @@ def is_internal_if_it_has_children(internal: bool, child_count: int) -> bool:
     return internal or child_count == 0
 
 
-def is_holderless_childless(state: EdgeState, child_count: int) -> bool:
+def is_holderless_childless(state: EdgeState, child_count: int, rules: RuleSet = DEFAULT_RULES) -> bool:
     """Check if a node with no full-edge worker has no children (removal clears them: ``should_clear_children``).
+
+    ``rules``: the per-block tree (``Variant.PER_BLOCK_NODES``, up to 1.2.1) never clears children, so there a
+    node nobody holds keeps its children and the invariant holds trivially.
 
     Source: docs/sources.md#dynamo-crtc-readme "Removal" ("removal may clear children only when no full-edge workers
     remain").
     """
-    return not should_clear_children(state, child_count)
+    return not should_clear_children(state, child_count, rules)
 
 
 def is_edge_index_consistent(edge: tuple, edge_index: Mapping[int, int]) -> bool:
@@ -101,12 +105,13 @@ def node_violations(
     internal: bool,
     children: Mapping[int, EdgeState],
     edge_index: Mapping[int, int] | None = None,
+    rules: RuleSet = DEFAULT_RULES,
 ) -> list[str]:
-    """Return the names of the invariants one non-root node breaks (empty: none)."""
+    """Return the names of the invariants one non-root node breaks (empty: none), under ``rules``."""
     failed = [p.__name__ for p in NODE_PREDICATES if not p(state)]
     if not is_internal_if_it_has_children(internal, len(children)):
         failed.append(is_internal_if_it_has_children.__name__)
-    if not is_holderless_childless(state, len(children)):
+    if not is_holderless_childless(state, len(children), rules):
         failed.append(is_holderless_childless.__name__)
     for key, child in children.items():
         if not is_child_keyed_by_first_local(key, child):

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .arith import PY, Arith
-from .coverage import EdgeState, covers, current_cutoff, holders
+from .coverage import EdgeState, covers, current_cutoff, holders, is_held
+from .events import Stored, check_not_self_parented
 from .primitives import Block, FrozenMap, FrozenSet, Rank
+from .rules import DEFAULT_RULES, RuleSet, Variant
 
 
 def prefix_cutoff(c: Any, p: Any, ops: Arith = PY) -> Any:
@@ -90,17 +92,78 @@ def extend_leaf(state: EdgeState, rank: Rank, tail: tuple[Block, ...]) -> EdgeSt
     return state_with_cutoffs(state.edge + tuple(tail), cutoffs)
 
 
-def may_extend_leaf(internal: bool, state: EdgeState, rank: Rank) -> bool:
+def may_extend_leaf(internal: bool, state: EdgeState, rank: Rank, rules: RuleSet = DEFAULT_RULES) -> bool:
     """Check if ``rank`` may append to this node's edge in place (decode extension).
 
     Allowed only when the node was never internal (the flag is sticky: a node that ever had
     a child is never reopened, even after cleanup removes every child) and the rank holds
     the tail. The caller has already established that the parent hash is the tail.
 
+    ``rules``: under ``Variant.PER_BLOCK_NODES`` (releases up to 1.2.1) no edge is ever extended: every
+    node holds one block. Every compressed tree (1.3.0 on) extends.
+
     Source: docs/sources.md#dynamo-crtc-readme "Decode Extension", "Sticky internal nodes"; docs/sources.md#crtc-4-2
     (``test_cleanup_does_not_reopen_internal_node_for_extension``).
     """
-    return not internal and covers(state, rank, len(state.edge) - 1)
+    return not rules.has(Variant.PER_BLOCK_NODES) and not internal and covers(state, rank, len(state.edge) - 1)
+
+
+def attached_edges(blocks: tuple[Block, ...], rules: RuleSet = DEFAULT_RULES) -> tuple[tuple[Block, ...], ...]:
+    """Return the edges of the chain of new nodes a store attaches for ``blocks``, first to last.
+
+    One node for the whole run (the compressed tree, 1.3.0 on); under ``Variant.PER_BLOCK_NODES``
+    (releases up to 1.2.1) one node per block.
+
+    Source: spec/rules.py (``Variant.PER_BLOCK_NODES``); docs/releases.md.
+
+    >>> from kvproof.spec.primitives import Block
+    >>> from kvproof.spec.rules import RULE_SETS
+    >>> from kvproof.spec.shape import attached_edges
+    >>> blocks = (Block(1, 10), Block(2, 20))
+    >>> [len(edge) for edge in attached_edges(blocks)], [len(edge) for edge in attached_edges(blocks, RULE_SETS["dynamo-0.6"])]
+    ([2], [1, 1])
+    """
+    if rules.has(Variant.PER_BLOCK_NODES):
+        return tuple((block,) for block in blocks)
+    return (blocks,)
+
+
+def is_released_by_store(state: EdgeState, rules: RuleSet = DEFAULT_RULES) -> bool:
+    """Check if a store that reaches a node nobody holds releases it and builds a fresh node in its place.
+
+    So 1.6.0 on (ai-dynamo/dynamo PR #14878; docs/dynamo-findings.md F1). Under ``Variant.REUSE_DEAD_NODES``
+    (1.3.0.post1 to 1.5.1) the dead node is reused (covered again, split) like any other.
+
+    Source: docs/dynamo-findings.md F1; spec/rules.py (``Variant.REUSE_DEAD_NODES``).
+    """
+    return not is_held(state) and not rules.has(Variant.REUSE_DEAD_NODES)
+
+
+def is_released_at_eviction(state: EdgeState, child_count: int, rules: RuleSet = DEFAULT_RULES) -> bool:
+    """Check if a non-root node is released as soon as a removal leaves it so: nobody holds it and it has no child.
+
+    So 1.6.0 on (a dead branch goes leaf by leaf up; ai-dynamo/dynamo PR #14878). The older trees keep
+    dead nodes until a store passes them: ``Variant.REUSE_DEAD_NODES`` (1.3.0.post1 to 1.5.1) and
+    ``Variant.PER_BLOCK_NODES`` (up to 1.2.1).
+
+    Source: docs/dynamo-findings.md F1; spec/rules.py.
+    """
+    if rules.has(Variant.REUSE_DEAD_NODES) or rules.has(Variant.PER_BLOCK_NODES):
+        return False
+    return child_count == 0 and not is_held(state)
+
+
+def check_store_parent(stored: Stored, rules: RuleSet = DEFAULT_RULES) -> None:
+    """Raise ``InvalidBlockSequence`` if ``stored`` names its own parent and ``rules`` refuse that.
+
+    The single-threaded compressed tree (1.3.0 on) refuses it (``spec.events.check_not_self_parented``, E14);
+    under ``Variant.SELF_PARENT_ALLOWED`` (the per-block tree up to 1.2.1, and the concurrent indexer) such a
+    store is handled like any other.
+
+    Source: docs/sources.md#crtc-12 item 1; spec/rules.py (``Variant.SELF_PARENT_ALLOWED``).
+    """
+    if not rules.has(Variant.SELF_PARENT_ALLOWED):
+        check_not_self_parented(stored)
 
 
 # ---------------------------------------------------------------------------------------
@@ -234,10 +297,14 @@ __all__ = [
     "SplitAndAttach",
     "SplitThenInsert",
     "StorePlan",
+    "attached_edges",
+    "check_store_parent",
     "child_key",
     "common_local_prefix",
     "extend_leaf",
     "extended_cutoff",
+    "is_released_at_eviction",
+    "is_released_by_store",
     "may_extend_leaf",
     "plan_descend",
     "plan_store_at",
@@ -248,7 +315,7 @@ __all__ = [
 ]
 
 
-def should_clear_children(state: EdgeState, child_count: int) -> bool:
+def should_clear_children(state: EdgeState, child_count: int, rules: RuleSet = DEFAULT_RULES) -> bool:
     """Check if a removal (or a dropped rank) clears a node's children: it has some, and no full-edge worker remains.
 
     A rank that holds only a prefix of the edge holds nothing below it, so once no rank
@@ -256,7 +323,10 @@ def should_clear_children(state: EdgeState, child_count: int) -> bool:
     ``internal`` flag stays set (sticky). The tree invariant
     ``spec.invariants.is_holderless_childless`` is exactly "this never needs to fire".
 
+    ``rules``: the per-block tree (``Variant.PER_BLOCK_NODES``, releases up to 1.2.1) never clears a node's
+    children; every compressed tree (1.3.0 on) does.
+
     Source: docs/sources.md#dynamo-crtc-readme "Removal" ("removal may clear children only when no full-edge workers
     remain"); docs/sources.md#crtc-4-1.
     """
-    return child_count > 0 and not state.full_edge_workers
+    return child_count > 0 and not state.full_edge_workers and not rules.has(Variant.PER_BLOCK_NODES)

@@ -196,15 +196,15 @@ def gate_rows(family: str) -> list[tuple[str, str, str, str]]:
 
 
 def variant_rows() -> list[tuple[str, str, str, str, str]]:
-    """``(variant, the rule it replaces, what it says instead, upstream, releases)`` from ``spec.rules.VARIANTS``."""
-    from ..spec.rules import VARIANTS
+    """``(variant, the rule it replaces, what it says instead, upstream, releases)`` from ``spec.rules.Variant``."""
+    from ..spec.rules import Variant
 
-    return [(v.name, v.rule, v.statement, v.upstream, v.releases) for v in VARIANTS.values()]
+    return [(str(v), v.rule, v.statement, v.upstream, v.releases) for v in Variant]
 
 
 def rule_set_rows() -> list[tuple[str, str, str, str]]:
     """``(rule set, releases, variants, summary)`` from ``spec.rules.RULE_SETS``, newest first."""
     from ..spec.rules import RULE_SETS
 
-    return [(r.name, f"{r.first} to {r.last}", ", ".join(sorted(r.variants)) or "none: the reference as written", r.summary)
+    return [(r.name, f"{r.first} to {r.last}", ", ".join(map(str, sorted(r.variants))) or "none: the reference as written", r.summary)
             for r in RULE_SETS.values()]

@@ -147,8 +147,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
     from ..stateful_tests.tree.machine import contract_machine_for
 
     recording = Recording(factory)
-    machine = contract_machine_for(recording if record else factory,
-                                   cleared_whole_worker=ctx.rules.has("cleared-clears-worker"))
+    machine = contract_machine_for(recording if record else factory, rules=ctx.rules)
     try:
         run_machine(machine, machine_settings(ctx.profile.tree.machine_examples, ctx.profile.tree.machine_steps), ctx.seed,
                     ctx.profile.tree.shrink_s)
@@ -224,7 +223,7 @@ def _bad_input(ctx: Context, row: Row) -> None:
     tried, problems = check_tree_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"),
                                            variants=variants)
     exempt = [name for name, v in VALID_UNDER.items() if v in variants]
-    row.known += [VALID_UNDER[name] for name in exempt]
+    row.known += [str(VALID_UNDER[name]) for name in exempt]
     row.notes += [f"{name!r} is valid input under variant {VALID_UNDER[name]} (not thrown)" for name in exempt]
     row.checks, row.examples = tried, tried
     if problems:

@@ -208,7 +208,6 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
     starts: list[Any] = [reference()]  # every reference state the rounds so far may have left (see possible_states)
     spans: list[tuple[int, int]] = []  # each round's (first stamp, last stamp)
     states: list[ContractState] = [EMPTY_CONTRACT]  # the contract after each round
-    whole_worker = rules.has("cleared-clears-worker")
     try:
         position = 0
         for number, batch in enumerate(rounds_of(stream.ops)):
@@ -237,7 +236,7 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
             verdict.events += len(carried)
             state = before
             for op, outcome in zip(carried, expected):
-                state = contract_after(state, op, outcome, whole_worker)
+                state = contract_after(state, op, outcome, rules)
             states.append(state)
             unobserved = lacks(tree, "outcomes")
             if unobserved is not None:

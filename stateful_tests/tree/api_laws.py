@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...spec.errors import KvProofError
+from ...spec.rules import Variant
 from ..harness import targets
 from ..harness.surface import LeftOut
 from ..harness.targets import canonical, dump_entries
@@ -150,12 +151,12 @@ def _observe(tree: Any) -> tuple:
     return tuple(sorted(targets.scores(tree, q).items()) for q in PROBES), dump
 
 
-VALID_UNDER: dict[str, str] = {"a block entry a list": "blocks-as-arrays"}
+VALID_UNDER: dict[str, Variant] = {"a block entry a list": Variant.BLOCKS_AS_ARRAYS}
 """Bad inputs that a rule variant (``spec.rules``) makes valid: case name -> variant."""
 
 
 def check_tree_bad_input(factory: Callable[[], Any], require_typed: bool = False,
-                         variants: frozenset[str] = frozenset()) -> tuple[int, list[str]]:
+                         variants: frozenset[Variant] = frozenset()) -> tuple[int, list[str]]:
     """Throw every bad input at a populated tree; return ``(inputs tried, problems)``.
 
     Cases that one of ``variants`` makes valid input (``VALID_UNDER``) are not thrown.

@@ -44,7 +44,7 @@ from ...spec.contract import (
 from ...spec.events import Removed, Stored
 from ...spec.match import early_exit_agrees
 from ...spec.primitives import Rank
-from ...spec.rules import RULE_SETS, RuleSet
+from ...spec.rules import DEFAULT_RULES, RULE_SETS, RuleSet
 from ..harness import lockstep, targets
 from ..harness.paths import ext as path_ext
 from ..harness.shards import WHOLE, Shard, run_parts
@@ -203,8 +203,8 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
     theirs_state: ContractState = EMPTY_CONTRACT  # fed with the oracle's (judges the oracle)
     # What a cleared event means follows the subject's own rule set when it states one (a reference
     # under a rule set), else the oracle's (the reference judging a release under its rules).
-    rules = getattr(a, "rules", None) or getattr(b, "rules", None)
-    whole_worker = isinstance(rules, RuleSet) and rules.has("cleared-clears-worker")
+    stated = getattr(a, "rules", None) or getattr(b, "rules", None)
+    rules = stated if isinstance(stated, RuleSet) else DEFAULT_RULES
     no_early_exit = lacks(a, "early_exit") or lacks(b, "early_exit")
     # A tree whose rule set is not exact (Dynamo's concurrent tree) may differ where the contract leaves the answer open.
     open_zone = any(isinstance(r, RuleSet) and not r.exact for r in (getattr(a, "rules", None), getattr(b, "rules", None)))
@@ -271,8 +271,8 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                 return list(found.values()), compared
             names.learn(op, got)
             left_open = open_zone and contract_leaves_open(state, op)
-            state = contract_after(state, op, got, whole_worker)
-            theirs_state = contract_after(theirs_state, op, want, whole_worker)
+            state = contract_after(state, op, got, rules)
+            theirs_state = contract_after(theirs_state, op, want, rules)
             if got != want:
                 detail = f"op {i} {describe(op)}: outcome {got} != oracle {want}"
                 if not left_open:
@@ -331,14 +331,14 @@ def contract_refusal(state: ContractState, op: Op, got: str) -> str:
     return ""
 
 
-def contract_after(state: ContractState, op: Op, got: str, cleared_whole_worker: bool = False) -> ContractState:
-    """The contract state after the subject answered ``got`` to ``op``."""
+def contract_after(state: ContractState, op: Op, got: str, rules: RuleSet = DEFAULT_RULES) -> ContractState:
+    """The contract state after the subject answered ``got`` to ``op``, under ``rules`` (``spec.contract.on_event``)."""
     if isinstance(op, EventOp):
         rank = _rank_of(op)
         assert rank is not None
         if isinstance(op.event.data, Stored):
             return on_stored(state, rank, op.event.data, got == targets.OK)
-        return on_event(state, rank, op.event.data, True, cleared_whole_worker)
+        return on_event(state, rank, op.event.data, True, rules)
     if isinstance(op, RemoveWorkerDpRankOp):
         return on_remove_worker_dp_rank(state, Rank(op.worker_id, op.dp_rank)) if got == targets.OK else state
     if got != targets.OK or isinstance(op, DumpOp):

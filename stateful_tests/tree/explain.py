@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...spec.rules import VARIANTS, RuleSet, with_variants
+from ...spec.rules import RuleSet, Variant, with_variants
 from .conformance import compare_prefix
 from .streams import Op
 from .verdicts import CONTRACT, EARLY_EXIT, Difference
@@ -39,8 +39,8 @@ class Counterexample:
 @dataclass
 class Explanation:
     base: RuleSet
-    tried: list[tuple[frozenset[str], int]] = field(default_factory=list)  # (variants, counterexamples still differing)
-    explained_by: list[frozenset[str]] = field(default_factory=list)
+    tried: list[tuple[frozenset[Variant], int]] = field(default_factory=list)  # (variants, counterexamples still differing)
+    explained_by: list[frozenset[Variant]] = field(default_factory=list)
     evidence: list[tuple[str, Difference]] = field(default_factory=list)  # under the base rule set
     contract: bool = False
 
@@ -55,7 +55,7 @@ class Explanation:
         for variants in self.explained_by:
             switched = sorted(variants ^ self.base.variants)
             rules = with_variants(variants)
-            refs = "; ".join(f"{v}: {VARIANTS[v].upstream}" for v in switched)
+            refs = "; ".join(f"{v}: {v.upstream}" for v in switched)
             turned = ", ".join(f"{'with' if v in variants else 'without'} {v}" for v in switched)
             lines.append(f"behaves like the spec {turned} (rule set {rules.name}; {refs})")
         return "\n".join(lines)
@@ -78,9 +78,9 @@ def _left_over(subject: Factory, oracle: Factory, example: Counterexample) -> li
     return [d for d in found if d.known is None or d.kind == EARLY_EXIT]
 
 
-def candidates(base: RuleSet) -> list[frozenset[str]]:
+def candidates(base: RuleSet) -> list[frozenset[Variant]]:
     """The variant sets tried after the base: one variant of the base's component switched, then two."""
-    names = sorted(v for v in VARIANTS if VARIANTS[v].tree and VARIANTS[v].component == base.component)
+    names = sorted(v for v in Variant if v.tree and v.component == base.component)
     singles = [base.variants ^ {v} for v in names]
     pairs = [base.variants ^ {v, w} for v, w in itertools.combinations(names, 2)]
     return singles + pairs

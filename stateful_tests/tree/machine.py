@@ -35,6 +35,7 @@ from ...spec import contract as law
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.match import early_exit_agrees
 from ...spec.primitives import Block, Rank
+from ...spec.rules import DEFAULT_RULES, RuleSet
 from ..harness import targets
 from ..harness.paths import ext, held_prefix
 from ..harness.surface import LeftOut, lacks
@@ -68,7 +69,7 @@ class TreeContractMachine(RuleBasedStateMachine):
     factory: ClassVar[Callable[[], Any]]
     runs: ClassVar[list[Counter]]
     left_out: ClassVar[LeftOut] = LeftOut()  # early_exit queries the target's surface lacks (harness.surface)
-    cleared_whole_worker: ClassVar[bool] = False  # rule variant cleared-clears-worker (spec.rules)
+    contract_rules: ClassVar[RuleSet] = DEFAULT_RULES  # the rule set whose contract judges (spec.contract.on_cleared)
 
     def __init__(self) -> None:
         super().__init__()
@@ -248,7 +249,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         if how == "cleared":
             outcome = self._send(rank, Cleared())
             assert outcome == targets.OK, f"cleared for {rank} must be accepted, got {outcome}"
-            self.state = law.on_cleared(self.state, rank, self.cleared_whole_worker)
+            self.state = law.on_cleared(self.state, rank, self.contract_rules)
         else:
             getattr(self.tree, how)(rank.worker_id)
             self.state = law.on_remove_worker(self.state, rank.worker_id)
@@ -358,11 +359,12 @@ class TreeContractMachine(RuleBasedStateMachine):
 
 
 def contract_machine_for(factory: Callable[[], Any], name: str | None = None,
-                         cleared_whole_worker: bool = False) -> type[TreeContractMachine]:
+                         rules: RuleSet = DEFAULT_RULES) -> type[TreeContractMachine]:
     """Return a ``TreeContractMachine`` subclass that drives trees made by ``factory``.
 
-    ``cleared_whole_worker``: the rule set in force has variant ``cleared-clears-worker``.
+    ``rules``: the rule set in force; the contract follows it where a variant changes what an event
+    means (``spec.contract.on_cleared``).
     """
     cls_name = name or f"ContractMachine_{getattr(factory, '__name__', 'tree')}"
     return type(cls_name, (TreeContractMachine,), {"factory": staticmethod(factory), "runs": [], "rule_runs": [],
-                                                    "cleared_whole_worker": cleared_whole_worker, "left_out": LeftOut()})
+                                                    "contract_rules": rules, "left_out": LeftOut()})

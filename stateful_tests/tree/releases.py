@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...spec.rules import RULE_SETS, VARIANTS, rule_set_for, version_key
+from ...spec.rules import RULE_SETS, rule_set_for, version_key
 from ..harness.process_guard import GUARD, spawn_guarded
 
 RELEASES = (
@@ -267,7 +267,7 @@ def _why(result: ReleaseResult) -> str:
     parts = []
     rules = RULE_SETS.get(result.rules)
     if rules is not None and rules.variants:
-        parts.append("intended: " + "; ".join(f"{v} ({VARIANTS[v].upstream})" for v in sorted(rules.variants)))
+        parts.append("intended: " + "; ".join(f"{v} ({v.upstream})" for v in sorted(rules.variants)))
     component = next(c for c in COMPONENTS if c.name == result.component)
     for bug in bugs_of(result.version, component.rules):
         parts.append(f"upstream bug: {bug.name}: {bug.statement}; {bug.upstream}")

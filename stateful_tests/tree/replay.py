@@ -126,7 +126,6 @@ def queries_of(log: Log) -> tuple[list[list[list[int]]], list[list[int]]]:
 
 def refused_by_contract(log: Log, rules: RuleSet = DEFAULT_RULES) -> list[int]:
     """The log lines that store under a parent the storing rank does not hold (must be refused by every index)."""
-    whole_worker = rules.has("cleared-clears-worker")
     state: ContractState = EMPTY_CONTRACT
     refused = []
     for op, line in zip(log.ops, log.op_lines):
@@ -134,7 +133,7 @@ def refused_by_contract(log: Log, rules: RuleSet = DEFAULT_RULES) -> list[int]:
         refused_here = bool(contract_refusal(state, op, targets.OK))
         if refused_here:
             refused.append(line)
-        state = contract_after(state, op, "refused" if refused_here else targets.OK, whole_worker)
+        state = contract_after(state, op, "refused" if refused_here else targets.OK, rules)
     return refused
 
 

@@ -1,7 +1,7 @@
 """explain.py: the variant search finds the variant that explains intended differences, and none for a bug."""
 
 from kvproof.reference import RadixTree
-from kvproof.spec.rules import DEFAULT_RULES, RULE_SETS, with_variants
+from kvproof.spec.rules import DEFAULT_RULES, RULE_SETS, Variant, with_variants
 from kvproof.stateful_tests.tree.conformance import conform
 from kvproof.stateful_tests.tree.explain import Counterexample, candidates, explain
 from kvproof.stateful_tests.tree.mutants import NoLookupScrub, WalkSkipsEqualSizedIntersection
@@ -17,13 +17,11 @@ def examples_of(subject, base=DEFAULT_RULES, streams=20):
 
 
 def test_candidates_switch_one_variant_then_two():
-    from kvproof.spec.rules import VARIANTS
-
     # wire-format variants do not change the tree; the concurrent tree's variants are not the single-threaded tree's
-    n = len([v for v in VARIANTS.values() if v.tree and v.component == "tree"])
+    n = len([v for v in Variant if v.tree and v.component == "tree"])
     singles = [c for c in candidates(DEFAULT_RULES) if len(c) == 1]
     assert len(singles) == n and len(candidates(DEFAULT_RULES)) == n + n * (n - 1) // 2
-    assert not any("removal-skips-unknown" in c for c in candidates(DEFAULT_RULES))
+    assert not any(Variant.REMOVAL_SKIPS_UNKNOWN in c for c in candidates(DEFAULT_RULES))
 
 
 def test_a_subject_that_reuses_dead_nodes_is_explained_by_that_variant():
@@ -33,7 +31,7 @@ def test_a_subject_that_reuses_dead_nodes_is_explained_by_that_variant():
     assert cases
     result = explain(subject, cases, DEFAULT_RULES, reference)
     assert result.evidence and not result.contract
-    assert frozenset({"reuse-dead-nodes"}) in result.explained_by
+    assert frozenset({Variant.REUSE_DEAD_NODES}) in result.explained_by
     assert "behaves like the spec with reuse-dead-nodes" in result.verdict() and "PR #14878" in result.verdict()
 
 
@@ -51,7 +49,7 @@ def test_a_whole_worker_clear_is_explained_by_its_variant_not_called_a_bug():
     subject = reference(RULE_SETS["dynamo-1.3"])
     cases = examples_of(subject, streams=30)
     result = explain(subject, cases, RULE_SETS["dynamo-1.4"], reference)
-    assert result.explained_by and all("cleared-clears-worker" in v for v in result.explained_by), result.report()
+    assert result.explained_by and all(Variant.CLEARED_CLEARS_WORKER in v for v in result.explained_by), result.report()
 
 
 def test_a_missing_lookup_scrub_is_likely_a_bug():

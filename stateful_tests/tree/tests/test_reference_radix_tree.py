@@ -399,9 +399,9 @@ def test_check_catches_a_holderless_node_that_kept_its_children():
 def test_the_per_block_tree_is_excused_only_holderless_childless_nodes():
     """Under variant per-block-nodes, check() lets a node nobody holds keep its children, and nothing else:
     every other invariant of that very node is still checked (here: its edge index, corrupted)."""
-    from kvproof.spec.rules import with_variants
+    from kvproof.spec.rules import Variant, with_variants
 
-    tree = RadixTree(with_variants(frozenset({"per-block-nodes"})))
+    tree = RadixTree(with_variants(frozenset({Variant.PER_BLOCK_NODES})))
     tree.apply_event(1, STORE_TWO)
     tree.apply_event(1, STORE_BELOW)
     tree.apply_event(1, b'{"event_id": 3, "data": {"removed": {"block_hashes": [200]}}}')

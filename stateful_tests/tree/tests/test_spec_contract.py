@@ -7,7 +7,7 @@ The laws (spec/contract.py's docstrings; crtc.md §4.3, §10, §14), each on a s
   passes through them; one that names no held block changes nothing;
 - ``prefix_closed`` keeps a candidate iff its parent chain reaches the root inside the candidates; a cycle
   of parents never reaches it;
-- ``Cleared`` drops its own rank only, unless the ``cleared-clears-worker`` variant asks for the worker;
+- ``Cleared`` drops its own rank only, unless ``Variant.CLEARED_CLEARS_WORKER`` asks for the worker;
 - ``on_event`` is exactly the handler of the event's kind and refuses anything else;
 - store and removal verdicts (law 4 and 5 of the module docstring), score verdicts;
 - ``index_verdict`` names, per rank, indexed blocks the rank does not hold and reachable blocks not indexed,
@@ -19,6 +19,7 @@ import pytest
 from kvproof.spec import contract as law
 from kvproof.spec.events import Cleared, Removed, Stored
 from kvproof.spec.primitives import Block, FrozenMap, Rank
+from kvproof.spec.rules import Variant, with_variants
 
 W = Rank(1)
 C4 = tuple(Block(i, 100 * i) for i in (1, 2, 3, 4))
@@ -142,7 +143,8 @@ def test_cleared_drops_its_own_rank_only_unless_the_variant_clears_the_worker():
     s = two_ranks_of_one_worker()
     for after in (law.on_cleared(s, Rank(1, 0)), law.on_event(s, Rank(1, 0), Cleared(), True)):
         assert set(after) == {Rank(1, 1), Rank(2, 0)} and after[Rank(1, 1)] == s[Rank(1, 1)]
-    for after in (law.on_cleared(s, Rank(1, 0), True), law.on_event(s, Rank(1, 0), Cleared(), True, True)):
+    whole = with_variants(frozenset({Variant.CLEARED_CLEARS_WORKER}))
+    for after in (law.on_cleared(s, Rank(1, 0), whole), law.on_event(s, Rank(1, 0), Cleared(), True, whole)):
         assert set(after) == {Rank(2, 0)}
 
 

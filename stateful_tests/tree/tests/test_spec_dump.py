@@ -24,7 +24,7 @@ from kvproof.reference import RadixTree
 from kvproof.spec.dump import credited_index, dump_chains, dump_router_events, tree_shape
 from kvproof.spec.events import KvCacheEvent, Stored, decode_router_event
 from kvproof.spec.primitives import Block, Rank
-from kvproof.spec.rules import DEFAULT_RULES, with_variants
+from kvproof.spec.rules import DEFAULT_RULES, Variant, with_variants
 from kvproof.stateful_tests.harness.paths import chain
 from kvproof.stateful_tests.tree.steps import Remove, Store, run_step
 
@@ -91,7 +91,7 @@ def test_without_merging_every_node_is_its_own_event():
     assert dump(tree, merge=False) == [(W1, Stored(None, blocks(1, 2))), (W1, Stored(200, blocks(3, 4)))]
     assert [decode_router_event(line) for line in dump_router_events(tree.root, tree.state_of, tree.children_of, False)] == [
         (1, KvCacheEvent(0, Stored(None, blocks(1, 2)), 0)), (1, KvCacheEvent(1, Stored(200, blocks(3, 4)), 0))]
-    per_block = build(*STICKY_CHAIN, rules=with_variants(frozenset({"per-block-nodes"})))
+    per_block = build(*STICKY_CHAIN, rules=with_variants(frozenset({Variant.PER_BLOCK_NODES})))
     assert lines(per_block) == [(1, KvCacheEvent(i, Stored(100 * i or None, blocks(i + 1)), 0)) for i in range(4)]
 
 

@@ -1,12 +1,12 @@
 """verdicts.py and the conformance classifier: each kind of difference, known findings, kind-keeping shrinking."""
 
 from kvproof.reference import RadixTree
-from kvproof.spec.rules import with_variants
+from kvproof.spec.rules import Variant, with_variants
 from kvproof.stateful_tests.tree.conformance import _differs, conform
 from kvproof.stateful_tests.tree.mutants import SplitDropsCarriedCutoffs, WalkSkipsEqualSizedIntersection
 from kvproof.stateful_tests.tree.verdicts import DUMP, EARLY_EXIT, Difference, dump_difference, worst
 
-REUSE = with_variants(frozenset({"reuse-dead-nodes"}))
+REUSE = with_variants(frozenset({Variant.REUSE_DEAD_NODES}))
 
 
 def test_an_over_credit_is_a_contract_difference():

@@ -149,7 +149,11 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
     if why:
         raise MutateError(why)
     started = time.monotonic()
-    workspace = ws.build(root, targets, pytest_args, work)
+    try:
+        workspace = ws.build(root, targets, pytest_args, work)
+    except OSError as exc:  # another run is writing there, or the folder cannot be replaced
+        raise MutateError(f"cannot build the workspace {work or root / ws.WORK_ROOT} ({exc}); is another kvproof mutate "
+                          "of this profile and shard running? One run at a time per workspace") from None
     log = workspace.path / "mutmut.log"
     env = child_env(workspace)
     python = sys.executable

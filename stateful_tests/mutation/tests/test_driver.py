@@ -24,3 +24,20 @@ def test_any_other_failure_gives_its_last_fifteen_lines_and_no_guess():
     text = "\n".join(f"line {i}" for i in range(40))
     message = run_failure(2, text, LOG)
     assert message.splitlines() == [f"mutmut run failed (exit 2); see {LOG}; its last lines:", *(f"line {i}" for i in range(25, 40))]
+
+
+def test_a_workspace_that_cannot_be_rebuilt_is_a_typed_error_naming_the_likely_cause(tmp_path, monkeypatch):
+    """Two runs of one profile and shard share a workspace: the second's rebuild fails inside shutil, and that is a
+    MutateError saying so, never an OSError escaping the command."""
+    import pytest
+
+    from kvproof.stateful_tests.mutation import driver, workspace
+    from kvproof.stateful_tests.mutation.profiles import targets_for
+
+    def in_use(*args, **kwargs):
+        raise OSError(39, "Directory not empty")
+
+    monkeypatch.setattr(workspace, "build", in_use)
+    monkeypatch.setattr(driver, "mutmut_unavailable", lambda: None)
+    with pytest.raises(driver.MutateError, match="another kvproof mutate"):
+        driver.run_mutation(Path(__file__).resolve().parents[3], targets_for("quick", tmp_path, ())[:1], work=tmp_path)

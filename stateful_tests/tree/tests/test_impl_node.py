@@ -60,7 +60,7 @@ def test_a_coverage_change_keeps_the_edge_index_object():
     assert node.view.index is index and node.view.state.worker_cutoffs == {(2, 0): 2, (3, 0): 1}
 
 
-class Recorder:
+class NodeRecorder:
     """A controller for one thread: it records every decision point; nothing ever waits."""
 
     def __init__(self):
@@ -79,7 +79,7 @@ class Recorder:
 def test_a_nodes_locks_are_one_bare_lock_natively_and_named_under_a_scheduler():
     native = Node(edge(1))
     assert native.children_lock is native.state_lock and type(native.state_lock) is type(threading.Lock())
-    recorder = Recorder()
+    recorder = NodeRecorder()
     _sync.control(recorder)
     try:
         node = Node(edge(1, 2))

@@ -167,11 +167,11 @@ def test_negative_control_the_lockstep_twin_catches(mutant):
 def test_yield_points_are_named_and_reached():
     names = set()
 
-    class Record:
+    class TreePointRecord:
         def yield_point(self, name):
             names.add(name)
 
-    _sync.install(Record())
+    _sync.install(TreePointRecord())
     try:
         tree = ConcurrentRadixTree(lanes=2)
         tree.lane(0).apply_event(1, stored(None, 1, 2, 3))

@@ -17,11 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 ROOMS = ("spec", "reference", "impl", "proofs", "stateful_tests", "kvproof")
 
 # Duplicates still to rename (issue 33 item 4, unfinished): each is a class name defined in more than one place.
-PENDING = frozenset({
-    "Backend", "BenchRow", "Case", "Fleet", "Mismatch", "Node", "NodeView",
-    "Observed", "PanicException", "Recorder", "Report", "Run", "Scenario",
-    "Selection", "SlotTracker", "Target", "Verdict", "Workload", "_Guard", "_View",
-})
+PENDING = frozenset({"Node", "NodeView", "SlotTracker", "_View"})
 
 
 def duplicate_class_names(sources: dict[str, str]) -> dict[str, list[str]]:

@@ -139,7 +139,7 @@ class _RequestIndex:
             return list(self._owner.items())
 
 
-class _View:
+class _RegistryView:
     """One slot's registry entry: membership under its own lock, and a load snapshot replaced whole."""
 
     __slots__ = ("lock", "membership", "load")
@@ -150,7 +150,7 @@ class _View:
         self.load = WorkerLoadSnapshot()
 
 
-class SlotTracker(Poisonable):
+class ConcurrentSlotTracker(Poisonable):
     """The concurrent tracker; same API and errors as ``reference.sequences.SlotTracker``.
 
     A write interrupted by an untyped exception poisons the tracker when it no longer checks
@@ -164,7 +164,7 @@ class SlotTracker(Poisonable):
         self._slots: dict[Rank, _Slot] = {}  # guarded by the topology gate (exclusive to write)
         self._index = _RequestIndex()
         self._registry_gate = RWGate("sequences.registry")
-        self._registry: dict[Rank, _View] = {}  # keys guarded by the registry gate (exclusive to write)
+        self._registry: dict[Rank, _RegistryView] = {}  # keys guarded by the registry gate (exclusive to write)
 
     # ------------------------------------------------------------------ topology
 
@@ -179,7 +179,7 @@ class SlotTracker(Poisonable):
                 self._slots[rank] = _Slot(rank, now)
             with self._registry_gate.exclusive():
                 for rank in ranks:
-                    self._registry[rank] = _View()
+                    self._registry[rank] = _RegistryView()
 
     @guarded
     def unregister_worker(self, worker_id: object) -> None:
@@ -295,7 +295,7 @@ class SlotTracker(Poisonable):
 
     # ------------------------------------------------------------------ reads (the read model only)
 
-    def _views(self) -> list[tuple[Rank, _View]]:
+    def _views(self) -> list[tuple[Rank, _RegistryView]]:
         with self._registry_gate.shared():
             return list(self._registry.items())
 

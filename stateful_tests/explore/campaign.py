@@ -106,11 +106,11 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     """Resolve a target: ``impl``, a broken structure's name, or a tree factory (a class or ``module:Factory``)."""
     from ...impl.indexer import ThreadPoolIndexer
     from ...impl.radix_tree import ConcurrentRadixTree
-    from ...impl.slot_tracker import SlotTracker
+    from ...impl.slot_tracker import ConcurrentSlotTracker
 
     if name in ("impl", "impl-lanes", "impl-pool"):
         return Subject("impl", functools.partial(ConcurrentRadixTree, lanes=3), functools.partial(ThreadPoolIndexer, threads=2),
-                       functools.partial(SlotTracker, None))
+                       functools.partial(ConcurrentSlotTracker, None))
     broken_by_name = broken_subjects()
     broken = broken_by_name.get(name)
     if broken is not None:
@@ -133,7 +133,7 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
                            lambda: ThreadPoolIndexer(threads=2, tree=tree_class(lanes=2)))
         if issubclass(factory, ThreadPoolIndexer):
             return Subject(name, pool=functools.partial(factory, threads=2))
-        if issubclass(factory, SlotTracker):
+        if issubclass(factory, ConcurrentSlotTracker):
             return Subject(name, tracker=functools.partial(factory, None))
     return _probed(name, factory)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import ConcurrentSlotTracker
 from ...reference.sequences import SlotTracker as ReferenceSlotTracker
 from ...spec import slot_tracker as law
 from ...spec.sequence_invariants import write_model_violations
@@ -69,5 +69,5 @@ class SpecSlotTracker:
 TARGETS: dict[str, Callable[..., Any]] = {
     "spec": SpecSlotTracker,
     "reference": ReferenceSlotTracker,
-    "impl": ImplSlotTracker,
+    "impl": ConcurrentSlotTracker,
 }

@@ -20,8 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ...impl._sync import yield_point
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
-from ...impl.slot_tracker import _Slot
+from ...impl.slot_tracker import ConcurrentSlotTracker, _Slot
 from ...reference.sequences import ActiveSequences, PrefillTracker, SlotTracker, decayed_tokens, remaining_modeled_ms
 from ...spec import slot_tracker as law
 from ...spec.prefill import PrefillLoadSnapshot
@@ -244,7 +243,7 @@ class MarkUnknownIsSilent(SlotTracker):
 # ----------------------------------------------------------------------------- concurrency rules (impl)
 
 
-class BookBeforeSlotLock(ImplSlotTracker):
+class BookBeforeSlotLock(ConcurrentSlotTracker):
     """Pipeline rule broken: the id is booked before the slot lock and a free unbooks without it.
 
     This is the window sequences.md §10 item 4 describes: a free racing the add removes the
@@ -287,7 +286,7 @@ class BookBeforeSlotLock(ImplSlotTracker):
             return True
 
 
-class MarkSkipsPublish(ImplSlotTracker):
+class MarkSkipsPublish(ConcurrentSlotTracker):
     """Projection rule broken: completing a prefill never republishes the load (the registry stays stale)."""
 
     def mark_prefill_completed(self, request_id, now, worker=None) -> None:
@@ -302,7 +301,7 @@ class MarkSkipsPublish(ImplSlotTracker):
                 slot.seq.mark_prefill_completed(rid, now)  # ... and no _publish
 
 
-class MarkIsLost(ImplSlotTracker):
+class MarkIsLost(ConcurrentSlotTracker):
     """Mark rule broken: a mark of a booked request succeeds but leaves its prefill queued (the state stays
     consistent, so only an oracle of the marks that succeeded can tell)."""
 
@@ -314,7 +313,7 @@ class MarkIsLost(ImplSlotTracker):
                 raise RequestNotFound(rid)
 
 
-class PublishAfterUnlock(ImplSlotTracker):
+class PublishAfterUnlock(ConcurrentSlotTracker):
     """A lock released before publish: an add mutates its slot under the slot lock but publishes the delta after
     releasing it, so two writers of one slot can publish out of mutation order and the registry keeps a stale load."""
 
@@ -423,7 +422,7 @@ MACHINE_FAILURE = {
 }
 
 
-class NeverPoisonedTracker(ImplSlotTracker):
+class NeverPoisonedTracker(ConcurrentSlotTracker):
     """A tracker that never poisons itself: a fault between booking and publish leaves bookings, slot and
     registry disagreeing, and it goes on answering (caught only by the fault row, ``explore.faults``)."""
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kvproof.impl.lane import LANE_COUNTERS
-from kvproof.impl.node import Node
+from kvproof.impl.node import ConcurrentNode
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
 from kvproof.spec.coverage import new_edge
@@ -168,8 +168,8 @@ def test_negative_control_without_the_version_check_a_first_child_hangs_below_a_
 # ---------------------------------------------------------------- _insert_child, answer by answer
 
 
-def fresh_below(parent: Node, *locals_: int) -> Node:
-    return Node(new_edge(tuple(Block(x, 100 * x) for x in locals_), WorkerWithDpRank(1, 0)), parent)
+def fresh_below(parent: ConcurrentNode, *locals_: int) -> ConcurrentNode:
+    return ConcurrentNode(new_edge(tuple(Block(x, 100 * x) for x in locals_), WorkerWithDpRank(1, 0)), parent)
 
 
 def test_insert_child_under_an_internal_node_answers_inserted_existing_or_stale():

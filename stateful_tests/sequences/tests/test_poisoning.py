@@ -5,7 +5,7 @@ every typed rejection leave it usable."""
 import pytest
 
 from kvproof.impl import slot_tracker as impl_tracker
-from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 from kvproof.spec.errors import Poisoned
 from kvproof.spec.primitives import WorkerWithDpRank
 from kvproof.spec.sequence_errors import DuplicateRequest, WorkerNotFound
@@ -19,7 +19,7 @@ class TrackerBoom(Exception):
     pass
 
 
-def tracker(cls=SlotTracker):
+def tracker(cls=ConcurrentSlotTracker):
     t = cls(None)
     t.register_worker(1, 0, 2, 0)
     return t
@@ -30,7 +30,7 @@ def request(rid, worker=A):
 
 
 def _publish_faults(monkeypatch):
-    monkeypatch.setattr(SlotTracker, "_publish", lambda *a: (_ for _ in ()).throw(TrackerBoom("publish")))
+    monkeypatch.setattr(ConcurrentSlotTracker, "_publish", lambda *a: (_ for _ in ()).throw(TrackerBoom("publish")))
 
 
 def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkeypatch):

@@ -4,7 +4,7 @@ can find (the fault that made one is why the rule exists)."""
 
 import pytest
 
-from kvproof.impl.node import Node
+from kvproof.impl.node import ConcurrentNode
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.spec.errors import BlockNotFound, ParentBlockNotFound, Poisoned
 from kvproof.spec.events import KvCacheEvent, Removed, Stored
@@ -22,13 +22,13 @@ class TreeBoom(Exception):
 
 def _split_that_faults(monkeypatch):
     """Make the next shape change raise after it began (its version odd): a torn split."""
-    real = Node.begin_shape_change
+    real = ConcurrentNode.begin_shape_change
 
     def begin(node):
         real(node)
         raise TreeBoom("torn")
 
-    monkeypatch.setattr(Node, "begin_shape_change", begin)
+    monkeypatch.setattr(ConcurrentNode, "begin_shape_change", begin)
 
 
 def test_a_fault_that_tears_a_split_poisons_the_tree_and_every_later_call_says_so(monkeypatch):

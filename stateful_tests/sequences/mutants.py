@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from ...impl._sync import yield_point
 from ...impl.slot_tracker import ConcurrentSlotTracker, _Slot
 from ...reference.sequences import ActiveSequences, PrefillTracker, SlotTracker, decayed_tokens, remaining_modeled_ms
-from ...spec import slot_tracker as law
+from ...spec import slot_tracker
 from ...spec.prefill import PrefillLoadSnapshot
 from ...spec.primitives import U64_MAX
 from ...spec.sequence_errors import DuplicateRequest, MissingExpectedDuration, RequestNotFound, TokenLoadOverflow, WorkerNotFound
@@ -318,12 +318,12 @@ class PublishAfterUnlock(ConcurrentSlotTracker):
     releasing it, so two writers of one slot can publish out of mutation order and the registry keeps a stale load."""
 
     def add_request(self, request, now) -> None:
-        request, now = law.check_add_args(request, now)
+        request, now = slot_tracker.check_add_args(request, now)
         rid, worker = request.request_id, request.worker
         with self._topology.shared():
-            slot = law.check_slot(self._slots.get(worker), worker)
+            slot = slot_tracker.check_slot(self._slots.get(worker), worker)
             with slot.lock:
-                law.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
+                slot_tracker.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
                 if self._index.try_insert(rid, worker) is not None:
                     raise DuplicateRequest(rid, self._index.get(rid))
                 expired, stored, removed = slot.seq.add(request, now, self.expiry)
@@ -461,7 +461,7 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
     rows = []
     for mutant in MUTANTS:
         values = f"{sum(1 for s in VALUE_SCENARIOS if run_value_scenario(mutant, s))}/{len(VALUE_SCENARIOS)}"
-        machine = law = stressed = "-"
+        machine = slot_tracker = stressed = "-"
         if "machine" in CAUGHT_BY[mutant]:
             firsts = []
             for s in seeds:
@@ -481,10 +481,10 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
                     run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
                 except Exception:
                     caught += 1
-            law = f"{caught}/{len(seeds)}"
+            slot_tracker = f"{caught}/{len(seeds)}"
         if "stress" in CAUGHT_BY[mutant]:
             stressed = f"{sum(1 for s in range(1, 9) if stress(mutant, threads=8, ops=400, seed=s).problems)}/8"
-        rows.append((mutant.__name__, values, machine, law, stressed))
+        rows.append((mutant.__name__, values, machine, slot_tracker, stressed))
     return rows
 
 

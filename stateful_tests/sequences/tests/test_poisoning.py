@@ -54,7 +54,7 @@ def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkey
 def test_a_fault_before_anything_changed_leaves_the_tracker_usable(monkeypatch):
     t = tracker()
     with monkeypatch.context() as mp:
-        mp.setattr(impl_tracker.law, "check_slot", lambda *a: (_ for _ in ()).throw(TrackerBoom("early")))
+        mp.setattr(impl_tracker.slot_tracker, "check_slot", lambda *a: (_ for _ in ()).throw(TrackerBoom("early")))
         with pytest.raises(TrackerBoom):
             t.add_request(request("r"), millis(1))
     assert t.poisoned is None

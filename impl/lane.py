@@ -34,7 +34,7 @@ from enum import Enum
 from ..spec.coverage import current_cutoff
 from ..spec.primitives import Rank
 from . import _sync
-from .node import Node
+from .node import ConcurrentNode
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class Direction(Enum):
     TOWARD_HEAD = "toward head"  # remove path
 
 
-def find_moved(stale: Node, h: int) -> Node | None:
+def find_moved(stale: ConcurrentNode, h: int) -> ConcurrentNode | None:
     """Return the node that now holds ``h``, following the suffixes split off ``stale`` (breadth first).
 
     Splits are the only way a block leaves an edge, and every split records its suffix on
@@ -102,12 +102,12 @@ class Lane:
 
     def __init__(self, index: int) -> None:
         self.index = index
-        self.lookups: dict[Rank, dict[int, Node]] = {}
+        self.lookups: dict[Rank, dict[int, ConcurrentNode]] = {}
         self.ranks_of: dict[int, dict[Rank, None]] = {}  # worker -> its ranks with a lookup here, in order of first sight
         # Written only by this lane's thread; every key exists from the start so readers can sum safely.
         self.stats: Counter[str] = Counter({name: 0 for name in LANE_COUNTERS})
 
-    def lookup_for(self, rank: Rank) -> dict[int, Node]:
+    def lookup_for(self, rank: Rank) -> dict[int, ConcurrentNode]:
         """Return (registering if new) the rank's lookup on this lane."""
         lookup = self.lookups.get(rank)
         if lookup is None:
@@ -128,13 +128,13 @@ class Lane:
             if not ranks:
                 del self.ranks_of[rank.worker_id]
 
-    def point(self, rank: Rank, blocks, node: Node) -> None:
+    def point(self, rank: Rank, blocks, node: ConcurrentNode) -> None:
         """Make the rank's entries for ``blocks`` name ``node``."""
         lookup = self.lookups[rank]
         for block in blocks:
             lookup[block.ext] = node
 
-    def repair(self, stale: Node, h: int, direction: Direction) -> Node | None:
+    def repair(self, stale: ConcurrentNode, h: int, direction: Direction) -> ConcurrentNode | None:
         """Resolve ``h`` below ``stale`` and redirect this lane's entries that still name ``stale``."""
         _sync.yield_point("repair.before_scan")
         resolved = find_moved(stale, h)
@@ -146,7 +146,7 @@ class Lane:
         _sync.yield_point("repair.after_redirect")
         return resolved
 
-    def redirect(self, stale: Node, resolved: Node, h: int, direction: Direction) -> None:
+    def redirect(self, stale: ConcurrentNode, resolved: ConcurrentNode, h: int, direction: Direction) -> None:
         """Rewrite the covered range of ``resolved`` for every rank, only where an entry still names ``stale``."""
         view = resolved.view
         pos = view.index.get(h)
@@ -160,7 +160,7 @@ class Lane:
                 if lookup.get(ext) is stale:
                     lookup[ext] = resolved
 
-    def resolve(self, rank: Rank, h: int, direction: Direction) -> Node | None:
+    def resolve(self, rank: Rank, h: int, direction: Direction) -> ConcurrentNode | None:
         """Return the node that holds ``h`` for ``rank``: the entry's node, or its repair (None if neither)."""
         node = self.lookups.get(rank, {}).get(h)
         if node is None:

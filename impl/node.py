@@ -6,7 +6,7 @@ A node's *edge state* (the frozen ``spec.coverage.EdgeState`` plus its external-
 index) and its *child map* are protected separately, as seed 004 describes ("Node
 internals use separate protection for edge state and child maps"):
 
-- ``view`` -- an immutable ``NodeView(state, index)``. Writers build a new view and publish
+- ``view`` -- an immutable ``ConcurrentNodeView(state, index)``. Writers build a new view and publish
   it with one attribute store, under ``state_lock`` (coverage writers on a shared gate can
   run side by side and must not lose each other's update). Readers take no lock: one
   attribute load gives them a view that existed.
@@ -47,7 +47,7 @@ from . import _sync
 _ids = itertools.count(1)
 
 
-class NodeView:
+class ConcurrentNodeView:
     """An edge state with its index (external hash -> last position), published as one object.
 
     Immutable by contract: never written after construction (a writer publishes a new view). A plain
@@ -62,21 +62,21 @@ class NodeView:
         self.index = index
 
     @staticmethod
-    def of(state: EdgeState, previous: NodeView | None = None) -> NodeView:
+    def of(state: EdgeState, previous: ConcurrentNodeView | None = None) -> ConcurrentNodeView:
         """Return the view of ``state``, reusing ``previous``'s index when the edge is unchanged."""
         if previous is not None and previous.state.edge is state.edge:
-            return NodeView(state, previous.index)
-        return NodeView(state, edge_index_of(state.edge))
+            return ConcurrentNodeView(state, previous.index)
+        return ConcurrentNodeView(state, edge_index_of(state.edge))
 
 
-class Node:
+class ConcurrentNode:
     """A node of the concurrent tree (see the module docstring for what guards what)."""
 
     __slots__ = ("view", "children", "internal", "gate", "version", "state_lock", "children_lock", "id", "splits", "parent")
 
-    def __init__(self, state: EdgeState, parent: Node | None = None) -> None:
-        self.view = NodeView.of(state)
-        self.children: dict[int, Node] = {}
+    def __init__(self, state: EdgeState, parent: ConcurrentNode | None = None) -> None:
+        self.view = ConcurrentNodeView.of(state)
+        self.children: dict[int, ConcurrentNode] = {}
         self.internal = False  # sticky; written under the exclusive gate
         self.id = next(_ids)
         self.gate = _sync.RWGate(f"node{self.id}.shape_gate")
@@ -88,7 +88,7 @@ class Node:
         # reader's copy never changes under it; none kept for the many nodes never split). Blocks only
         # ever leave an edge through a split, so a block that was on this edge is on this node or on
         # a node reachable through these links, whether or not that node is still attached.
-        self.splits: tuple[Node, ...] = ()
+        self.splits: tuple[ConcurrentNode, ...] = ()
         # The node whose child map holds this one (None: the root, or released). Written under that
         # parent's exclusive gate (a split re-parents the children it moves to its suffix), read without
         # a lock: a releaser revalidates it under the parent's gate, so a stale value only skips a release.
@@ -99,13 +99,13 @@ class Node:
     def publish(self, state: EdgeState) -> None:
         """Replace the edge state (caller holds this node's gate, shared or exclusive)."""
         with self.state_lock:
-            self.view = NodeView.of(state, self.view)
+            self.view = ConcurrentNodeView.of(state, self.view)
 
     def update(self, change) -> EdgeState:
         """Apply ``change(state) -> state`` atomically with respect to other coverage writers."""
         with self.state_lock:
             state = change(self.view.state)
-            self.view = NodeView.of(state, self.view)
+            self.view = ConcurrentNodeView.of(state, self.view)
             return state
 
     def begin_shape_change(self) -> None:
@@ -117,7 +117,7 @@ class Node:
         """Mark the end of a shape change: the version is even again and has moved."""
         self.version += 1
 
-    def children_snapshot(self) -> list[Node]:
+    def children_snapshot(self) -> list[ConcurrentNode]:
         """Return the current children (a copy, safe against concurrent inserts)."""
         with self.children_lock:
             return list(self.children.values())
@@ -147,7 +147,7 @@ class ReadStep:
 
     __slots__ = ("node", "version")
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: ConcurrentNode) -> None:
         self.node = node
         self.version = -1
 
@@ -169,7 +169,7 @@ class RootStep:
 
     __slots__ = ("root", "step")
 
-    def __init__(self, root: Node, step: type[ReadStep] = ReadStep) -> None:
+    def __init__(self, root: ConcurrentNode, step: type[ReadStep] = ReadStep) -> None:
         self.root, self.step = root, step
 
     def child(self, local: int) -> ReadStep | None:

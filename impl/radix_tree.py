@@ -85,7 +85,7 @@ from ..spec.shape import (
 )
 from . import _sync
 from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
-from .node import Node, ReadStep, RootStep
+from .node import ConcurrentNode, ReadStep, RootStep
 from .poison import Poisonable
 
 
@@ -102,13 +102,13 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
     read_step: type[ReadStep] = ReadStep
 
     def __init__(self, lanes: int = 1) -> None:
-        self.root = Node(EdgeState(()))
+        self.root = ConcurrentNode(EdgeState(()))
         self.root.internal = True  # the root is a fanout point from the start; it is never extended
         self.lanes = [Lane(i) for i in range(max(1, lanes))]
 
     # spec.dump.TreeReads (dump_tree_as_events, snapshot, shape, child_states; quiescent) reads nodes through this
     @staticmethod
-    def state_of(node: Node) -> EdgeState:
+    def state_of(node: ConcurrentNode) -> EdgeState:
         return node.view.state
 
     # ------------------------------------------------------------------ API (lane 0)
@@ -187,7 +187,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             raise ParentBlockNotFound(f"Failed to find parent block {parent_hash} for {rank}")
         self._store_at(lane, rank, node, parent_hash, blocks)
 
-    def _store_at(self, lane: Lane, rank: Rank, node: Node, parent_hash: int, blocks: tuple[Block, ...]) -> None:
+    def _store_at(self, lane: Lane, rank: Rank, node: ConcurrentNode, parent_hash: int, blocks: tuple[Block, ...]) -> None:
         """Store ``blocks`` below ``parent_hash``, which ``node`` holds (or held before a split)."""
         lookup = lane.lookups[rank]
         passed = [node]  # every node a repair came through: the entry may name any of them
@@ -233,7 +233,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             self._insert_below(lane, rank, node, blocks, parent_hash)
             return
 
-    def _insert_below(self, lane: Lane, rank: Rank, parent: Node, remaining: tuple[Block, ...], last: int | None) -> None:
+    def _insert_below(self, lane: Lane, rank: Rank, parent: ConcurrentNode, remaining: tuple[Block, ...], last: int | None) -> None:
         """Insert ``remaining`` below ``parent``, whose tail is ``last`` (None: the root)."""
         while remaining:
             key = remaining[0].local
@@ -269,7 +269,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                     continue
                 if parent.internal and not parent.children and parent is not self.root:
                     lane.stats["sticky_refusals"] += 1
-                fresh = Node(new_edge(remaining, rank), parent)
+                fresh = ConcurrentNode(new_edge(remaining, rank), parent)
                 outcome = self._insert_child(lane, parent, key, fresh, version)
                 if outcome == "inserted":
                     lane.point(rank, remaining, fresh)
@@ -302,14 +302,14 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 self._split_locked(lane, child, plan.m)
                 child.update(lambda s: promote(s, rank))
                 lane.point(rank, remaining[: plan.m], child)
-                tail_node = Node(new_edge(remaining[plan.m :], rank), child)
+                tail_node = ConcurrentNode(new_edge(remaining[plan.m :], rank), child)
                 child.begin_shape_change()
                 child.children[remaining[plan.m].local] = tail_node
                 child.end_shape_change()
                 lane.point(rank, remaining[plan.m :], tail_node)
             return
 
-    def _still_below(self, parent: Node, version: int) -> bool:
+    def _still_below(self, parent: ConcurrentNode, version: int) -> bool:
         """Check, holding the child's gate, that the parent has not changed shape since the child was looked up.
 
         A child nobody holds can be released by another lane (``_release_dead_child``, which bumps the
@@ -318,11 +318,11 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         """
         return not self.validate_plans or parent.version == version
 
-    def _may_extend(self, node: Node, rank: Rank) -> bool:
+    def _may_extend(self, node: ConcurrentNode, rank: Rank) -> bool:
         """Decode extension: never internal, and the rank covers the tail (spec.shape.may_extend_leaf)."""
         return may_extend_leaf(node.internal, node.view.state, rank)
 
-    def _insert_child(self, lane: Lane, parent: Node, key: int, fresh: Node, version: int) -> str:
+    def _insert_child(self, lane: Lane, parent: ConcurrentNode, key: int, fresh: ConcurrentNode, version: int) -> str:
         """Add ``fresh`` under ``parent`` if the key is still free: "inserted", "existing" or "stale"."""
         if parent.internal:
             with parent.gate.shared():  # prefill fanout: no exclusive ownership of the parent's shape
@@ -350,7 +350,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             lane.stats["first_child_inserts"] += 1
             return "inserted"
 
-    def _release_dead_child(self, lane: Lane, parent: Node, key: int, child: Node, leaf_only: bool = False) -> bool:
+    def _release_dead_child(self, lane: Lane, parent: ConcurrentNode, key: int, child: ConcurrentNode, leaf_only: bool = False) -> bool:
         """Unlink a child nobody holds (with ``leaf_only``, only if it has no children); return whether it was.
 
         A store releases one it passes, so it builds a fresh node (docs/dynamo-findings.md F1); an
@@ -369,7 +369,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         lane.stats["released_dead_nodes"] += 1
         return True
 
-    def _release_if_dead(self, lane: Lane, node: Node) -> None:
+    def _release_if_dead(self, lane: Lane, node: ConcurrentNode) -> None:
         """Release a leaf nobody holds after an eviction, then its parent if that is left so too (the reference's rule).
 
         Called with no gate held. The unlocked reads (parent, children, holders) only decide whether to
@@ -386,7 +386,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 return
             node = parent
 
-    def _extend_locked(self, lane: Lane, node: Node, rank: Rank, tail: tuple[Block, ...]) -> None:
+    def _extend_locked(self, lane: Lane, node: ConcurrentNode, rank: Rank, tail: tuple[Block, ...]) -> None:
         """Append ``tail`` to a leaf (exclusive gate held): the rank becomes full, other full ranks are cut."""
         before = node.view.state
         node.begin_shape_change()
@@ -395,10 +395,10 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         lane.stats["leaf_extensions"] += 1
         lane.stats["demotions"] += len(before.full_edge_workers - {rank})
 
-    def _split_locked(self, lane: Lane, node: Node, p: int) -> None:
+    def _split_locked(self, lane: Lane, node: ConcurrentNode, p: int) -> None:
         """Split ``node`` before ``p`` (exclusive gate held): it keeps the prefix, a new suffix takes every child."""
         prefix, suffix_state = split_at(node.view.state, p)
-        suffix = Node(suffix_state, node)
+        suffix = ConcurrentNode(suffix_state, node)
         suffix.children = node.children  # the same child objects move down, not copies
         for moved in suffix.children.values():
             moved.parent = suffix
@@ -427,14 +427,14 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         remove_batch(rank, hashes, lambda i, scrubbed: self._remove_from(lane, rank, lookup, hashes, i, scrubbed))
 
     def _remove_from(
-        self, lane: Lane, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]
+        self, lane: Lane, rank: Rank, lookup: dict[int, ConcurrentNode], hashes: tuple[int, ...], i: int, scrubbed: set[int]
     ) -> int | None:
         """Remove the run of hashes from ``i``, following splits; return how many it consumed, None if ``hashes[i]`` is not held."""
         h = hashes[i]
         node = lookup.get(h)
         if node is None:
             return 1 if h in scrubbed else None  # already scrubbed by this batch: skipped silently
-        owners: tuple[Node, ...] = (node,)
+        owners: tuple[ConcurrentNode, ...] = (node,)
         consumed = self._remove_run(lane, rank, node, owners, hashes, i, scrubbed)
         while consumed is None:
             # The entry is stale: follow the hash to where splits moved it and run there. The
@@ -450,7 +450,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         return consumed
 
     def _remove_run(
-        self, lane: Lane, rank: Rank, node: Node, owners: tuple[Node, ...], hashes: tuple[int, ...], i: int, scrubbed: set[int]
+        self, lane: Lane, rank: Rank, node: ConcurrentNode, owners: tuple[ConcurrentNode, ...], hashes: tuple[int, ...], i: int, scrubbed: set[int]
     ) -> int | None:
         """Remove the run of hashes starting at ``i`` that this node holds; return how many were consumed.
 
@@ -481,13 +481,13 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         self._release_if_dead(lane, node)
         return j - i
 
-    def _scrub(self, lookup: dict[int, Node], stale: list[int], scrubbed: set[int]) -> None:
+    def _scrub(self, lookup: dict[int, ConcurrentNode], stale: list[int], scrubbed: set[int]) -> None:
         """Delete the rank's entries for blocks it no longer covers, by hash (as the reference does)."""
         for ext in stale:
             lookup.pop(ext, None)
         scrubbed.update(stale)
 
-    def _clear_children_if_unheld(self, lane: Lane, node: Node) -> None:
+    def _clear_children_if_unheld(self, lane: Lane, node: ConcurrentNode) -> None:
         """Drop the children of a node no rank holds in full (exclusive gate held); internal stays set."""
         if should_clear_children(node.view.state, len(node.children)):
             node.begin_shape_change()
@@ -536,7 +536,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             elif rank in lane.lookups:
                 lane.lookups[rank] = {}
 
-    def _drop_from(self, lane: Lane, node: Node, targets: set[Rank]) -> list[Node]:
+    def _drop_from(self, lane: Lane, node: ConcurrentNode, targets: set[Rank]) -> list[ConcurrentNode]:
         """Drop ``targets`` from one node; return its split links, read under its exclusive gate after the drop."""
         _sync.yield_point("drop.before_gate")
         with node.gate.exclusive():
@@ -548,7 +548,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
                 self._clear_children_if_unheld(lane, node)
             return list(node.splits)
 
-    def _forest(self) -> list[Node]:
+    def _forest(self) -> list[ConcurrentNode]:
         """Return every node reachable from the root (children snapshots under shared gates)."""
         out, queue = [], deque(self.root.children_snapshot())
         while queue:
@@ -624,7 +624,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         """The credited index (``spec.dump``), even when poisoned: what ``check()`` inspects."""
         return super().snapshot()
 
-    def _entry_is_sound(self, node: Node, rank: Rank, ext: int) -> bool:
+    def _entry_is_sound(self, node: ConcurrentNode, rank: Rank, ext: int) -> bool:
         """Check one lane entry: the node, or the suffix a split moved the block to, holds it for the rank."""
         pos = node.view.index.get(ext)  # the edge index (checked per node above): one lookup, not a scan
         if pos is None:
@@ -655,7 +655,7 @@ class LaneHandle:
         self.tree.drop_ranks(self.lane, self.lane.worker_ranks(worker_id), forget=False)
 
 
-def _holds_any(node: Node, ranks: Iterable[Rank]) -> bool:
+def _holds_any(node: ConcurrentNode, ranks: Iterable[Rank]) -> bool:
     """Whether any of ``ranks`` holds part of ``node``'s edge (O(len(ranks)), not O(the node's holders))."""
     state = node.view.state
     return any(r in state.full_edge_workers or r in state.worker_cutoffs for r in ranks)

@@ -56,7 +56,7 @@ from typing import Any
 
 from ..reference.sequences import ActiveSequences, PathRun, PathTrie
 from ..spec import sequence_errors as errors
-from ..spec import slot_tracker as law
+from ..spec import slot_tracker
 from ..spec.prefill import modeled_remaining_prefill_ms
 from ..spec.primitives import FrozenMap, Rank
 from ..spec.sequence_inputs import check_arg_uint, check_instant
@@ -139,7 +139,7 @@ class _RequestIndex:
             return list(self._owner.items())
 
 
-class _View:
+class _RegistryView:
     """One slot's registry entry: membership under its own lock, and a load snapshot replaced whole."""
 
     __slots__ = ("lock", "membership", "load")
@@ -150,7 +150,7 @@ class _View:
         self.load = WorkerLoadSnapshot()
 
 
-class SlotTracker(Poisonable):
+class ConcurrentSlotTracker(Poisonable):
     """The concurrent tracker; same API and errors as ``reference.sequences.SlotTracker``.
 
     A write interrupted by an untyped exception poisons the tracker when it no longer checks
@@ -158,28 +158,28 @@ class SlotTracker(Poisonable):
     """
 
     def __init__(self, expiry: int | None = DEFAULT_EXPIRY) -> None:
-        self.expiry = law.new_slot_tracker(expiry).expiry  # validates
+        self.expiry = slot_tracker.new_slot_tracker(expiry).expiry  # validates
         self._topology = RWGate("sequences.topology")
-        self._ranges: dict[int, law.DpRange] = {}  # guarded by the topology gate (exclusive to write)
+        self._ranges: dict[int, slot_tracker.DpRange] = {}  # guarded by the topology gate (exclusive to write)
         self._slots: dict[Rank, _Slot] = {}  # guarded by the topology gate (exclusive to write)
         self._index = _RequestIndex()
         self._registry_gate = RWGate("sequences.registry")
-        self._registry: dict[Rank, _View] = {}  # keys guarded by the registry gate (exclusive to write)
+        self._registry: dict[Rank, _RegistryView] = {}  # keys guarded by the registry gate (exclusive to write)
 
     # ------------------------------------------------------------------ topology
 
     @guarded
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid, dp, now = law.check_register_args(worker_id, dp_start, dp_size, now)
+        wid, dp, now = slot_tracker.check_register_args(worker_id, dp_start, dp_size, now)
         with self._topology.exclusive():
-            law.check_new_worker(self._ranges, wid)
-            ranks = law.dp_ranks(wid, dp)
+            slot_tracker.check_new_worker(self._ranges, wid)
+            ranks = slot_tracker.dp_ranks(wid, dp)
             self._ranges[wid] = dp
             for rank in ranks:
                 self._slots[rank] = _Slot(rank, now)
             with self._registry_gate.exclusive():
                 for rank in ranks:
-                    self._registry[rank] = _View()
+                    self._registry[rank] = _RegistryView()
 
     @guarded
     def unregister_worker(self, worker_id: object) -> None:
@@ -188,7 +188,7 @@ class SlotTracker(Poisonable):
             dp = self._ranges.pop(wid, None)
             if dp is None:
                 raise errors.UnknownWorker(wid)
-            gone = set(law.dp_ranks(wid, dp))
+            gone = set(slot_tracker.dp_ranks(wid, dp))
             for rank in gone:
                 del self._slots[rank]
             self._index.remove_workers(gone)
@@ -219,15 +219,15 @@ class SlotTracker(Poisonable):
 
     @guarded
     def add_request(self, request: object, now: object) -> None:
-        request, now = law.check_add_args(request, now)
+        request, now = slot_tracker.check_add_args(request, now)
         rid, worker = request.request_id, request.worker
         with self._topology.shared():
-            slot = law.check_slot(self._slots.get(worker), worker)
+            slot = slot_tracker.check_slot(self._slots.get(worker), worker)
             yield_point("sequences.add.slot_found")
             with slot.lock:
                 yield_point("sequences.add.slot_locked")
                 try:
-                    law.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
+                    slot_tracker.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
                     owner = self._index.try_insert(rid, worker)
                     if owner is not None:  # an add of the same id on another slot booked it since the check
                         raise errors.DuplicateRequest(rid, owner)
@@ -243,11 +243,11 @@ class SlotTracker(Poisonable):
                 self._publish(worker, slot, stored, removed)
 
     def _lookup(self, rid: str, named: Rank | None) -> Rank | None:
-        return law.check_fence(rid, named, self._index.get(rid))
+        return slot_tracker.check_fence(rid, named, self._index.get(rid))
 
     @guarded
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
-        rid, now, named = law.check_request_args(request_id, now, worker)
+        rid, now, named = slot_tracker.check_request_args(request_id, now, worker)
         with self._topology.shared():
             owner = self._lookup(rid, named)
             if owner is None:
@@ -263,7 +263,7 @@ class SlotTracker(Poisonable):
 
     @guarded
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
-        rid, now, named = law.check_request_args(request_id, now, worker)
+        rid, now, named = slot_tracker.check_request_args(request_id, now, worker)
         with self._topology.shared():
             owner = self._lookup(rid, named)
             if owner is None:
@@ -295,7 +295,7 @@ class SlotTracker(Poisonable):
 
     # ------------------------------------------------------------------ reads (the read model only)
 
-    def _views(self) -> list[tuple[Rank, _View]]:
+    def _views(self) -> list[tuple[Rank, _RegistryView]]:
         with self._registry_gate.shared():
             return list(self._registry.items())
 
@@ -305,19 +305,19 @@ class SlotTracker(Poisonable):
         out = {}
         for rank, view in self._views():
             load = view.load  # one reference read: never torn
-            out[rank] = law.load_row(active_prefill_tokens(load.prefill, now), load)
+            out[rank] = slot_tracker.load_row(active_prefill_tokens(load.prefill, now), load)
         return FrozenMap(out)
 
     @guarded
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
-        q, isl, now = law.check_potential_loads_args(query, new_isl_tokens, now)
+        q, isl, now = slot_tracker.check_potential_loads_args(query, new_isl_tokens, now)
         out = {}
         for rank, view in self._views():
             load = view.load
             yield_point("sequences.read.between_load_and_membership")  # [Relaxed: torn read]
             with view.lock:
-                depth = law.overlap_depth(view.membership, q)
-            out[rank] = law.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, depth, isl)
+                depth = slot_tracker.overlap_depth(view.membership, q)
+            out[rank] = slot_tracker.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, depth, isl)
         return FrozenMap(out)
 
     @guarded
@@ -339,31 +339,31 @@ class SlotTracker(Poisonable):
         return TrackerStatistics(**totals)
 
     @guarded
-    def snapshot(self) -> law.SlotTrackerState:
+    def snapshot(self) -> slot_tracker.SlotTrackerState:
         """Return the authoritative state (taken under the exclusive topology gate: no writer runs)."""
         return self._state()
 
     @guarded
-    def registry_snapshot(self) -> law.PromptRegistryState:
+    def registry_snapshot(self) -> slot_tracker.PromptRegistryState:
         """Return the registry as it is now (possibly lagging while writers run)."""
         return self._registry_state()
 
-    def _state(self) -> law.SlotTrackerState:
+    def _state(self) -> slot_tracker.SlotTrackerState:
         with self._topology.exclusive():
-            return law.SlotTrackerState(
-                law.WorkerTable(FrozenMap(self._ranges)),
+            return slot_tracker.SlotTrackerState(
+                slot_tracker.WorkerTable(FrozenMap(self._ranges)),
                 FrozenMap(dict(self._index.items())),
                 FrozenMap({rank: slot.seq.state() for rank, slot in self._slots.items()}),
                 self.expiry,
             )
 
-    def _registry_state(self) -> law.PromptRegistryState:
+    def _registry_state(self) -> slot_tracker.PromptRegistryState:
         with self._registry_gate.exclusive():
             views = {}
             for rank, view in self._registry.items():
                 with view.lock:
-                    views[rank] = law.WorkerView(view.membership.freeze(), view.load)
-        return law.PromptRegistryState(FrozenMap(views))
+                    views[rank] = slot_tracker.WorkerView(view.membership.freeze(), view.load)
+        return slot_tracker.PromptRegistryState(FrozenMap(views))
 
     def check(self) -> None:
         """Assert every invariant; call only when no writer runs (the registry may lag until then)."""

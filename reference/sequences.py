@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..spec import sequence_errors as errors
-from ..spec import slot_tracker as law
+from ..spec import slot_tracker
 from ..spec.prefill import AnchorSnapshot, PrefillEntry, PrefillLoadSnapshot, PrefillState, is_prefill_tracked
 from ..spec.primitives import U64_MAX, FrozenMap, Rank
 from ..spec.sequence_inputs import NANOS_PER_MILLI, NANOS_PER_SEC, SequenceRequest, check_arg_uint, check_instant
@@ -493,8 +493,8 @@ class SlotTracker:
     sequences_class: type[ActiveSequences] = ActiveSequences
 
     def __init__(self, expiry: int | None = DEFAULT_EXPIRY) -> None:
-        self.expiry = law.new_slot_tracker(expiry).expiry  # validates
-        self.ranges: dict[int, law.DpRange] = {}
+        self.expiry = slot_tracker.new_slot_tracker(expiry).expiry  # validates
+        self.ranges: dict[int, slot_tracker.DpRange] = {}
         self.slots: dict[Rank, ActiveSequences] = {}
         self.index: dict[str, Rank] = {}
         self.registry: dict[Rank, _View] = {}
@@ -522,10 +522,10 @@ class SlotTracker:
     # -- topology
 
     def register_worker(self, worker_id: object, dp_start: object, dp_size: object, now: object) -> None:
-        wid, dp, now = law.check_register_args(worker_id, dp_start, dp_size, now)
-        law.check_new_worker(self.ranges, wid)
+        wid, dp, now = slot_tracker.check_register_args(worker_id, dp_start, dp_size, now)
+        slot_tracker.check_new_worker(self.ranges, wid)
         self.ranges[wid] = dp
-        for rank in law.dp_ranks(wid, dp):
+        for rank in slot_tracker.dp_ranks(wid, dp):
             self.slots[rank] = self.sequences_class(now)
             self.registry[rank] = _View()
 
@@ -534,7 +534,7 @@ class SlotTracker:
         dp = self.ranges.pop(wid, None)
         if dp is None:
             raise errors.UnknownWorker(wid)
-        gone = set(law.dp_ranks(wid, dp))
+        gone = set(slot_tracker.dp_ranks(wid, dp))
         for rank in gone:
             del self.slots[rank], self.registry[rank]
         for rid in [rid for rid, w in self.index.items() if w in gone]:
@@ -543,9 +543,9 @@ class SlotTracker:
     # -- lifecycle
 
     def add_request(self, request: object, now: object) -> None:
-        request, now = law.check_add_args(request, now)
-        slot = law.check_slot(self.slots.get(request.worker), request.worker)
-        law.check_admission(request, self._booked_owner(request.request_id), lambda: slot.would_overflow(request))
+        request, now = slot_tracker.check_add_args(request, now)
+        slot = slot_tracker.check_slot(self.slots.get(request.worker), request.worker)
+        slot_tracker.check_admission(request, self._booked_owner(request.request_id), lambda: slot.would_overflow(request))
         self.index[request.request_id] = request.worker
         expired, stored, removed = slot.add(request, now, self.expiry)
         for rid in expired:
@@ -553,16 +553,16 @@ class SlotTracker:
         self._publish(request.worker, stored, removed)
 
     def mark_prefill_completed(self, request_id: object, now: object, worker: object = None) -> None:
-        rid, at, named = law.check_request_args(request_id, now, worker)
-        owner = law.check_fence(rid, named, self.index.get(rid))
+        rid, at, named = slot_tracker.check_request_args(request_id, now, worker)
+        owner = slot_tracker.check_fence(rid, named, self.index.get(rid))
         if owner is None:
             raise errors.RequestNotFound(rid)
         if self.slots[owner].mark_prefill_completed(rid, at):
             self._publish(owner, [], [])
 
     def free(self, request_id: object, now: object, worker: object = None) -> bool:
-        rid, at, named = law.check_request_args(request_id, now, worker)
-        owner = law.check_fence(rid, named, self.index.get(rid))
+        rid, at, named = slot_tracker.check_request_args(request_id, now, worker)
+        owner = slot_tracker.check_fence(rid, named, self.index.get(rid))
         if owner is None:
             return False
         del self.index[rid]
@@ -583,12 +583,12 @@ class SlotTracker:
 
     def loads(self, now: object) -> FrozenMap[Rank, WorkerLoad]:
         now = check_instant(now)
-        return FrozenMap({rank: law.load_row(self._decayed_tokens(v.load.prefill, now), v.load) for rank, v in self.registry.items()})
+        return FrozenMap({rank: slot_tracker.load_row(self._decayed_tokens(v.load.prefill, now), v.load) for rank, v in self.registry.items()})
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
-        q, isl, now = law.check_potential_loads_args(query, new_isl_tokens, now)
+        q, isl, now = slot_tracker.check_potential_loads_args(query, new_isl_tokens, now)
         return FrozenMap({
-            rank: law.potential_load_row(self._decayed_tokens(v.load.prefill, now), v.load, q, law.overlap_depth(v.membership, q), isl)
+            rank: slot_tracker.potential_load_row(self._decayed_tokens(v.load.prefill, now), v.load, q, slot_tracker.overlap_depth(v.membership, q), isl)
             for rank, v in self.registry.items()
         })
 
@@ -604,19 +604,19 @@ class SlotTracker:
 
     # -- abstraction and invariants
 
-    def snapshot(self) -> law.SlotTrackerState:
+    def snapshot(self) -> slot_tracker.SlotTrackerState:
         """Return the authoritative state as the spec's abstract value."""
-        return law.SlotTrackerState(
-            law.WorkerTable(FrozenMap(self.ranges)),
+        return slot_tracker.SlotTrackerState(
+            slot_tracker.WorkerTable(FrozenMap(self.ranges)),
             FrozenMap(self.index),
             FrozenMap({rank: slot.state() for rank, slot in self.slots.items()}),
             self.expiry,
         )
 
-    def registry_snapshot(self) -> law.PromptRegistryState:
+    def registry_snapshot(self) -> slot_tracker.PromptRegistryState:
         """Return the PromptRegistry (the read model) as the spec's abstract value."""
-        return law.PromptRegistryState(FrozenMap({
-            rank: law.WorkerView(v.membership.freeze(), v.load) for rank, v in self.registry.items()
+        return slot_tracker.PromptRegistryState(FrozenMap({
+            rank: slot_tracker.WorkerView(v.membership.freeze(), v.load) for rank, v in self.registry.items()
         }))
 
     def check(self) -> None:

@@ -46,7 +46,7 @@ def missing_packages() -> list[str]:
 
 
 @dataclass
-class Step:
+class SiteStep:
     name: str
     seconds: float
     ok: bool
@@ -56,7 +56,7 @@ class Step:
 @dataclass
 class SiteBuild:
     html: Path
-    steps: list[Step]
+    steps: list[SiteStep]
 
     @property
     def ok(self) -> bool:
@@ -67,7 +67,7 @@ class SiteBuild:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SiteBuild:
-        return cls(Path(data["html"]), [Step(**s) for s in data["steps"]])
+        return cls(Path(data["html"]), [SiteStep(**s) for s in data["steps"]])
 
     def summary(self) -> str:
         parts = ", ".join(f"{s.name} {s.seconds:.1f} s{'' if s.ok else ' FAILED'}" for s in self.steps)
@@ -115,19 +115,19 @@ def build_site(out: Path | None = None, root: Path | None = None, doctest: bool 
     steps = []
     started = time.perf_counter()
     code, messages = _sphinx("html", source, conf, doctrees, html, fresh=True)
-    steps.append(Step("html", time.perf_counter() - started, code == 0, messages))
+    steps.append(SiteStep("html", time.perf_counter() - started, code == 0, messages))
     if doctest:
         started = time.perf_counter()
         code, messages = _sphinx("doctest", source, conf, doctrees, out / "doctest", fresh=False)
         report = out / "doctest" / "output.txt"
         if code != 0 and report.exists():
             messages += [line for line in report.read_text().splitlines() if line.strip()][-40:]
-        steps.append(Step("doctest", time.perf_counter() - started, code == 0, messages))
+        steps.append(SiteStep("doctest", time.perf_counter() - started, code == 0, messages))
     from .links import check_site
 
     started = time.perf_counter()
     broken = check_site(html) if html.is_dir() else [f"{html}: not built"]
-    steps.append(Step("links", time.perf_counter() - started, not broken, broken))
+    steps.append(SiteStep("links", time.perf_counter() - started, not broken, broken))
     return SiteBuild(html, steps)
 
 
@@ -139,13 +139,13 @@ def build_site_apart(out: Path, timeout_s: float = 900.0) -> SiteBuild:
         ran = subprocess.run([sys.executable, "-m", "kvproof.docs_site.build", str(out)], capture_output=True, text=True,
                              timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
-        return SiteBuild(out / "html", [Step("html", timeout_s, False, [f"the build ran past {timeout_s:.0f} s and was stopped"])])
+        return SiteBuild(out / "html", [SiteStep("html", timeout_s, False, [f"the build ran past {timeout_s:.0f} s and was stopped"])])
     lines = ran.stdout.strip().splitlines()
     try:
         return SiteBuild.from_json(json.loads(lines[-1]))
     except (IndexError, ValueError, KeyError, TypeError):
         said = [line for line in (ran.stdout + ran.stderr).splitlines() if line.strip()][-60:]
-        return SiteBuild(out / "html", [Step("html", 0.0, False, [f"the build process exited {ran.returncode} without a report:", *said])])
+        return SiteBuild(out / "html", [SiteStep("html", 0.0, False, [f"the build process exited {ran.returncode} without a report:", *said])])
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def site_pages(root: Path) -> list[Path]:
 
 
 @dataclass(frozen=True)
-class Block:
+class DoctestBlock:
     """One ``{doctest}`` block: the label it sits under, its line, its text."""
 
     label: str
@@ -40,14 +40,14 @@ class Block:
     text: str
 
 
-def blocks(page: Path) -> list[Block]:
+def blocks(page: Path) -> list[DoctestBlock]:
     """Every ``{doctest}`` block of ``page``, in order, each under the nearest label above it."""
     text = page.read_text()
     labels = [(m.start(), m["label"]) for m in _LABEL.finditer(text)]
     found = []
     for m in _FENCE.finditer(text):
         label = next((name for at, name in reversed(labels) if at < m.start()), page.stem)
-        found.append(Block(label, text.count("\n", 0, m.start("body")) + 1, m["body"]))
+        found.append(DoctestBlock(label, text.count("\n", 0, m.start("body")) + 1, m["body"]))
     return found
 
 

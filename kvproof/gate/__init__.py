@@ -134,7 +134,7 @@ def default_families(target_name: str) -> tuple[str, ...]:
 
 
 @dataclass
-class Selection:
+class GateSelection:
     """The rows a gate run will execute, and those it leaves out with the reason."""
 
     families: tuple[str, ...]
@@ -142,7 +142,7 @@ class Selection:
     left_out: list[tuple[Check, str]]
 
 
-def select(ctx: Context, families: tuple[str, ...], only: str | None) -> Selection:
+def select(ctx: Context, families: tuple[str, ...], only: str | None) -> GateSelection:
     chosen, left_out = [], []
     for check in all_checks():
         if check.family not in families:
@@ -154,7 +154,7 @@ def select(ctx: Context, families: tuple[str, ...], only: str | None) -> Selecti
                                               "concurrent tree or pool)"))
         else:
             chosen.append(check)
-    return Selection(families, chosen, left_out)
+    return GateSelection(families, chosen, left_out)
 
 
 @dataclass
@@ -261,20 +261,20 @@ def plan(
     strict: bool = False,
     strict_shape: bool = False,
     shard: Shard = WHOLE,
-) -> tuple[Context, Selection]:
+) -> tuple[Context, GateSelection]:
     """The run's context and its rows: the families (default: ``default_families``), then those whose
     family, layer or name contains ``only``, then those ``shard`` owns."""
     ctx = make_context(target_name, factory, profile, seed, rules, strict, strict_shape)
     return ctx, shard_of(select(ctx, families or default_families(target_name), only), shard)
 
 
-def shard_of(selection: Selection, shard: Shard) -> Selection:
+def shard_of(selection: GateSelection, shard: Shard) -> GateSelection:
     """The rows of ``selection`` that ``shard`` owns (row ``i`` of the selection: ``i % N == K-1``); the rest left out."""
     if shard.whole:
         return selection
     mine = [c for i, c in enumerate(selection.checks) if shard.owns(i)]
     others = [(c, f"shard {shard}: another shard runs it") for i, c in enumerate(selection.checks) if not shard.owns(i)]
-    return Selection(selection.families, mine, selection.left_out + others)
+    return GateSelection(selection.families, mine, selection.left_out + others)
 
 
 @dataclass(frozen=True)
@@ -313,7 +313,7 @@ def merge_gate(parts: list[GateReport], order: list[str]) -> GateReport:
     return GateReport(first.target, first.profile, first.seed, first.families, rows, left_out, first.rules, first.rules_note)
 
 
-def run_gate(ctx: Context, selection: Selection, progress: Callable[[Row, int, int], None] | None = None,
+def run_gate(ctx: Context, selection: GateSelection, progress: Callable[[Row, int, int], None] | None = None,
              fail_fast: bool = False) -> GateReport:
     """Run the selected rows in order; ``progress(row, done, total)`` after each. With ``fail_fast`` the run stops at
     the first row that fails, and the rows it did not reach are left out, saying so (never counted as passed)."""

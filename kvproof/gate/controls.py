@@ -75,11 +75,11 @@ def _a_sequence_control_that_catches_nothing(mp: MonkeyPatch) -> None:
     from kvproof.reference.sequences import SlotTracker
     from kvproof.stateful_tests.sequences import mutants
 
-    class NotBroken(SlotTracker):
+    class NotBrokenTracker(SlotTracker):
         """Claims to be broken, is not: the controls row must report it uncaught."""
 
-    mp.setattr(mutants, "MUTANTS", [*mutants.MUTANTS, NotBroken])
-    mp.setitem(mutants.CAUGHT_BY, NotBroken, {"values"})
+    mp.setattr(mutants, "MUTANTS", [*mutants.MUTANTS, NotBrokenTracker])
+    mp.setitem(mutants.CAUGHT_BY, NotBrokenTracker, {"values"})
 
 
 def _front_door_without_a_type_check(mp: MonkeyPatch) -> None:
@@ -119,11 +119,11 @@ def _a_round_trip_control_that_catches_nothing(mp: MonkeyPatch) -> None:
     from kvproof.impl.state_roundtrip import RoundTrip
     from kvproof.stateful_tests.deepinfer import mutants
 
-    class NotBroken(RoundTrip):
+    class NotBrokenRoundTrip(RoundTrip):
         """Claims to be broken, is not: the controls row must report it uncaught."""
 
-    mp.setattr(mutants, "MUTANTS", (*mutants.MUTANTS, NotBroken))
-    mp.setitem(mutants.CAUGHT_BY, NotBroken, ("R1",))
+    mp.setattr(mutants, "MUTANTS", (*mutants.MUTANTS, NotBrokenRoundTrip))
+    mp.setitem(mutants.CAUGHT_BY, NotBrokenRoundTrip, ("R1",))
 
 
 def _broken_proof_kernel(mp: MonkeyPatch) -> None:
@@ -187,7 +187,7 @@ CONTROLS = [
     RowControl("stress (real threads)", "impl", _broken_tracker_under_stress, "ci", "problems="),
     RowControl("interleavings (explorer)", "impl", _broken_tracker("PublishAfterUnlock"), "quick", "registry has not converged"),
     RowControl("faults mid-operation: clean or poisoned", "impl", _broken_tracker("NeverPoisonedTracker"), "quick", "broken="),
-    RowControl("negative controls", "impl", _a_sequence_control_that_catches_nothing, "quick", "NotBroken (values)"),
+    RowControl("negative controls", "impl", _a_sequence_control_that_catches_nothing, "quick", "NotBrokenTracker (values)"),
     RowControl("vs dynamo.slot_tracker", "impl", _broken_model_against_the_real_tracker, "quick", "mismatches in"),
     RowControl("vs the selection service's ActiveSequences", "impl", _broken_model_against_the_selection_service, "quick",
                "mismatches; first:"),
@@ -196,7 +196,7 @@ CONTROLS = [
     RowControl("golden numbers (ch. 11 labs)", "impl", _broken_lab_rule, "quick", "printed lines differ"),
     RowControl("round-trip laws, numpy", "impl", _broken_round_trip, "quick", "laws fail"),
     RowControl("round-trip laws, torch CPU", "impl", _broken_round_trip, "quick", "laws fail"),
-    RowControl("negative controls and traps", "impl", _a_round_trip_control_that_catches_nothing, "quick", "NotBroken"),
+    RowControl("negative controls and traps", "impl", _a_round_trip_control_that_catches_nothing, "quick", "NotBrokenRoundTrip"),
     RowControl("Z3 proofs, controls sat", "impl", _broken_proof_kernel, "quick", "FAILED"),
     RowControl("CrossHair contracts and diffs", "impl", _broken_kernels_under_crosshair, "quick", "differs"),
 ]

@@ -5,7 +5,7 @@ import json
 
 from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from kvproof.spec.events import KvCacheEvent, Stored
-from kvproof.stateful_tests.fuzz.campaign import Case, Problem, save_case
+from kvproof.stateful_tests.fuzz.campaign import FuzzCase, Problem, save_case
 
 
 def test_fuzz_runs_every_tree_and_ends_with_its_summary_line(kvproof_cli, tmp_path):
@@ -19,7 +19,7 @@ def test_fuzz_runs_every_tree_and_ends_with_its_summary_line(kvproof_cli, tmp_pa
 
 def test_a_saved_case_replays_with_what_each_tree_did(kvproof_cli, tmp_path):
     bad = KvCacheEvent(0, Stored(None, ((7, 700),)))  # blocks that are not Blocks
-    path = save_case(Case("apply_event", (1, bad)), Problem("untyped", "x", "an old crash"), 1, tmp_path)
+    path = save_case(FuzzCase("apply_event", (1, bad)), Problem("untyped", "x", "an old crash"), 1, tmp_path)
     ran = kvproof_cli("fuzz", "--replay", str(path), "--target", "impl")
     assert ran.code == EXIT_PASS and ran.last == "replay: problems=0"
     assert "MalformedEvent" in ran.out and "data.stored.blocks[0]" in ran.out
@@ -29,7 +29,7 @@ def test_a_replayed_case_that_still_fails_exits_non_zero(kvproof_cli, tmp_path, 
     from kvproof.reference import radix_tree
 
     monkeypatch.setattr(radix_tree, "check_early_exit", bool)  # the reference takes early_exit=1 again
-    path = save_case(Case("find_matches", ([1, 2], 1)), Problem("dynamo", "dynamo", "d"), 1, tmp_path)
+    path = save_case(FuzzCase("find_matches", ([1, 2], 1)), Problem("dynamo", "dynamo", "d"), 1, tmp_path)
     ran = kvproof_cli("fuzz", "--replay", str(path))
     assert ran.code == EXIT_FAIL and "PROBLEM disagree on impl" in ran.out
 

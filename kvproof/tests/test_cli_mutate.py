@@ -21,7 +21,7 @@ def canned(killed: int, survived: int, gaps: int = 0):
         assert work.parent.parent.name == ".kvproof-mutate"
         modules = {t.module for t in targets}
         mine = set(sharded_names([m.name for m in mutants], shard))
-        return driver.Run(Report([m for m in mutants if m.name in mine and m.module in modules]),
+        return driver.MutationRun(Report([m for m in mutants if m.name in mine and m.module in modules]),
                           Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
 
     return fake

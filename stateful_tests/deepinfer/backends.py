@@ -1,7 +1,7 @@
 """The array backends the round-trip suite runs on, and how the harness moves bytes to and from them.
 
 ``numpy`` (host), ``torch`` (torch CPU tensors), ``cuda`` (torch CUDA tensors) and ``cupy``.
-A backend that cannot run here carries the visible reason (``Backend.reason``); nothing
+A backend that cannot run here carries the visible reason (``DeepinferBackend.reason``); nothing
 is imported until asked for, and a missing GPU or library is never an exception.
 
 ``from_numpy``/``to_numpy`` are harness tools for building inputs and comparing results on
@@ -26,7 +26,7 @@ def _cannot_run(array: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Backend:
+class DeepinferBackend:
     name: str
     reason: str | None  # None when it can run here
     from_numpy: Callable[[np.ndarray], Any] = _cannot_run  # the converters of a backend that cannot run here raise
@@ -47,28 +47,28 @@ def _torch_reason() -> str | None:
 
 
 @cache
-def backend(name: str) -> Backend:
+def backend(name: str) -> DeepinferBackend:
     """Return the named backend, with the reason it cannot run here when it cannot."""
     if name == "numpy":
-        return Backend("numpy", None, lambda a: np.array(a, copy=True), lambda a: np.array(a, copy=True))
+        return DeepinferBackend("numpy", None, lambda a: np.array(a, copy=True), lambda a: np.array(a, copy=True))
     if name == "torch":
         reason = _torch_reason()
         if reason:
-            return Backend(name, reason)
+            return DeepinferBackend(name, reason)
         import torch
 
-        return Backend(name, None, lambda a: torch.from_numpy(np.array(a, copy=True)), lambda t: t.numpy().copy())
+        return DeepinferBackend(name, None, lambda a: torch.from_numpy(np.array(a, copy=True)), lambda t: t.numpy().copy())
     if name == "cuda":
         reason = _torch_reason()
         if reason:
-            return Backend(name, reason)
+            return DeepinferBackend(name, reason)
         import torch
 
         if not torch.cuda.is_available():
-            return Backend(
+            return DeepinferBackend(
                 name, f"no CUDA device visible to torch {torch.__version__} (torch.cuda.is_available() is False)"
             )
-        return Backend(
+        return DeepinferBackend(
             name,
             None,
             lambda a: torch.from_numpy(np.array(a, copy=True)).to("cuda"),
@@ -79,14 +79,14 @@ def backend(name: str) -> Backend:
         try:
             import cupy
         except ImportError as exc:
-            return Backend(name, f"cupy is not installed ({exc}); install the [gpu] extra on a CUDA 12 machine")
+            return DeepinferBackend(name, f"cupy is not installed ({exc}); install the [gpu] extra on a CUDA 12 machine")
         try:
             count = cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # cupy raises its own CUDARuntimeError without a driver
-            return Backend(name, f"cupy cannot reach a GPU: {type(exc).__name__}: {exc}")
+            return DeepinferBackend(name, f"cupy cannot reach a GPU: {type(exc).__name__}: {exc}")
         if count < 1:
-            return Backend(name, "cupy sees no GPU")
-        return Backend(
+            return DeepinferBackend(name, "cupy sees no GPU")
+        return DeepinferBackend(
             name,
             None,
             lambda a: cupy.asarray(np.array(a, copy=True)),

@@ -49,7 +49,7 @@ def bench_layout(row_bytes: int = 1024, stored: int = 40, dropped: int = 20, mod
 
 
 @dataclass
-class BenchRow:
+class RoundTripBenchRow:
     backend: str
     operation: str
     megabytes: float
@@ -115,14 +115,14 @@ def _side_by_side(
     return statistics.median(op_times), statistics.median(copy_times)
 
 
-def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats: int, warmup: int) -> list[BenchRow]:
+def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats: int, warmup: int) -> list[RoundTripBenchRow]:
     from ...impl.state_roundtrip import RoundTrip
     from ...spec.state_layout import sizes
     from .backends import backend
 
     be = backend(name)
     if not be.available:
-        return [BenchRow(name, "(all)", 0.0, None, None, None, 0, f"SKIP: {be.reason}")]
+        return [RoundTripBenchRow(name, "(all)", 0.0, None, None, None, 0, f"SKIP: {be.reason}")]
     rows = []
     lhp, sid, n_states = 767, 1, 4
     modes: tuple[Mode, ...] = ("ring-view", "raw-prefix")
@@ -170,7 +170,7 @@ def _bench_backend(name: str, row_bytes: int, stored: int, dropped: int, repeats
             op_t, copy_t = _side_by_side(_Timer(name), make(buf), plain_copy, repeats, warmup)
             op_gbps, copy_gbps = nbytes / op_t / 1e9, nbytes / copy_t / 1e9
             rows.append(
-                BenchRow(
+                RoundTripBenchRow(
                     name,
                     op_name,
                     round(nbytes / 1e6, 3),
@@ -212,7 +212,7 @@ def machine() -> dict:
 HEADERS = ("backend", "operation", "MB", "op GB/s", "copy GB/s", "ratio")
 
 
-def table_rows(rows: list[BenchRow]) -> list[tuple[str, ...]]:
+def table_rows(rows: list[RoundTripBenchRow]) -> list[tuple[str, ...]]:
     """The rows of the table the README quotes (a skipped backend shows its reason)."""
     return [
         (r.backend, r.note, "", "", "", "") if r.op_gbps is None or r.copy_gbps is None or r.ratio is None
@@ -225,7 +225,7 @@ def table_rows(rows: list[BenchRow]) -> list[tuple[str, ...]]:
 class RoundTripBench:
     command: str
     machine: dict
-    rows: list[BenchRow]
+    rows: list[RoundTripBenchRow]
 
     def to_json(self) -> dict:
         return {"command": self.command, "machine": self.machine, "rows": [asdict(r) for r in self.rows]}
@@ -249,7 +249,7 @@ def run_bench_roundtrip(
         import torch
 
         torch.set_num_threads(threads)
-    rows: list[BenchRow] = []
+    rows: list[RoundTripBenchRow] = []
     for name in names:
         rows += _bench_backend(name, row_bytes, stored, dropped, repeats, warmup)
     command = (

@@ -37,7 +37,7 @@ from ...impl.state_roundtrip import RoundTrip, backend_for, byte_range
 from ...spec import state_layout as spec
 from ...spec.deepinfer_errors import StateArgumentError, StateArgumentType, TruncationGuardError
 from ...spec.state_layout import Raw, Ring, StateLayout
-from .backends import Backend, backend
+from .backends import DeepinferBackend, backend
 
 Factory = Callable[[StateLayout, int | None], RoundTrip]
 GARBAGE_ALLOC = 0xAB
@@ -175,7 +175,7 @@ class LawRun:
     """The implementation factory, the backend and the case one law runs on; counts its comparisons."""
 
     factory: Factory
-    be: Backend
+    be: DeepinferBackend
     case: Case
     checks: int = 0
     _draws: int = 0

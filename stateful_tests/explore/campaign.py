@@ -28,21 +28,21 @@ from .token import Schedule
 
 
 @dataclass(frozen=True)
-class Scenario:
+class ExploreScenario:
     name: str
     family: str  # "lanes", "pool" (the tree's) or "tracker"
     story: str
     build: Callable[[Callable[[], Any]], HistoryProgram]
 
 
-def _scenarios() -> dict[str, Scenario]:
+def _scenarios() -> dict[str, ExploreScenario]:
     from . import tracker_scenarios, tree_scenarios
 
     out = {}
     for name, (layout, family) in tree_scenarios.LAYOUTS.items():
-        out[name] = Scenario(name, family, _story(layout), functools.partial(tree_scenarios.tree_program, name))
+        out[name] = ExploreScenario(name, family, _story(layout), functools.partial(tree_scenarios.tree_program, name))
     for name, layout in tracker_scenarios.LAYOUTS.items():
-        out[name] = Scenario(name, "tracker", _story(layout), functools.partial(tracker_scenarios.tracker_program, name))
+        out[name] = ExploreScenario(name, "tracker", _story(layout), functools.partial(tracker_scenarios.tracker_program, name))
     return out
 
 
@@ -56,7 +56,7 @@ RANDOM = "random-ops"
 """Seeded random workloads: ``random-ops.s<SEED>`` is ``tree_scenarios.random_workload(SEED)`` (a valid token scenario)."""
 
 
-def scenario_named(name: str) -> Scenario:
+def scenario_named(name: str) -> ExploreScenario:
     """A fixed scenario, or a seeded random workload ``random-ops.s<SEED>`` (KeyError if neither)."""
     if name in SCENARIOS:
         return SCENARIOS[name]
@@ -65,7 +65,7 @@ def scenario_named(name: str) -> Scenario:
         from . import tree_scenarios
 
         seed = int(name[len(prefix):])
-        return Scenario(name, "lanes", f"a random workload of seed {seed} on three lanes and a reader (tree_scenarios.random_workload)",
+        return ExploreScenario(name, "lanes", f"a random workload of seed {seed} on three lanes and a reader (tree_scenarios.random_workload)",
                         lambda make: tree_scenarios.workload_program(make, tree_scenarios.random_workload(seed)))
     raise KeyError(f"unknown scenario {name!r}: one of {', '.join(SCENARIOS)}, or {prefix}SEED")
 
@@ -106,11 +106,11 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     """Resolve a target: ``impl``, a broken structure's name, or a tree factory (a class or ``module:Factory``)."""
     from ...impl.indexer import ThreadPoolIndexer
     from ...impl.radix_tree import ConcurrentRadixTree
-    from ...impl.slot_tracker import SlotTracker
+    from ...impl.slot_tracker import ConcurrentSlotTracker
 
     if name in ("impl", "impl-lanes", "impl-pool"):
         return Subject("impl", functools.partial(ConcurrentRadixTree, lanes=3), functools.partial(ThreadPoolIndexer, threads=2),
-                       functools.partial(SlotTracker, None))
+                       functools.partial(ConcurrentSlotTracker, None))
     broken_by_name = broken_subjects()
     broken = broken_by_name.get(name)
     if broken is not None:
@@ -133,7 +133,7 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
                            lambda: ThreadPoolIndexer(threads=2, tree=tree_class(lanes=2)))
         if issubclass(factory, ThreadPoolIndexer):
             return Subject(name, pool=functools.partial(factory, threads=2))
-        if issubclass(factory, SlotTracker):
+        if issubclass(factory, ConcurrentSlotTracker):
             return Subject(name, tracker=functools.partial(factory, None))
     return _probed(name, factory)
 

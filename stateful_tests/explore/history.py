@@ -1,6 +1,6 @@
 """Concurrent histories: every call's invocation, response, thread, operation and result.
 
-``Recorder.call`` stamps the invocation and the response from one counter, so in a controlled
+``HistoryRecorder.call`` stamps the invocation and the response from one counter, so in a controlled
 run (one logical thread at a time) the stamps are the exact real-time order, and under real
 threads ``next`` on the shared counter is atomic under the interpreter lock, which keeps the
 order sound there too. A typed error of the system under test (``KvCacheEventError``, a
@@ -47,7 +47,7 @@ def overlaps(a: Call, b: Call) -> bool:
     return a.call < b.ret and b.call < a.ret
 
 
-class Recorder:
+class HistoryRecorder:
     """Collects the calls of one run (one recorder per run)."""
 
     def __init__(self, typed_errors: tuple[type[BaseException], ...]) -> None:

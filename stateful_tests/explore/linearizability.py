@@ -64,21 +64,21 @@ FAULTED = ("error", "InjectedFault")
 would have returned, or not at all."""
 
 
-class Verdict(enum.StrEnum):
+class LinearizabilityVerdict(enum.StrEnum):
     LINEARIZABLE = "linearizable"
     NOT_LINEARIZABLE = "not linearizable"
     UNKNOWN = "unknown"  # the search budget ran out
 
 
 @dataclass
-class Report:
-    verdict: Verdict
+class LinearizabilityReport:
+    verdict: LinearizabilityVerdict
     part: list[Call] = field(default_factory=list)  # the failing (or undecided) part, minimized when asked
     states: int = 0  # spec states visited
 
     @property
     def ok(self) -> bool:
-        return self.verdict is Verdict.LINEARIZABLE
+        return self.verdict is LinearizabilityVerdict.LINEARIZABLE
 
     def describe(self) -> list[str]:
         return [c.describe() for c in sorted(self.part, key=lambda c: c.call)]
@@ -126,7 +126,7 @@ class Seen:
         return self.states[self.opened:]
 
 
-def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int) -> tuple[Verdict, int]:
+def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int) -> tuple[LinearizabilityVerdict, int]:
     quiet = _quiescent(part, writes)
     entries = _entries(part)
     n = len(entries)
@@ -188,15 +188,15 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
     try:
         ok = search(frozenset(), ())
     except _Budget:
-        return Verdict.UNKNOWN, visited
-    return (Verdict.LINEARIZABLE if ok else Verdict.NOT_LINEARIZABLE), visited
+        return LinearizabilityVerdict.UNKNOWN, visited
+    return (LinearizabilityVerdict.LINEARIZABLE if ok else LinearizabilityVerdict.NOT_LINEARIZABLE), visited
 
 
 def _quiescent(part: Sequence[Call], writes: Sequence[Call]) -> frozenset[int]:
     return frozenset(i for i, c in enumerate(part) if c.read and not any(overlaps(c, w) for w in writes))
 
 
-def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, minimize: bool = True) -> Report:
+def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, minimize: bool = True) -> LinearizabilityReport:
     """Check a history; on failure report the failing part, minimized (a smaller part that still fails) if asked."""
     writes = [c for c in calls if not c.read]
     total = 0
@@ -204,13 +204,13 @@ def check(spec: SequentialSpec, calls: Sequence[Call], budget: int = 200_000, mi
     for part in spec.partition(calls):
         verdict, visited = _check_part(spec, part, writes, budget)
         total += visited
-        if verdict is Verdict.NOT_LINEARIZABLE:  # a definite failure wins over any undecided part
-            return Report(verdict, _minimize(spec, part, writes, budget) if minimize else list(part), total)
-        if verdict is Verdict.UNKNOWN:
+        if verdict is LinearizabilityVerdict.NOT_LINEARIZABLE:  # a definite failure wins over any undecided part
+            return LinearizabilityReport(verdict, _minimize(spec, part, writes, budget) if minimize else list(part), total)
+        if verdict is LinearizabilityVerdict.UNKNOWN:
             undecided = undecided or list(part)
     if undecided is not None:
-        return Report(Verdict.UNKNOWN, undecided, total)
-    return Report(Verdict.LINEARIZABLE, [], total)
+        return LinearizabilityReport(LinearizabilityVerdict.UNKNOWN, undecided, total)
+    return LinearizabilityReport(LinearizabilityVerdict.LINEARIZABLE, [], total)
 
 
 def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], budget: int) -> list[Call]:
@@ -225,7 +225,7 @@ def _minimize(spec: SequentialSpec, part: list[Call], writes: Sequence[Call], bu
 
     def still_fails(trial: list[Call]) -> bool:
         verdict, _ = _check_part(spec, trial, writes, budget)
-        return verdict is Verdict.NOT_LINEARIZABLE
+        return verdict is LinearizabilityVerdict.NOT_LINEARIZABLE
 
     for c in [c for c in part if c.read]:
         trial = [x for x in current if x is not c]

@@ -1,7 +1,7 @@
 """What every explored scenario shares: threads of recorded calls, then checks of the final state and the history.
 
 A ``Step`` is one call a thread makes, with its name, arguments, and whether it is a read.
-``HistoryProgram`` runs each thread's steps through a ``history.Recorder``, and at finish:
+``HistoryProgram`` runs each thread's steps through a ``history.HistoryRecorder``, and at finish:
 
 1. stops what setup started and reads the final state (quiescent reads, recorded too);
 2. runs the subject's own ``check()`` (its invariants);
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import linearizability
-from .history import Call, Recorder
+from .history import Call, HistoryRecorder
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ class HistoryProgram:
         self.final = list(final)
         self.budget = budget
         self.subject: Any = None
-        self.recorder = Recorder(self.typed)
-        self.report: linearizability.Report | None = None
+        self.recorder = HistoryRecorder(self.typed)
+        self.report: linearizability.LinearizabilityReport | None = None
 
     # subclasses
     def perform(self, lane: str, step: Step) -> Any:
@@ -76,7 +76,7 @@ class HistoryProgram:
 
     # the Program protocol
     def setup(self) -> None:
-        self.recorder = Recorder(self.typed)
+        self.recorder = HistoryRecorder(self.typed)
         self.report = None
         self.subject = self.make()
         for lane, step in self.setup_steps:
@@ -102,10 +102,10 @@ class HistoryProgram:
         finally:
             self.stop()
         self.report = linearizability.check(self.spec(), self.recorder.calls, self.budget)
-        if self.report.verdict is linearizability.Verdict.NOT_LINEARIZABLE:
+        if self.report.verdict is linearizability.LinearizabilityVerdict.NOT_LINEARIZABLE:
             problems.append("not linearizable: no order of the reference explains these calls:\n    "
                             + "\n    ".join(self.report.describe()))
-        elif self.report.verdict is linearizability.Verdict.UNKNOWN:
+        elif self.report.verdict is linearizability.LinearizabilityVerdict.UNKNOWN:
             problems.append(f"undecided: the linearizability search passed {self.budget} states")
         return problems
 

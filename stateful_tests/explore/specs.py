@@ -31,7 +31,7 @@ from typing import Any, cast
 
 from ...reference import RadixTree
 from ...reference.sequences import SlotTracker
-from ...spec import slot_tracker as law
+from ...spec import slot_tracker
 from ...spec.errors import KvCacheEventError, Poisoned
 from ...spec.events import KvCacheEvent, Removed, Stored
 from ...spec.sequence_errors import SequenceError
@@ -220,8 +220,8 @@ def _torn_pairs(candidates: list[Any]) -> list[tuple[Any, Any]]:
 
 
 def _potential_row(call: Call, load: Any, membership: Any) -> Any:
-    q, isl, now = law.check_potential_loads_args(*call.args)
-    return law.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, law.overlap_depth(membership, q), isl)
+    q, isl, now = slot_tracker.check_potential_loads_args(*call.args)
+    return slot_tracker.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, slot_tracker.overlap_depth(membership, q), isl)
 
 
 class TrackerSpec(_Spec):

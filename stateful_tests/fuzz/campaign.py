@@ -85,7 +85,7 @@ SAID = {
 
 
 @dataclass(frozen=True)
-class Case:
+class FuzzCase:
     """One call: ``op`` on every target with ``args``."""
 
     op: str
@@ -119,17 +119,17 @@ def _payload(draw: st.DrawFn) -> Any:
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> Case:
+def cases(draw: st.DrawFn) -> FuzzCase:
     """A hostile call: mostly ``apply_event``, sometimes a worker removal or a query."""
     op = draw(st.sampled_from(["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank",
                                                      "find_matches", "find_matches"]))
     if op == "apply_event":
-        return Case(op, (draw(grammar.worker), draw(_payload())))
+        return FuzzCase(op, (draw(grammar.worker), draw(_payload())))
     if op in ("remove_worker", "clear_all_blocks"):
-        return Case(op, (draw(grammar.worker),))
+        return FuzzCase(op, (draw(grammar.worker),))
     if op == "remove_worker_dp_rank":
-        return Case(op, (draw(grammar.worker), draw(st.one_of(st.integers(0, 2), st.sampled_from(grammar.HOSTILE_VALUES)))))
-    return Case(op, (draw(grammar.query), draw(grammar.early_exit)))
+        return FuzzCase(op, (draw(grammar.worker), draw(st.one_of(st.integers(0, 2), st.sampled_from(grammar.HOSTILE_VALUES)))))
+    return FuzzCase(op, (draw(grammar.query), draw(grammar.early_exit)))
 
 
 # ----------------------------------------------------------------------------- the fleet of targets
@@ -143,7 +143,7 @@ def _fingerprint(tree: Any) -> tuple:
     return lines, tuple(canonical([targets.dump_entry(line) for line in lines])), scores
 
 
-class Fleet:
+class FuzzFleet:
     """One tree per target, each back at ``BASE`` before every case (``reset`` rebuilds the ones the last case touched)."""
 
     def __init__(self, names: tuple[str, ...] = TARGETS, extra: dict[str, Callable[[], Any]] | None = None) -> None:
@@ -184,7 +184,7 @@ class Fleet:
             targets.dispose(tree)
 
 
-def _call(tree: Any, case: Case) -> tuple[str, Any]:
+def _call(tree: Any, case: FuzzCase) -> tuple[str, Any]:
     method = getattr(tree, case.op, None)
     if method is None:  # a tree without the optional remove_worker_dp_rank
         return "n/a", None
@@ -195,7 +195,7 @@ def _call(tree: Any, case: Case) -> tuple[str, Any]:
 
 
 @dataclass
-class Observed:
+class FuzzObserved:
     """What one target did with one case."""
 
     outcome: str  # "ok", a typed error's name, "untyped <Type>: message", or "n/a"
@@ -206,18 +206,18 @@ class Observed:
     check: str = ""  # the first line of a failed check()
 
 
-def observe(name: str, tree: Any, case: Case, before: tuple) -> Observed:
+def observe(name: str, tree: Any, case: FuzzCase, before: tuple) -> FuzzObserved:
     try:
-        observed = Observed(*_call(tree, case))
+        observed = FuzzObserved(*_call(tree, case))
     except KvProofError as exc:
-        observed = Observed(type(exc).__name__, message=str(exc)[:300])
+        observed = FuzzObserved(type(exc).__name__, message=str(exc)[:300])
     except Exception as exc:  # untyped, for a kvproof tree; the binding's errors are mapped onto kvproof's names
         kind = targets.outcome_of(exc).split(":")[0] if name == "dynamo" else f"untyped {type(exc).__name__}"
-        observed = Observed(kind, message=_message(exc))
+        observed = FuzzObserved(kind, message=_message(exc))
     except BaseException as exc:
         if not targets.is_panic(exc):
             raise
-        observed = Observed(f"panic {type(exc).__name__}", message=_message(exc))
+        observed = FuzzObserved(f"panic {type(exc).__name__}", message=_message(exc))
     observed.before = before
     try:
         observed.after = _fingerprint(tree)
@@ -249,7 +249,7 @@ BASE_CHAINS = {100: (1,), 200: (1, 2), 300: (1, 2, 3), 400: (1, 2, 3, 4), 500: (
 """The local-hash chain from the root of every block ``BASE`` holds (by external hash)."""
 
 
-def contract_breach(case: Case) -> str | None:
+def contract_breach(case: FuzzCase) -> str | None:
     """Why a store breaks the contract's hash assumption, relative to ``BASE``, or ``None``.
 
     The contract (spec/primitives.py) assumes an external hash is a function of the local chain
@@ -290,7 +290,7 @@ class Problem:
         return f"{self.kind} on {self.target}: {self.detail}"
 
 
-def judge(case: Case, seen: dict[str, Observed], known: Counter[str]) -> list[Problem]:
+def judge(case: FuzzCase, seen: dict[str, FuzzObserved], known: Counter[str]) -> list[Problem]:
     """The checks of the module docstring, for one case; known differences with Dynamo are counted in ``known``."""
     problems = []
     ref = seen.get("reference")
@@ -342,7 +342,7 @@ def judge(case: Case, seen: dict[str, Observed], known: Counter[str]) -> list[Pr
 EVENT_ERRORS = frozenset(e.__name__ for e in (ParentBlockNotFound, BlockNotFound, InvalidBlockSequence))
 
 
-def _past_the_door(o: Observed) -> bool:
+def _past_the_door(o: FuzzObserved) -> bool:
     """Whether a tree took the call past its front door: it returned, or refused the event for what it means."""
     return o.outcome == "ok" or o.outcome in EVENT_ERRORS
 
@@ -367,7 +367,7 @@ class FuzzReport:
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)  # target -> outcome -> count
     known: Counter[str] = field(default_factory=Counter)
     problems: list[Problem] = field(default_factory=list)
-    case: Case | None = None  # the shrunk case of the first problem
+    case: FuzzCase | None = None  # the shrunk case of the first problem
     file: str | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -404,7 +404,7 @@ def _failing_case(report: FuzzReport) -> float:
     return report.ordinals[-1] if report.problems and report.ordinals else float("inf")
 
 
-def run_case(fleet: Fleet, case: Case, known: Counter[str] | None = None) -> tuple[dict[str, Observed], list[Problem]]:
+def run_case(fleet: FuzzFleet, case: FuzzCase, known: Counter[str] | None = None) -> tuple[dict[str, FuzzObserved], list[Problem]]:
     """Reset the fleet, run ``case`` on every target, judge it."""
     fleet.reset()
     seen = {name: observe(name, tree, case, fleet.base[name]) for name, tree in fleet.trees.items()}
@@ -434,7 +434,7 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
     stops the run; Hypothesis shrinks it within its block, keeping the problem's kind.
     """
     report = FuzzReport(seed, shard=str(shard))
-    fleet = Fleet(names, extra)
+    fleet = FuzzFleet(names, extra)
     report.unavailable = dict(fleet.unavailable)
     try:
         for b in range(-(-inputs // block)):
@@ -449,7 +449,7 @@ def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str
     return report
 
 
-def _fuzz_block(fleet: Fleet, report: FuzzReport, size: int, seed: int, first_ordinal: int) -> bool:
+def _fuzz_block(fleet: FuzzFleet, report: FuzzReport, size: int, seed: int, first_ordinal: int) -> bool:
     """Draw and run ``size`` cases from ``seed``, numbered from ``first_ordinal``, into ``report``; True at a problem."""
     first: list[Problem] = []
     generated = [first_ordinal]
@@ -458,7 +458,7 @@ def _fuzz_block(fleet: Fleet, report: FuzzReport, size: int, seed: int, first_or
               phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
     @hypothesis_seed(seed)
     @given(case=cases())
-    def one(case: Case) -> None:
+    def one(case: FuzzCase) -> None:
         if not first:
             report.ordinals.append(generated[0])
             generated[0] += 1
@@ -512,7 +512,7 @@ def _quiet_hypothesis() -> Iterator[None]:
         yield
 
 
-def save_case(case: Case, problem: Problem, seed: int, directory: str | Path) -> Path:
+def save_case(case: FuzzCase, problem: Problem, seed: int, directory: str | Path) -> Path:
     """Write ``case`` as a ``kvproof-fuzz/1`` file (atomically); return its path."""
     body = {"format": FORMAT, "op": case.op, "args": [codec.encode(a) for a in case.args], "seed": seed,
             "problem": problem.line(), "case": case.describe()}
@@ -524,13 +524,13 @@ class FuzzFileError(ValueError):
     """A file that is not a saved fuzz case."""
 
 
-def load_case(path: str | Path) -> Case:
+def load_case(path: str | Path) -> FuzzCase:
     """Read a saved case (``FuzzFileError`` if it is not one)."""
     try:
         body = json.loads(Path(path).read_text())
         if body.get("format") != FORMAT:
             raise FuzzFileError(f"{path}: not a {FORMAT} file (format {body.get('format')!r})")
-        return Case(body["op"], tuple(codec.decode(a) for a in body["args"]))
+        return FuzzCase(body["op"], tuple(codec.decode(a) for a in body["args"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         if isinstance(exc, FuzzFileError):
             raise
@@ -538,10 +538,10 @@ def load_case(path: str | Path) -> Case:
 
 
 def replay(path: str | Path, names: tuple[str, ...] = TARGETS,
-           extra: dict[str, Callable[[], Any]] | None = None) -> tuple[Case, dict[str, Observed], list[Problem]]:
+           extra: dict[str, Callable[[], Any]] | None = None) -> tuple[FuzzCase, dict[str, FuzzObserved], list[Problem]]:
     """Run a saved case over ``names`` (and ``extra``) again; return what each target did and the problems."""
     case = load_case(path)
-    fleet = Fleet(names, extra)
+    fleet = FuzzFleet(names, extra)
     try:
         seen, problems = run_case(fleet, case)
     finally:

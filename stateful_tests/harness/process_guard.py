@@ -84,7 +84,7 @@ def kill_group(pgid: int, grace: float = 5.0) -> None:
         pass
 
 
-class _Guard:
+class _ProcessGuard:
     """The live process groups of this interpreter; kills them at exit and on SIGTERM / SIGINT."""
 
     def __init__(self) -> None:
@@ -159,7 +159,7 @@ class _Guard:
             os.kill(os.getpid(), signum)  # die of the signal, as the caller asked
 
 
-GUARD = _Guard()
+GUARD = _ProcessGuard()
 
 
 # ----------------------------------------------------------------------------- /proc checks

@@ -39,7 +39,7 @@ from ..harness.shards import WHOLE, Shard
 from . import workspace as ws
 from .equivalents import Equivalent, function_hash, split_equivalents
 from .order import COST_FILE_ENV
-from .profiles import Target
+from .profiles import MutationTarget
 from .scores import KILLED, NO_TESTS, SURVIVED, TIMEOUT, Mutant, Report, join_ttd, sharded_names, status_of
 from .ttd import TTD_FILE_ENV
 
@@ -117,7 +117,7 @@ def run_failure(rc: int, text: str, log: Path) -> str:
 
 
 @dataclass
-class Run:
+class MutationRun:
     """What ``run_mutation`` did: the report, the workspace, the names run, and the seconds it took."""
 
     report: Report
@@ -137,10 +137,10 @@ def child_env(workspace: ws.Workspace) -> dict[str, str]:
     return env
 
 
-def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_children: int = 1,
+def run_mutation(root: Path, targets: Sequence[MutationTarget], shard: Shard = WHOLE, max_children: int = 1,
                  equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
                  work: Path | None = None, pytest_args: Sequence[str] = (),
-                 say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> Run:
+                 say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> MutationRun:
     """Mutate ``targets`` in a fresh workspace and judge them (see the module's docstring).
 
     ``only``: judge just the shard's mutants it accepts (``kvproof mutate --rejudge``), the rest not at all.
@@ -172,7 +172,7 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         generated = sharded_names((n for file in marked_json(text, "KVPROOF-NAMES").values() for n in file), shard)
         names = [n for n in generated if only is None or only(n)]
         if not names:
-            return Run(Report([]), workspace, [], time.monotonic() - started, log, generated)
+            return MutationRun(Report([]), workspace, [], time.monotonic() - started, log, generated)
     say(f"mutmut run in {workspace.path} ({len(names) if names else 'all'} mutants, {max_children} children; log {log})")
     stopped = None
     try:
@@ -194,12 +194,12 @@ def run_mutation(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, ma
         diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
         for m in mutants:
             m.diff = diffs.get(m.name, "") or m.diff
-    return Run(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log, generated)
+    return MutationRun(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log, generated)
 
 
-def groups_of(targets: Sequence[Target]) -> list[tuple[Target, ...]]:
+def groups_of(targets: Sequence[MutationTarget]) -> list[tuple[MutationTarget, ...]]:
     """The targets that share one test list, a group per distinct list, in the order first named."""
-    groups: dict[tuple[str, ...], list[Target]] = {}
+    groups: dict[tuple[str, ...], list[MutationTarget]] = {}
     for target in targets:
         groups.setdefault(target.tests, []).append(target)
     return [tuple(group) for group in groups.values()]
@@ -207,15 +207,15 @@ def groups_of(targets: Sequence[Target]) -> list[tuple[Target, ...]]:
 
 @dataclass
 class GroupedRun:
-    """``run_groups``'s result: one ``Run`` per group, their reports joined, and the whole call's seconds."""
+    """``run_groups``'s result: one ``MutationRun`` per group, their reports joined, and the whole call's seconds."""
 
-    runs: list[Run]
+    runs: list[MutationRun]
     report: Report
     seconds: float
     carried: int = 0  # verdicts taken over from an earlier report (``rejudge``), not judged in this run
 
 
-def run_groups(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_children: int = 1,
+def run_groups(root: Path, targets: Sequence[MutationTarget], shard: Shard = WHOLE, max_children: int = 1,
                equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
                work: Path | None = None, pytest_args: Sequence[str] = (),
                say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> GroupedRun:
@@ -230,7 +230,7 @@ def run_groups(root: Path, targets: Sequence[Target], shard: Shard = WHOLE, max_
     started = time.monotonic()
     base = work or root / ws.WORK_ROOT / "work"
     groups = groups_of(targets)
-    runs: list[Run] = []
+    runs: list[MutationRun] = []
     stopped: list[str] = []
     for i, group in enumerate(groups, 1):
         left = None if timeout is None else timeout - (time.monotonic() - started)
@@ -257,7 +257,7 @@ def carried_verdicts(earlier: Report, root: Path) -> dict[str, Mutant]:
             if m.status in (KILLED, TIMEOUT) and m.function_hash is not None and m.function_hash == function_hash(root, m.name)}
 
 
-def rejudge(root: Path, targets: Sequence[Target], earlier: Report, shard: Shard = WHOLE, max_children: int = 1,
+def rejudge(root: Path, targets: Sequence[MutationTarget], earlier: Report, shard: Shard = WHOLE, max_children: int = 1,
             equivalents: Sequence[Equivalent] = (), timeout: float | None = None, work: Path | None = None,
             say: Callable[[str], None] = lambda _: None) -> GroupedRun:
     """Judge again what ``earlier`` did not settle (``carried_verdicts``), and report the whole: the carried
@@ -302,5 +302,5 @@ def read_ttd(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-__all__ = ["GroupedRun", "MutateError", "Run", "carried_verdicts", "groups_of", "mutmut_unavailable", "rejudge", "run_groups",
+__all__ = ["GroupedRun", "MutateError", "MutationRun", "carried_verdicts", "groups_of", "mutmut_unavailable", "rejudge", "run_groups",
            "run_mutation", "status_of"]

@@ -1,6 +1,6 @@
 """What each mutation profile mutates, the tests that judge each module, and the score goals.
 
-A profile is a list of ``Target``: one source module (a path from the checkout's root, such as
+A profile is a list of ``MutationTarget``: one source module (a path from the checkout's root, such as
 ``spec/coverage.py``) and the test files run against its mutants (a file, or one test of it as
 ``file.py::test_name`` where the rest of the file is a long campaign). mutmut runs the union of the
 tests once to learn which test reaches which function, then runs only those tests per mutant.
@@ -32,7 +32,7 @@ class MutateProfileError(KvProofError, ValueError):
 
 
 @dataclass(frozen=True)
-class Target:
+class MutationTarget:
     """One module to mutate (``spec/coverage.py``) and the test files that judge it."""
 
     module: str
@@ -53,9 +53,9 @@ DEEPINFER = "stateful_tests/deepinfer/tests/"
 SEQUENCES = "stateful_tests/sequences/tests/"
 
 QUICK = (
-    Target("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py")),
-    Target("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
-    Target("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
+    MutationTarget("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py")),
+    MutationTarget("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
+    MutationTarget("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
 )
 
 PROFILES = ("quick", "ci")
@@ -137,7 +137,7 @@ def selects(path: str, module: str) -> bool:
 
 
 def rejudge_refusal(earlier_profile: str, earlier_paths: Sequence[str], earlier_shard: object, profile: str,
-                    targets: Sequence[Target], shard: object) -> str | None:
+                    targets: Sequence[MutationTarget], shard: object) -> str | None:
     """Why an earlier report cannot be rejudged with these options (None: it can).
 
     The profile and the shard must be the earlier run's; the modules may be all of its modules or some
@@ -152,7 +152,7 @@ def rejudge_refusal(earlier_profile: str, earlier_paths: Sequence[str], earlier_
     return None
 
 
-def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tuple[Target, ...]:
+def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tuple[MutationTarget, ...]:
     """The targets of ``profile``, kept to the layers or modules named (``spec``, ``impl/lane.py``)."""
     unknown = [p for p in layers if p.split("/", 1)[0] not in LAYERS or ("/" in p and not (root / p).is_file())]
     if unknown:
@@ -165,7 +165,7 @@ def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tup
         missing = [m for m in modules if m not in CI_TESTS]
         if missing:
             raise MutateProfileError(f"{missing[0]} has no test list in the ci profile (profiles.CI_TESTS): name the tests that judge it")
-        chosen = tuple(Target(m, CI_TESTS[m]) for m in modules)
+        chosen = tuple(MutationTarget(m, CI_TESTS[m]) for m in modules)
     else:
         raise MutateProfileError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")
     for target in chosen:

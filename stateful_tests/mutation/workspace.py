@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .profiles import Target
+from .profiles import MutationTarget
 
 WORK_ROOT = ".kvproof-mutate"
 PACKAGE_LAYERS = ("spec", "reference", "impl", "stateful_tests", "proofs")
@@ -48,7 +48,7 @@ class Workspace:
     """A built workspace: its folder, and the targets its config mutates."""
 
     path: Path
-    targets: tuple[Target, ...]
+    targets: tuple[MutationTarget, ...]
 
     @property
     def mutants(self) -> Path:
@@ -64,7 +64,7 @@ class Workspace:
         """Each test file's seconds in mutmut's stats pass, which the ``order`` plugin runs by."""
         return self.path / "costs.json"
 
-    def meta_of(self, target: Target) -> Path:
+    def meta_of(self, target: MutationTarget) -> Path:
         return self.mutants / "src" / "kvproof" / (target.module + ".meta")
 
 
@@ -73,7 +73,7 @@ def toml_list(items: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def mutmut_config(targets: Sequence[Target], pytest_args: Sequence[str] = ()) -> str:
+def mutmut_config(targets: Sequence[MutationTarget], pytest_args: Sequence[str] = ()) -> str:
     """The ``[tool.mutmut]`` section: mutate the targets' modules only, select the union of their tests."""
     layers = sorted({t.layer for t in targets})
     tests = list(dict.fromkeys(test for t in targets for test in t.tests))
@@ -92,7 +92,7 @@ def mutmut_config(targets: Sequence[Target], pytest_args: Sequence[str] = ()) ->
     ])
 
 
-def build(root: Path, targets: Sequence[Target], pytest_args: Sequence[str] = (), work: Path | None = None) -> Workspace:
+def build(root: Path, targets: Sequence[MutationTarget], pytest_args: Sequence[str] = (), work: Path | None = None) -> Workspace:
     """Copy the checkout at ``root`` into a fresh workspace (default ``root/.kvproof-mutate/work``) and configure mutmut.
 
     ``work`` must lie in a folder of its own: whatever is there is removed first.

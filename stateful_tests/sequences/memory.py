@@ -24,14 +24,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import ConcurrentSlotTracker
 from ...reference.sequences import SlotTracker as ReferenceSlotTracker
 from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_inputs import PrefillLoadHint, SequenceRequest
 from ..harness import measure
 
 HEADERS = ("tracker", "bytes/block (tracemalloc)", "bytes/block (RSS)", "bytes/request (tracemalloc)")
-TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ImplSlotTracker}
+TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ConcurrentSlotTracker}
 NANOS_PER_MS = 1_000_000
 
 

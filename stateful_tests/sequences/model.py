@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import ConcurrentSlotTracker
 from ...reference.sequences import SlotTracker as ReferenceSlotTracker
-from ...spec import slot_tracker as law
+from ...spec import slot_tracker
 from ...spec.sequence_invariants import write_model_violations
 from ...spec.sequences import DEFAULT_EXPIRY
 
@@ -23,43 +23,43 @@ class SpecSlotTracker:
     """The law, driven through the tracker API (slow: every write copies the state)."""
 
     def __init__(self, expiry: int | None = DEFAULT_EXPIRY) -> None:
-        self.state = law.new_slot_tracker(expiry)
+        self.state = slot_tracker.new_slot_tracker(expiry)
         self.expiry = self.state.expiry
 
     def register_worker(self, worker_id, dp_start, dp_size, now) -> None:
-        self.state = law.on_register_worker(self.state, worker_id, dp_start, dp_size, now)
+        self.state = slot_tracker.on_register_worker(self.state, worker_id, dp_start, dp_size, now)
 
     def unregister_worker(self, worker_id) -> None:
-        self.state = law.on_unregister_worker(self.state, worker_id)
+        self.state = slot_tracker.on_unregister_worker(self.state, worker_id)
 
     def add_request(self, request, now) -> None:
-        self.state = law.on_add_request(self.state, request, now)
+        self.state = slot_tracker.on_add_request(self.state, request, now)
 
     def mark_prefill_completed(self, request_id, now, worker=None) -> None:
-        self.state = law.on_mark_prefill_completed(self.state, request_id, now, worker)
+        self.state = slot_tracker.on_mark_prefill_completed(self.state, request_id, now, worker)
 
     def free(self, request_id, now, worker=None) -> bool:
         before = self.state
-        self.state = law.on_free(before, request_id, now, worker)
+        self.state = slot_tracker.on_free(before, request_id, now, worker)
         return self.state is not before
 
     def force_expiry(self, now) -> None:
-        self.state = law.on_force_expiry(self.state, now)
+        self.state = slot_tracker.on_force_expiry(self.state, now)
 
     def loads(self, now):
-        return law.read_loads(law.project_prompt_registry(self.state), now)
+        return slot_tracker.read_loads(slot_tracker.project_prompt_registry(self.state), now)
 
     def potential_loads(self, query, new_isl_tokens, now):
-        return law.read_potential_loads(law.project_prompt_registry(self.state), query, new_isl_tokens, now)
+        return slot_tracker.read_potential_loads(slot_tracker.project_prompt_registry(self.state), query, new_isl_tokens, now)
 
     def modeled_remaining_prefill_times(self, now):
-        return law.read_modeled_remaining_prefill_times(law.project_prompt_registry(self.state), now)
+        return slot_tracker.read_modeled_remaining_prefill_times(slot_tracker.project_prompt_registry(self.state), now)
 
-    def snapshot(self) -> law.SlotTrackerState:
+    def snapshot(self) -> slot_tracker.SlotTrackerState:
         return self.state
 
-    def registry_snapshot(self) -> law.PromptRegistryState:
-        return law.project_prompt_registry(self.state)
+    def registry_snapshot(self) -> slot_tracker.PromptRegistryState:
+        return slot_tracker.project_prompt_registry(self.state)
 
     def check(self) -> None:
         bad = write_model_violations(self.state)
@@ -69,5 +69,5 @@ class SpecSlotTracker:
 TARGETS: dict[str, Callable[..., Any]] = {
     "spec": SpecSlotTracker,
     "reference": ReferenceSlotTracker,
-    "impl": ImplSlotTracker,
+    "impl": ConcurrentSlotTracker,
 }

@@ -20,10 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ...impl._sync import yield_point
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
-from ...impl.slot_tracker import _Slot
+from ...impl.slot_tracker import ConcurrentSlotTracker, _Slot
 from ...reference.sequences import ActiveSequences, PrefillTracker, SlotTracker, decayed_tokens, remaining_modeled_ms
-from ...spec import slot_tracker as law
+from ...spec import slot_tracker
 from ...spec.prefill import PrefillLoadSnapshot
 from ...spec.primitives import U64_MAX
 from ...spec.sequence_errors import DuplicateRequest, MissingExpectedDuration, RequestNotFound, TokenLoadOverflow, WorkerNotFound
@@ -244,7 +243,7 @@ class MarkUnknownIsSilent(SlotTracker):
 # ----------------------------------------------------------------------------- concurrency rules (impl)
 
 
-class BookBeforeSlotLock(ImplSlotTracker):
+class BookBeforeSlotLock(ConcurrentSlotTracker):
     """Pipeline rule broken: the id is booked before the slot lock and a free unbooks without it.
 
     This is the window sequences.md §10 item 4 describes: a free racing the add removes the
@@ -287,7 +286,7 @@ class BookBeforeSlotLock(ImplSlotTracker):
             return True
 
 
-class MarkSkipsPublish(ImplSlotTracker):
+class MarkSkipsPublish(ConcurrentSlotTracker):
     """Projection rule broken: completing a prefill never republishes the load (the registry stays stale)."""
 
     def mark_prefill_completed(self, request_id, now, worker=None) -> None:
@@ -302,7 +301,7 @@ class MarkSkipsPublish(ImplSlotTracker):
                 slot.seq.mark_prefill_completed(rid, now)  # ... and no _publish
 
 
-class MarkIsLost(ImplSlotTracker):
+class MarkIsLost(ConcurrentSlotTracker):
     """Mark rule broken: a mark of a booked request succeeds but leaves its prefill queued (the state stays
     consistent, so only an oracle of the marks that succeeded can tell)."""
 
@@ -314,17 +313,17 @@ class MarkIsLost(ImplSlotTracker):
                 raise RequestNotFound(rid)
 
 
-class PublishAfterUnlock(ImplSlotTracker):
+class PublishAfterUnlock(ConcurrentSlotTracker):
     """A lock released before publish: an add mutates its slot under the slot lock but publishes the delta after
     releasing it, so two writers of one slot can publish out of mutation order and the registry keeps a stale load."""
 
     def add_request(self, request, now) -> None:
-        request, now = law.check_add_args(request, now)
+        request, now = slot_tracker.check_add_args(request, now)
         rid, worker = request.request_id, request.worker
         with self._topology.shared():
-            slot = law.check_slot(self._slots.get(worker), worker)
+            slot = slot_tracker.check_slot(self._slots.get(worker), worker)
             with slot.lock:
-                law.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
+                slot_tracker.check_admission(request, self._index.get(rid), lambda: slot.seq.would_overflow(request))
                 if self._index.try_insert(rid, worker) is not None:
                     raise DuplicateRequest(rid, self._index.get(rid))
                 expired, stored, removed = slot.seq.add(request, now, self.expiry)
@@ -423,7 +422,7 @@ MACHINE_FAILURE = {
 }
 
 
-class NeverPoisonedTracker(ImplSlotTracker):
+class NeverPoisonedTracker(ConcurrentSlotTracker):
     """A tracker that never poisons itself: a fault between booking and publish leaves bookings, slot and
     registry disagreeing, and it goes on answering (caught only by the fault row, ``explore.faults``)."""
 
@@ -462,7 +461,7 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
     rows = []
     for mutant in MUTANTS:
         values = f"{sum(1 for s in VALUE_SCENARIOS if run_value_scenario(mutant, s))}/{len(VALUE_SCENARIOS)}"
-        machine = law = stressed = "-"
+        machine = slot_tracker = stressed = "-"
         if "machine" in CAUGHT_BY[mutant]:
             firsts = []
             for s in seeds:
@@ -482,10 +481,10 @@ def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histori
                     run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
                 except Exception:
                     caught += 1
-            law = f"{caught}/{len(seeds)}"
+            slot_tracker = f"{caught}/{len(seeds)}"
         if "stress" in CAUGHT_BY[mutant]:
             stressed = f"{sum(1 for s in range(1, 9) if stress(mutant, threads=8, ops=400, seed=s).problems)}/8"
-        rows.append((mutant.__name__, values, machine, law, stressed))
+        rows.append((mutant.__name__, values, machine, slot_tracker, stressed))
     return rows
 
 

@@ -399,7 +399,7 @@ class Op:
 
 
 @dataclass(frozen=True)
-class Scenario:
+class OracleScenario:
     seed: int
     index: int
     model: str
@@ -464,7 +464,7 @@ def _template(rng: random.Random, kind: str, hot: tuple[int, int], ids: list[str
     return ops + reads(2, [4, 8])
 
 
-def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS, length: int = 10) -> Scenario:
+def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS, length: int = 10) -> OracleScenario:
     """Return scenario ``index`` of run ``seed``: registrations, then writes through both doors and reads.
 
     It opens with one of the ``TEMPLATES`` (the shape of an oracle experiment, numbers drawn)
@@ -512,14 +512,14 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
         if op.kind in ("add", "mark", "free") and rng.random() < 0.6:
             ops.append(Op("loads", rng.choice([2, 4, 10, 20]) * jitter_ms))
     ops.append(Op("loads", 3 * jitter_ms))
-    return Scenario(seed, index, f"kvproof-{seed}-{index}", tuple(ops))
+    return OracleScenario(seed, index, f"kvproof-{seed}-{index}", tuple(ops))
 
 
 # ----------------------------------------------------------------------------- running
 
 
 def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace", index: int = 0,
-                      reads_every: int = 1) -> Scenario:
+                      reads_every: int = 1) -> OracleScenario:
     """A scenario that replays slot tracker calls (``tree.router.TrackerCall``: ``kind``, ``at`` ns, ``rid``,
     ``request``, ``worker_id``, ``dp_size``) on the real tracker, with time compressed ``speedup`` times.
 
@@ -546,7 +546,7 @@ def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace"
                 ops.append(Op(call.kind, gap, call.rid, worker, via="replica"))
         if writes % reads_every == 0:
             ops.append(Op("loads", 0))
-    return Scenario(0, index, model, tuple(ops))
+    return OracleScenario(0, index, model, tuple(ops))
 
 
 def replay_calls(calls: Iterable[Any], speedup: float, model_factory: Callable[[], Any] = ReferenceSlotTracker,
@@ -558,7 +558,7 @@ def replay_calls(calls: Iterable[Any], speedup: float, model_factory: Callable[[
 
 
 @dataclass
-class Mismatch:
+class OracleMismatch:
     scenario: int
     step: int
     op: str
@@ -579,7 +579,7 @@ class ScenarioResult:
     reads: int = 0
     writes: int = 0
     modeled_adds: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
+    mismatches: list[OracleMismatch] = field(default_factory=list)
     unexpressible: str | None = None  # why the scenario stopped early without a verdict on the rest
 
 
@@ -670,7 +670,7 @@ def _rebooking_call(op: Op, worker: WorkerWithDpRank, call: Callable[[Any, int],
     return add if op.kind == "add" else mark_or_free
 
 
-def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker) -> ScenarioResult:
+def run_scenario(oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker) -> ScenarioResult:
     """Drive one scenario through the real tracker and the early / late models; collect mismatches.
 
     Replica events follow the release's ``replica_rules`` (``oracle.release``): under ``rebooking``
@@ -688,7 +688,7 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: Scenario, jitter_ns: int,
     due = t0
 
     def mismatch(step: int, op: Op, detail: str) -> None:
-        result.mismatches.append(Mismatch(scenario.index, step, repr(op), detail, list(log)))
+        result.mismatches.append(OracleMismatch(scenario.index, step, repr(op), detail, list(log)))
 
     status: int | None  # the tracker's HTTP status; None for a write sent as a replica event
     for step, op in enumerate(scenario.ops):
@@ -823,7 +823,7 @@ class SlotTrackerConformReport:
     jitter_ms: int = DEFAULT_JITTER_MS
     release: str = ""
     wire_format: str = ""
-    mismatches: list[Mismatch] = field(default_factory=list)
+    mismatches: list[OracleMismatch] = field(default_factory=list)
     unexpressible: list[str] = field(default_factory=list)  # "scenario K: why it stopped early"
 
     def summary_line(self) -> str:
@@ -843,7 +843,7 @@ def conform_slot_tracker(
     parallel: int = 8,
     only: int | None = None,
     indices: list[int] | None = None,
-    on_mismatch: Callable[[Mismatch], None] | None = None,
+    on_mismatch: Callable[[OracleMismatch], None] | None = None,
     log_path: str | None = None,
     model_factory: Callable[[], Any] = ReferenceSlotTracker,
     oracle: SlotTrackerProcess | None = None,
@@ -882,7 +882,7 @@ def conform_slot_tracker(
                     res = run_scenario(process, plan, jitter_ms * 1_000_000, model_factory)
                 except Exception as exc:  # the oracle crashed or hung up: report it, do not hide it
                     res = ScenarioResult(index)
-                    res.mismatches.append(Mismatch(index, -1, "", f"{type(exc).__name__}: {exc}", []))
+                    res.mismatches.append(OracleMismatch(index, -1, "", f"{type(exc).__name__}: {exc}", []))
                 with lock:
                     results.append(res)
                     for m in res.mismatches:

@@ -45,7 +45,7 @@ from ...spec.sequence_errors import SequenceError
 from ...spec.sequence_inputs import PrefillLoadHint, SequenceRequest
 from ..harness import dynamo_selection, services
 from ..harness.surface import LeftOut
-from .oracle import BLOCK_SIZE, Op, Scenario, generate_scenario, signed
+from .oracle import BLOCK_SIZE, Op, OracleScenario, generate_scenario, signed
 
 Rank = WorkerWithDpRank
 
@@ -57,7 +57,7 @@ EXPLAINED = {
 
 
 @dataclass
-class Mismatch:
+class SelectionMismatch:
     scenario: int
     step: int
     op: str
@@ -77,7 +77,7 @@ class SelectionConformReport:
     reads: int = 0  # rank rows compared
     outcomes: int = 0  # call outcomes compared
     output_blocks: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
+    mismatches: list[SelectionMismatch] = field(default_factory=list)
     left_out: LeftOut = field(default_factory=LeftOut)
     seconds: float = 0.0
 
@@ -161,7 +161,7 @@ def _prompt_body(blocks: tuple[int, ...], isl: int) -> dict[str, Any]:
     return {"block_hashes": hashes, "sequence_hashes": hashes, "isl_tokens": max(isl, 1)}
 
 
-def run_scenario(host: dynamo_selection.SelectionHost, scenario: Scenario, rng: random.Random | None = None,
+def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario, rng: random.Random | None = None,
                  report: SelectionConformReport | None = None,
                  model_factory: Callable[[], Any] = ReferenceSlotTracker) -> SelectionConformReport:
     """Drive one scenario through the service and a tracker of ``model_factory`` (see the module docstring)."""
@@ -178,7 +178,7 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: Scenario, rng: 
     report.scenarios += 1
 
     def mismatch(step: int, op: Op, detail: str) -> None:
-        report.mismatches.append(Mismatch(scenario.index, step, repr(op), detail))
+        report.mismatches.append(SelectionMismatch(scenario.index, step, repr(op), detail))
 
     before = len(report.mismatches)
     for step, op in enumerate(steps):
@@ -301,7 +301,7 @@ def _compare_potential(report: SelectionConformReport, step: int, op: Op, got: t
 
 
 def conform_selection(scenarios: int, seed: int, only: int | None = None,
-                      on_mismatch: Callable[[Mismatch], None] | None = None,
+                      on_mismatch: Callable[[SelectionMismatch], None] | None = None,
                       model_factory: Callable[[], Any] = ReferenceSlotTracker) -> SelectionConformReport:
     """Run the slot tracker's scenarios ``0..scenarios-1`` of ``seed`` (or only one) through the selection service."""
     started = time.perf_counter()

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import ConcurrentSlotTracker
 from ...reference.sequences import ActiveSequences
 from ...reference.sequences import SlotTracker as ReferenceSlotTracker
 from ...spec.primitives import WorkerWithDpRank
@@ -284,7 +284,7 @@ class NeverExpires(ReferenceSlotTracker):
     sequences_class = _NeverExpiringSequences
 
 
-class KeepsFreedIds(ImplSlotTracker):
+class KeepsFreedIds(ConcurrentSlotTracker):
     """Leaks: the concurrent tracker remembers every freed id in a set (caught: a figure that trends up)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -304,5 +304,5 @@ LEAKY: dict[str, tuple[Callable[[], Any], str]] = {
 }
 """Each leaking twin and the law that must catch it."""
 
-TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ImplSlotTracker,
+TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ConcurrentSlotTracker,
                                           **{name: f for name, (f, _) in LEAKY.items()}}

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...impl import _sync
-from ...impl.slot_tracker import SlotTracker as ImplSlotTracker
+from ...impl.slot_tracker import ConcurrentSlotTracker
 from ...spec.primitives import WorkerWithDpRank
 from ...spec.sequence_errors import MissingExpectedDuration, SequenceError
 from ...spec.sequence_inputs import PrefillLoadHint, SequenceRequest, millis
@@ -117,7 +117,7 @@ def _check_reads(tracker: Any, now: int) -> list[str]:
 
 
 def stress(
-    factory: Callable[..., Any] = ImplSlotTracker,
+    factory: Callable[..., Any] = ConcurrentSlotTracker,
     threads: int = 8,
     ops: int = 300,
     seed: int = 1,

@@ -2,9 +2,8 @@
 
 The law: a class name says its room, so that a reader (and a gate row, a CLI message, a saved
 schedule) never has to ask which of two ``ExtendsInternalNode`` is meant. ``duplicate_class_names``
-reads the rooms' sources (spec, reference, impl, proofs, stateful_tests, kvproof; tests included);
-``PENDING`` lists the duplicates not yet renamed, and the test fails both on a new duplicate and
-on a pending one that has been resolved (so the list only shrinks and stays true).
+reads the rooms' sources (spec, reference, impl, proofs, stateful_tests, kvproof; tests included),
+and the test fails on any class name defined twice; its negative control shows a shared name reported.
 
 Source: docs/sources.md#kvproof-design-card (the review of 2026-12-05, section 2.4 "Name collisions").
 """
@@ -15,13 +14,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ROOMS = ("spec", "reference", "impl", "proofs", "stateful_tests", "kvproof")
-
-# Duplicates still to rename (issue 33 item 4, unfinished): each is a class name defined in more than one place.
-PENDING = frozenset({
-    "Backend", "BenchRow", "Block", "Boom", "Broken", "Case", "Crashes", "Fleet", "Mismatch", "Node", "NodeView",
-    "NotBroken", "Observed", "PanicException", "Program", "Record", "Recorder", "Recording", "Report", "Run", "Scenario",
-    "Selection", "SlotTracker", "Step", "Target", "Verdict", "Workload", "_Guard", "_View",
-})
 
 
 def duplicate_class_names(sources: dict[str, str]) -> dict[str, list[str]]:
@@ -40,10 +32,7 @@ def project_sources() -> dict[str, str]:
 
 def test_no_two_classes_in_the_project_share_a_name():
     duplicates = duplicate_class_names(project_sources())
-    new = {name: where for name, where in duplicates.items() if name not in PENDING}
-    assert not new, f"class names defined more than once (rename each to say its room): {new}"
-    resolved = PENDING - duplicates.keys()
-    assert not resolved, f"no longer duplicated, drop from PENDING: {sorted(resolved)}"
+    assert not duplicates, f"class names defined more than once (rename each to say its room): {duplicates}"
 
 
 def test_negative_control_two_modules_sharing_a_class_name_are_reported():

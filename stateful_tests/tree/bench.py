@@ -52,7 +52,7 @@ GOAL_TREES = ("reference", "impl (1 lane)", "impl (3 lanes)")
 
 
 @dataclass
-class Workload:
+class BenchWorkload:
     """Pre-encoded operations and queries, with what the engines hold at the end (for bytes per block)."""
 
     label: str
@@ -66,7 +66,7 @@ class Workload:
         return len(self.ops)
 
 
-def trace_workload(trace: Path, requests: int | None, workers: int, capacity: int) -> Workload:
+def trace_workload(trace: Path, requests: int | None, workers: int, capacity: int) -> BenchWorkload:
     """The router simulation's events and routing queries for the first ``requests`` requests of ``trace``."""
     from .router import Ask, RouterPlan, RouterSim
     from .traffic import mooncake_requests
@@ -80,10 +80,10 @@ def trace_workload(trace: Path, requests: int | None, workers: int, capacity: in
               f"({stats.events['stored']} stored, {stats.events['removed']} removal batches; "
               f"{stats.events['stored_blocks']:,} blocks stored, {stats.events['removed_blocks']:,} removed), "
               f"{len(queries)} queries, hit rate {stats.hit_rate:.1%}; {live.pairs:,} (rank, block) pairs held at the end")
-    return Workload("trace", detail, ops, queries, live.pairs)
+    return BenchWorkload("trace", detail, ops, queries, live.pairs)
 
 
-def synthetic_workload(streams: int, seed: int) -> Workload:
+def synthetic_workload(streams: int, seed: int) -> BenchWorkload:
     """``streams`` generated streams concatenated, workers renumbered apart, the last queries of each."""
     ops: list[Encoded] = []
     queries: list[list[int]] = []
@@ -94,7 +94,7 @@ def synthetic_workload(streams: int, seed: int) -> Workload:
             method, worker, payload = encode_op(op)  # the bench's streams never remove single ranks
             ops.append((method, base + worker, payload))
         queries.extend(q for qs in stream.queries[-3:] for q in qs)
-    return Workload("synthetic", f"{streams} generated streams (seed {seed}), workers renumbered apart: "
+    return BenchWorkload("synthetic", f"{streams} generated streams (seed {seed}), workers renumbered apart: "
                                  f"{len(ops)} events, {len(queries)} queries", ops, queries)
 
 
@@ -125,7 +125,7 @@ class Speed:
     find_cpu_us: float
 
 
-def measure(factory: Callable[[], Any], load: Workload, repeats: int) -> Speed:
+def measure(factory: Callable[[], Any], load: BenchWorkload, repeats: int) -> Speed:
     """Medians of ``repeats`` fresh trees built from ``load``: wall rates and CPU time per operation."""
     event_rates, find_rates, event_cpu, find_cpu = [], [], [], []
     for _ in range(repeats):
@@ -146,7 +146,7 @@ def measure(factory: Callable[[], Any], load: Workload, repeats: int) -> Speed:
 
 
 @dataclass
-class BenchRow:
+class TreeBenchRow:
     name: str
     events_per_s: float | None = None
     finds_per_s: float | None = None
@@ -165,7 +165,7 @@ class BenchReport:
     events: int
     queries: int
     repeats: int
-    rows: list[BenchRow] = field(default_factory=list)
+    rows: list[TreeBenchRow] = field(default_factory=list)
     decode_us: dict[str, float] = field(default_factory=dict)  # microseconds per event: fast path, strict reading
 
     HEADERS = ("tree", "event CPU us", "events/s (wall)", "find_matches CPU us", "find_matches/s (wall)",
@@ -176,7 +176,7 @@ class BenchReport:
     operation inverted), for bytes per block, how many times as large."""
     PAIRS = (("impl (1 lane)", "reference"), ("impl (3 lanes)", "impl (1 lane)"), ("pool x4", "pool x1"))
 
-    def row(self, name: str) -> BenchRow | None:
+    def row(self, name: str) -> TreeBenchRow | None:
         return next((r for r in self.rows if r.name == name), None)
 
     def ratio(self, a: str, b: str, column: str) -> float | None:
@@ -276,7 +276,7 @@ def tree_factories() -> list[tuple[str, Callable[[], Any] | None, str]]:
     return trees
 
 
-def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
+def decode_costs(load: BenchWorkload, repeats: int) -> dict[str, float]:
     """Microseconds per event payload of the trees' reading (``reference.wire.decode_event_fast``: the fast path first)
     and of the spec's strict reading (``spec.events.decode_event``) alone; best of ``repeats``."""
     from ...reference.wire import decode_event_fast
@@ -295,7 +295,7 @@ def decode_costs(load: Workload, repeats: int) -> dict[str, float]:
     return costs
 
 
-def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchReport:
+def run_workload(load: BenchWorkload, repeats: int, memory: bool = True) -> BenchReport:
     """Measure every tree on ``load``; bytes per cached block too when ``memory`` and the workload knows its pairs."""
     from .memory import TREES, measure_workload
 
@@ -308,10 +308,10 @@ def run_workload(load: Workload, repeats: int, memory: bool = True) -> BenchRepo
             rss[row.name] = row.rss_per_block
     for name, factory, note in factories:
         if factory is None:
-            report.rows.append(BenchRow(name, note=note))
+            report.rows.append(TreeBenchRow(name, note=note))
             continue
         speed = measure(factory, load, repeats)
-        report.rows.append(BenchRow(name, speed.events_per_s, speed.finds_per_s, rss.get(name), note,
+        report.rows.append(TreeBenchRow(name, speed.events_per_s, speed.finds_per_s, rss.get(name), note,
                                     speed.event_cpu_us, speed.find_cpu_us))
     if load.label == "trace":
         report.decode_us = decode_costs(load, repeats)

@@ -13,7 +13,7 @@ A stream *fails* when it shows a difference that is not early-exit (unless
 ``strict_shape``) and not known (unless ``strict``). Its worst failing difference, or when
 none fails its worst tolerated one, is shrunk by ``shrink`` to a minimal list of operations
 that still shows a difference **of the same kind** (dropping chunks, single operations,
-hashes of removals and blocks at the ends of stores), and ``Mismatch.report`` prints it as
+hashes of removals and blocks at the ends of stores), and ``ConformMismatch.report`` prints it as
 Dynamo events with the command that replays it (``kvproof replay``) and the command that
 regenerates the stream. ``kvproof conform tree`` is the command-line front end.
 """
@@ -82,7 +82,7 @@ Factory = Callable[[], Any]
 
 
 @dataclass
-class Mismatch:
+class ConformMismatch:
     """One stream's reported difference (its worst), with its reproduction shrunk to the same kind."""
 
     seed: int
@@ -161,7 +161,7 @@ class StreamResult:
     events: int
     queries: int
     differences: list[Difference] = field(default_factory=list)
-    mismatch: Mismatch | None = None
+    mismatch: ConformMismatch | None = None
     left_out: LeftOut = field(default_factory=LeftOut)
 
 
@@ -416,7 +416,7 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
     all_queries = [list(q) for q in {tuple(q): None for qs in seen for q in qs}]
     index = min(chosen.op_index, len(stream.ops) - 1)
     failing_queries = stream.queries[index] if chosen.op_index < len(stream.ops) else []
-    mismatch = Mismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
+    mismatch = ConformMismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
                         kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences], oracle_only=chosen.oracle_only,
                         fails=failing is not None, query_list=all_queries)
     wanted = shrink_failures if failing is not None else (shrink_failures if shrink_tolerated is None else shrink_tolerated)
@@ -536,8 +536,8 @@ class TreeConformReport:
     streams: int
     events: int = 0
     queries: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)  # the failing streams
-    tolerated: list[Mismatch] = field(default_factory=list)  # streams whose differences are all tolerated
+    mismatches: list[ConformMismatch] = field(default_factory=list)  # the failing streams
+    tolerated: list[ConformMismatch] = field(default_factory=list)  # streams whose differences are all tolerated
     kinds: KindCounts = field(default_factory=KindCounts)
     seconds: float = 0.0
     rules: str = ""
@@ -630,7 +630,7 @@ def conform(
     oracle_name: str = "oracle",
     max_reported: int = 3,
     shrunk_tolerated: int = 1,
-    on_mismatch: Callable[[Mismatch], None] | None = None,
+    on_mismatch: Callable[[ConformMismatch], None] | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
     strict: bool = False,
     strict_shape: bool = False,
@@ -642,7 +642,7 @@ def conform(
 
     The first ``max_reported`` failing streams are shrunk, and so are the first ``shrunk_tolerated``
     tolerated ones (one by default, so a maintainer sees an example of what was tolerated); the
-    rest keep their streams as they ran and say so (``Mismatch.shrink_tried``). ``on_progress(done,
+    rest keep their streams as they ran and say so (``ConformMismatch.shrink_tried``). ``on_progress(done,
     total, seconds)`` is called before each stream (a progress display).
     """
     started = time.perf_counter()

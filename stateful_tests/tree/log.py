@@ -29,7 +29,7 @@ from ...spec.events import decode_router_event, encode_router_event
 from .streams import ClearAllBlocksOp, DumpOp, EventOp, Op, RemoveWorkerDpRankOp, RemoveWorkerOp
 
 if TYPE_CHECKING:
-    from .conformance import Mismatch
+    from .conformance import ConformMismatch
 
 EXTENSIONS = ("remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches", "dump")
 
@@ -146,7 +146,7 @@ def read_log(path: Path) -> Log:
     return parse_log(text)
 
 
-def write_regression(path: Path, log: Path, mismatch: Mismatch, subject: str, oracle: str, rules: str,
+def write_regression(path: Path, log: Path, mismatch: ConformMismatch, subject: str, oracle: str, rules: str,
                      strict: bool = False, strict_shape: bool = False) -> None:
     """Write a pytest regression test that replays ``log`` and asserts the two trees agree on it.
 

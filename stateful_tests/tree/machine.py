@@ -31,7 +31,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from ...spec import contract as law
+from ...spec import contract
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.match import early_exit_agrees
 from ...spec.primitives import Block, Rank
@@ -74,7 +74,7 @@ class TreeContractMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tree = type(self).factory()
-        self.state: law.ContractState = law.EMPTY_CONTRACT
+        self.state: contract.ContractState = contract.EMPTY_CONTRACT
         self.path_of: dict[int, tuple[int, ...]] = {}
         self.stored: set[tuple[int, ...]] = set()
         self.seen: Counter[str] = Counter()
@@ -85,7 +85,7 @@ class TreeContractMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ helpers
 
     def _held_paths(self, rank: Rank) -> list[tuple[int, ...]]:
-        return sorted(self.path_of[x] for x in law.holdings(self.state, rank).held)
+        return sorted(self.path_of[x] for x in contract.holdings(self.state, rank).held)
 
     def _send(self, rank: Rank, data) -> str:
         self.event_id += 1
@@ -93,11 +93,11 @@ class TreeContractMachine(RuleBasedStateMachine):
 
     def _evict(self, rank: Rank, blocks: list[int]) -> None:
         removed = Removed(tuple(blocks))
-        verdict = law.remove_verdict(self.state, rank, removed)
+        verdict = contract.remove_verdict(self.state, rank, removed)
         outcome = self._send(rank, removed)
-        if verdict is law.Verdict.MUST_APPLY:
+        if verdict is contract.Verdict.MUST_APPLY:
             assert outcome == targets.OK, f"{rank} {removed!r} must be accepted (blocks reachable), got {outcome}"
-        self.state = law.on_removed(self.state, rank, removed)
+        self.state = contract.on_removed(self.state, rank, removed)
 
     def _store(self, rank: Rank, path: tuple[int, ...], cut: int) -> None:
         for i in range(len(path)):
@@ -106,16 +106,16 @@ class TreeContractMachine(RuleBasedStateMachine):
             ext(path[:cut]) if cut else None,
             tuple(Block(path[i], ext(path[: i + 1])) for i in range(cut, len(path))),
         )
-        verdict = law.store_verdict(self.state, rank, stored)
+        verdict = contract.store_verdict(self.state, rank, stored)
         outcome = self._send(rank, stored)
-        if verdict is law.Verdict.MUST_APPLY:
+        if verdict is contract.Verdict.MUST_APPLY:
             assert outcome == targets.OK, f"{rank} {stored!r} must be accepted (parent reachable), got {outcome}"
-        if verdict is law.Verdict.MUST_REJECT:
+        if verdict is contract.Verdict.MUST_REJECT:
             assert outcome != targets.OK, f"{rank} {stored!r} must be rejected (parent not held)"
         accepted = outcome == targets.OK
         if not accepted:
             self.seen["rejected"] += 1
-        self.state = law.on_stored(self.state, rank, stored, accepted)
+        self.state = contract.on_stored(self.state, rank, stored, accepted)
         if accepted:
             self.stored.add(path)
 
@@ -203,7 +203,7 @@ class TreeContractMachine(RuleBasedStateMachine):
     def remove(self, data: st.DataObject, stranger: bool) -> None:
         """Evict held blocks in any order, sometimes naming a block the rank does not hold."""
         rank = self._holder(data)
-        held = sorted(law.holdings(self.state, rank).held)
+        held = sorted(contract.holdings(self.state, rank).held)
         if not held:
             return
         chosen = data.draw(st.lists(st.sampled_from(held), min_size=1, max_size=4, unique=True), label="blocks")
@@ -219,11 +219,11 @@ class TreeContractMachine(RuleBasedStateMachine):
     def remove_run(self, data: st.DataObject) -> None:
         """Evict a contiguous run of a held chain (a tail, a head, or one block mid-chain), in any order."""
         rank = self._holder(data)
-        paths = [p for p in sorted(self.stored) if ext(p[:1]) in law.holdings(self.state, rank).held]
+        paths = [p for p in sorted(self.stored) if ext(p[:1]) in contract.holdings(self.state, rank).held]
         if not paths:
             return
         path = data.draw(st.sampled_from(paths), label="path")
-        held = law.holdings(self.state, rank).held
+        held = contract.holdings(self.state, rank).held
         n = held_prefix(path, held)
         start = data.draw(st.integers(0, n - 1), label="start")
         stop = data.draw(st.integers(start + 1, n), label="stop")
@@ -249,10 +249,10 @@ class TreeContractMachine(RuleBasedStateMachine):
         if how == "cleared":
             outcome = self._send(rank, Cleared())
             assert outcome == targets.OK, f"cleared for {rank} must be accepted, got {outcome}"
-            self.state = law.on_cleared(self.state, rank, self.contract_rules)
+            self.state = contract.on_cleared(self.state, rank, self.contract_rules)
         else:
             getattr(self.tree, how)(rank.worker_id)
-            self.state = law.on_remove_worker(self.state, rank.worker_id)
+            self.state = contract.on_remove_worker(self.state, rank.worker_id)
 
     @precondition(lambda self: callable(getattr(self.tree, "remove_worker_dp_rank", None)))
     @rule(rank=RANKS)
@@ -262,7 +262,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         Dynamo 1.6.1's binding has no such method, so against it the rule never runs.
         """
         self.tree.remove_worker_dp_rank(rank.worker_id, rank.dp_rank)
-        self.state = law.on_remove_worker_dp_rank(self.state, rank)
+        self.state = contract.on_remove_worker_dp_rank(self.state, rank)
 
     # ------------------------------------------------------------------ invariants
 
@@ -277,7 +277,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         snapshot = getattr(self.tree, "snapshot", None)
         if snapshot is None:
             return
-        problems = law.index_verdict(self.state, snapshot())
+        problems = contract.index_verdict(self.state, snapshot())
         assert not problems, "snapshot breaks the contract:\n  " + "\n  ".join(problems)
 
     @invariant()
@@ -297,22 +297,22 @@ class TreeContractMachine(RuleBasedStateMachine):
             for rank in set(full) | set(self.state):
                 rank = Rank(*rank)
                 got = full.get(rank, 0)
-                held = law.held_score(self.state, rank, chain)
-                reachable = law.reachable_score(self.state, rank, chain)
-                verdict = law.score_verdict(got, held, reachable)
+                held = contract.held_score(self.state, rank, chain)
+                reachable = contract.reachable_score(self.state, rank, chain)
+                verdict = contract.score_verdict(got, held, reachable)
                 self.checked += 1
-                assert verdict in (law.ScoreVerdict.EXACT, law.ScoreVerdict.HOLE_UNDERCOUNT), (
+                assert verdict in (contract.ScoreVerdict.EXACT, contract.ScoreVerdict.HOLE_UNDERCOUNT), (
                     f"{verdict.value}: {rank} scores {got} on {list(query)} "
                     f"(held prefix {held}, reachable prefix {reachable})"
                 )
                 if snapshot is not None:
-                    indexed = law.longest_prefix_in(chain, snapshot.get(rank, frozenset()))
+                    indexed = contract.longest_prefix_in(chain, snapshot.get(rank, frozenset()))
                     assert got == indexed, f"{rank} scores {got} on {list(query)} but its snapshot credits {indexed}"
 
     def _phenomena(self) -> Counter:
         """Return the current counts of each phenomenon (cumulative statistics and present shapes)."""
         seen: Counter = Counter(rejected=self.seen["rejected"])
-        seen["holes"] = sum(law.has_holes(self.state, r) for r in self.state)
+        seen["holes"] = sum(contract.has_holes(self.state, r) for r in self.state)
         stats = getattr(self.tree, "statistics", None)
         if stats is not None:
             s = stats()

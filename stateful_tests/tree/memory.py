@@ -83,7 +83,7 @@ TREES: dict[str, tuple[Callable[[], Any], bool]] = {
 
 
 @dataclass
-class Workload:
+class MemoryWorkload:
     source: str
     requests: int
     ops: list[tuple[str, int, Any]]
@@ -92,7 +92,7 @@ class Workload:
     ranks: int
 
 
-def workload(requests: int, seed: int, workers: int, capacity: int, trace: Path | None) -> Workload:
+def workload(requests: int, seed: int, workers: int, capacity: int, trace: Path | None) -> MemoryWorkload:
     """Serve ``requests`` requests through a fleet without churn; the operations pre-encoded, and what the engines hold."""
     if trace is not None and trace.exists():
         source, stream = f"mooncake trace {trace.name}", mooncake_requests(trace, loops=max(1, -(-requests // 12031)))
@@ -105,7 +105,7 @@ def workload(requests: int, seed: int, workers: int, capacity: int, trace: Path 
         served += 1
         ops.extend(encode_op(op) for op in fleet.serve(request))
     live = fleet.live()
-    return Workload(source, served, ops, live.pairs, live.blocks, live.ranks)
+    return MemoryWorkload(source, served, ops, live.pairs, live.blocks, live.ranks)
 
 
 def build(tree: Any, ops: list[tuple[str, int, Any]]) -> None:

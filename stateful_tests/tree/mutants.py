@@ -19,6 +19,7 @@ from ...spec.events import Removed
 from ...spec.match import OverlapScores, check_query, matched_length
 from ...spec.primitives import FrozenMap, FrozenSet, Rank
 from ..harness.controls import Expected
+from ..harness.isolation import PanicException  # pyo3's panic, by its name (a BaseException)
 
 
 class SplitDropsCarriedCutoffs(RadixTree):
@@ -238,10 +239,6 @@ class OldApiTree:
 
     def clear_all_blocks(self, worker_id: int) -> None:
         self._tree.clear_all_blocks(worker_id)
-
-
-class PanicException(BaseException):
-    """What pyo3 raises when a Rust binding panics (a ``BaseException``, so ``except Exception`` misses it)."""
 
 
 class PanicsOnClear(RadixTree):

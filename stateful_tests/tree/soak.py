@@ -113,7 +113,8 @@ def sample(tree: Any, epoch: int, sim_s: float, fleet: Fleet, ops: int, traced: 
     if "reachable nodes" in figures:
         # node objects the structure still references but the tree no longer reaches (lookups and split
         # links may name them while a rank covers them; kept after that, they are garbage held)
-        figures["detached nodes"] = figures.get("# Node", 0) - figures["reachable nodes"] - 1
+        node_objects = figures.get("# Node", 0) + figures.get("# ConcurrentNode", 0)  # reference or concurrent nodes
+        figures["detached nodes"] = node_objects - figures["reachable nodes"] - 1
     return Sample(epoch, sim_s, fleet.requests, ops, fleet.live(), figures, census.layer_bytes() if traced else 0)
 
 
@@ -221,7 +222,7 @@ class SoakReport(GrowthVerdict):
     def line(self, s: Sample) -> str:
         """The compact per-epoch line."""
         f = s.figure
-        nodes = f"nodes={f('reachable nodes')} dead={f('dead nodes')} objects={f('# Node')} " if "reachable nodes" in s.figures else ""
+        nodes = f"nodes={f('reachable nodes')} dead={f('dead nodes')} objects={f('# Node') if '# Node' in s.figures else f('# ConcurrentNode')} " if "reachable nodes" in s.figures else ""
         lookups, ranks = matching(LOOKUP_ENTRIES)(s), matching(REGISTERED_RANKS)(s)
         return (f"epoch {s.epoch:>3} t={s.sim_s / 3600:5.2f}h requests={s.requests} live: pairs={s.live.pairs} "
                 f"blocks={s.live.blocks} ranks={s.live.ranks} | {nodes}lookups={lookups} ranks={ranks} "
@@ -306,8 +307,8 @@ def run_soak(factory: Callable[[], Any], name: str, plan: SoakPlan = SoakPlan(),
 # ----------------------------------------------------------------------------- the known growth
 
 DEAD_NODES_LAW = "reachable nodes <= live blocks + 1"
-_NODE_PARTS = ("# Node", "# EdgeState", "# NodeView", "# FrozenMap", "# FrozenSet", "# Map", "# Block", "# RWGate", "# Lock", "# _Hold",
-               "# Condition", "len Node.", "len EdgeState.", "len NodeView.", "len FrozenMap.", "len FrozenSet.", "len Condition.",
+_NODE_PARTS = ("# Node", "# ConcurrentNode", "# EdgeState", "# ConcurrentNodeView", "# FrozenMap", "# FrozenSet", "# Map", "# Block", "# RWGate", "# Lock", "# _Hold",
+               "# Condition", "len Node.", "len ConcurrentNode.", "len EdgeState.", "len ConcurrentNodeView.", "len FrozenMap.", "len FrozenSet.", "len Condition.",
                "reachable nodes", "dead nodes", "traced bytes", "walked bytes")
 
 
@@ -413,7 +414,7 @@ LEAKY: dict[str, tuple[Callable[[], Any], str]] = {
     "KeepsRemovedWorkers": (KeepsRemovedWorkers, "registered ranks <= announced ranks"),
     "ForgetsWithoutUncovering": (ForgetsWithoutUncovering, "covered pairs <= live pairs"),
     "KeepsDetachedNodes": (KeepsDetachedNodes, "trend: detached nodes"),
-    "KeepsDeadLeaves": (KeepsDeadLeaves, "trend: # Node"),
+    "KeepsDeadLeaves": (KeepsDeadLeaves, "trend: # ConcurrentNode"),
     "KeepsEventLog": (KeepsEventLog, "trend: len KeepsEventLog.applied"),
     "HidesALeak": (HidesALeak, f"trend: {HIDDEN_BYTES}"),
 }

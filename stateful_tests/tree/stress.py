@@ -44,7 +44,7 @@ from typing import Any
 from ...impl import _sync
 from ...impl.radix_tree import ConcurrentRadixTree
 from ...reference import RadixTree
-from ...spec import contract as law
+from ...spec import contract as spec_contract
 from ...spec.events import Cleared, KvCacheEvent, Removed, Stored
 from ...spec.primitives import Block, Rank
 from ..harness.paths import ext, held_prefix
@@ -383,7 +383,7 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
     writers = [Writer(i, config, pool, tree, clock, windows) for i in range(config.writers)]
     owner = {r: w for w in writers for r in w.ranks}
     reference = RadixTree()
-    contract: law.ContractState = law.EMPTY_CONTRACT
+    contract: spec_contract.ContractState = spec_contract.EMPTY_CONTRACT
     queries = pool + [p + (10,) for p in pool[::7]]
     stop_reading = _sync.Event()
     read_counts = [0] * config.readers
@@ -441,7 +441,7 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
             for kind, worker, event, outcome in w.log[w.logged :]:
                 if kind == "remove_worker":
                     reference.remove_worker(worker)
-                    contract = law.on_remove_worker(contract, worker)
+                    contract = spec_contract.on_remove_worker(contract, worker)
                     continue
                 try:
                     reference.apply_event(worker, event)
@@ -450,16 +450,16 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
                 rank = Rank(worker, event.dp_rank)
                 data = event.data
                 verdict = (
-                    law.store_verdict(contract, rank, data) if isinstance(data, Stored)
-                    else law.remove_verdict(contract, rank, data) if isinstance(data, Removed)
-                    else law.Verdict.MUST_APPLY
+                    spec_contract.store_verdict(contract, rank, data) if isinstance(data, Stored)
+                    else spec_contract.remove_verdict(contract, rank, data) if isinstance(data, Removed)
+                    else spec_contract.Verdict.MUST_APPLY
                 )
-                if verdict is law.Verdict.MUST_APPLY and outcome != "ok":
+                if verdict is spec_contract.Verdict.MUST_APPLY and outcome != "ok":
                     w.verdicts.append(f"{rank} {data!r} had to be accepted, got {outcome}")
-                if verdict is law.Verdict.MUST_REJECT and outcome == "ok":
+                if verdict is spec_contract.Verdict.MUST_REJECT and outcome == "ok":
                     w.verdicts.append(f"{rank} {data!r} had to be rejected (parent not held)")
                 # The contract follows the tree under test: where a store may go either way, its choice.
-                contract = law.on_event(contract, rank, data, outcome == "ok")
+                contract = spec_contract.on_event(contract, rank, data, outcome == "ok")
             w.logged = len(w.log)
         report.checkpoints += 1
         snapshot = tree.snapshot()
@@ -479,7 +479,7 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
                     problems.append(f"find_matches({list(q)}) differs from the reference")
                     break
         else:
-            problems = law.index_verdict(contract, snapshot)
+            problems = spec_contract.index_verdict(contract, snapshot)
         try:
             tree.check()
         except AssertionError as exc:

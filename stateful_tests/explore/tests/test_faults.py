@@ -36,15 +36,15 @@ def test_every_fault_pair_of_the_concurrent_structures_is_clean_torn_or_poisoned
 
 
 def test_a_poisoned_structure_that_answers_a_later_call_is_broken():
-    class Program:  # what judge reads of a run
+    class JudgedProgram:  # what judge reads of a run
         subject = type("S", (), {"poisoned": "poisoned by a test"})()
         budget = 1000
         calls = [Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT),  # noqa: RUF012
                  Call("b", 2, 3, "find_matches", ((1,),), POISONED, True)]
 
-    assert judge(Program(), ["invariant: torn"], None)[0] == "poisoned"
-    Program.calls = [*Program.calls, Call("b", 4, 5, "find_matches", ((1,),), ("ok", ()), True)]
-    outcome, problem = judge(Program(), ["invariant: torn"], None)
+    assert judge(JudgedProgram(), ["invariant: torn"], None)[0] == "poisoned"
+    JudgedProgram.calls = [*JudgedProgram.calls, Call("b", 4, 5, "find_matches", ((1,),), ("ok", ()), True)]
+    outcome, problem = judge(JudgedProgram(), ["invariant: torn"], None)
     assert outcome == "broken" and "after the fault returned ('ok', ())" in problem
 
 

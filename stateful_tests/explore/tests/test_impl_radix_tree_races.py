@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kvproof.impl.lane import LANE_COUNTERS
-from kvproof.impl.node import Node
+from kvproof.impl.node import ConcurrentNode
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
 from kvproof.spec.coverage import new_edge
@@ -50,7 +50,7 @@ Call = tuple[int, int, KvCacheEvent]  # (lane, worker, event)
 
 
 @dataclass(frozen=True)
-class Case:
+class RaceCase:
     name: str
     point: str | Callable[[ConcurrentRadixTree], str]
     prepare: tuple[Call, ...]
@@ -70,35 +70,35 @@ def leaf_gate(tree: ConcurrentRadixTree) -> str:
 A_AND_B_HOLD_123 = ((0, 1, stored(None, 1, 2, 3)), (1, 2, stored(None, 1, 2, 3)))
 
 CASES = (
-    Case("fanout under a leaf split meanwhile",  # the fanout's version check; the repair toward the tail
+    RaceCase("fanout under a leaf split meanwhile",  # the fanout's version check; the repair toward the tail
          "store.after_child_plan", A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(200, 9)),
          {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1, "demotions": 1},
          passes=("repair.before_scan", "repair.after_redirect")),
-    Case("first child under a leaf extended meanwhile",  # the first child's version check; then a split
+    RaceCase("first child under a leaf extended meanwhile",  # the first child's version check; then a split
          "store.after_child_plan", A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(300, 7)),
          {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1},
          passes=("store.before_first_child",)),
-    Case("extension of a leaf extended before its gate",  # the extension's version check, at the gate itself
+    RaceCase("extension of a leaf extended before its gate",  # the extension's version check, at the gate itself
          leaf_gate, A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(300, 7)),
          {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1}),
-    Case("descent through a parent split meanwhile",  # the descent's _still_below; the child moved with the suffix
+    RaceCase("descent through a parent split meanwhile",  # the descent's _still_below; the child moved with the suffix
          "store.after_child_plan", ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5))),
          (0, 1, stored(200, 3, 4, 6)), (1, 2, stored(100, 7)),
          {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1},
          passes=("store.after_descend_plan",), query=(1, 2, 3, 4, 6)),
-    Case("split-and-attach into a child extended meanwhile",  # the split-and-attach's version check
+    RaceCase("split-and-attach into a child extended meanwhile",  # the split-and-attach's version check
          "store.after_descend_plan",
          ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5)), (1, 2, stored(200, 3, 4))),
          (0, 3, stored(None, 1, 2, 3, 9)), (1, 2, stored(400, 6)),
          {"stale_plan_retries": 1, "splits": 1}, occurrence=2, query=(1, 2, 3, 9)),
-    Case("the same child added by two lanes under an internal node",  # fanout finds the key taken: it descends
+    RaceCase("the same child added by two lanes under an internal node",  # fanout finds the key taken: it descends
          "store.after_child_plan", ((0, 1, stored(None, 1, 2)), (1, 2, stored(None, 1, 2)), (1, 2, stored(None, 1, 9))),
          (0, 1, stored(100, 7)), (1, 2, stored(100, 7)),
          {}, passes=("store.after_descend_plan",), query=(1, 7)),
 )
 
 
-def run(case: Case, tree_class: type[ConcurrentRadixTree] = ConcurrentRadixTree) -> Raced:
+def run(case: RaceCase, tree_class: type[ConcurrentRadixTree] = ConcurrentRadixTree) -> Raced:
     def make() -> ConcurrentRadixTree:
         tree = tree_class(lanes=2)
         for lane, worker, event in case.prepare:
@@ -113,7 +113,7 @@ def run(case: Case, tree_class: type[ConcurrentRadixTree] = ConcurrentRadixTree)
     return race(case.point, make, call(*case.paused), call(*case.meanwhile), case.occurrence)
 
 
-def problems(case: Case, raced: Raced) -> list[str]:
+def problems(case: RaceCase, raced: Raced) -> list[str]:
     """Every law of the module docstring that the race broke, named."""
     tree: ConcurrentRadixTree = raced.subject
     out = []
@@ -168,8 +168,8 @@ def test_negative_control_without_the_version_check_a_first_child_hangs_below_a_
 # ---------------------------------------------------------------- _insert_child, answer by answer
 
 
-def fresh_below(parent: Node, *locals_: int) -> Node:
-    return Node(new_edge(tuple(Block(x, 100 * x) for x in locals_), WorkerWithDpRank(1, 0)), parent)
+def fresh_below(parent: ConcurrentNode, *locals_: int) -> ConcurrentNode:
+    return ConcurrentNode(new_edge(tuple(Block(x, 100 * x) for x in locals_), WorkerWithDpRank(1, 0)), parent)
 
 
 def test_insert_child_under_an_internal_node_answers_inserted_existing_or_stale():

@@ -9,7 +9,7 @@ lost point fails here before it silently changes what a saved schedule means.
 
 from __future__ import annotations
 
-from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
 from kvproof.stateful_tests.explore.directed import race
 
@@ -23,7 +23,7 @@ POINTS = {
 }
 
 
-def every_call(tracker: SlotTracker) -> None:
+def every_call(tracker: ConcurrentSlotTracker) -> None:
     rank = WorkerWithDpRank(1, 0)
     tracker.register_worker(1, 0, 1, 0)
     tracker.add_request(SequenceRequest("a", rank, (1, 2), True, None, None), 1)
@@ -36,6 +36,6 @@ def every_call(tracker: SlotTracker) -> None:
 
 
 def test_every_decision_point_of_the_tracker_carries_its_stable_name():
-    raced = race("no such point", SlotTracker, every_call, lambda tracker: None)
+    raced = race("no such point", ConcurrentSlotTracker, every_call, lambda tracker: None)
     assert raced.errors == {} and raced.result is not None and not raced.result.failed
     assert set(raced.passed("paused")) == POINTS

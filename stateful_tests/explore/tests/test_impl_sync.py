@@ -34,7 +34,7 @@ def eventually(condition, what):
         time.sleep(0.001)
 
 
-class Program:
+class SyncProgram:
     """Threads given as bodies taking the program; ``setup`` builds the shared objects."""
 
     def __init__(self, *bodies, setup=lambda p: None, finish=lambda p: []):
@@ -65,7 +65,7 @@ def only_run(program, seed=1):
     return Scheduler(RandomWalk(seed)).run(program)
 
 
-class Recorder:
+class SyncRecorder:
     """A controller that runs one thread and records every decision point and every wait, by name.
 
     A wait whose condition does not hold is an error here (nobody else could make it hold).
@@ -99,7 +99,7 @@ class Recorder:
 
 @pytest.fixture
 def recorder():
-    rec = Recorder()
+    rec = SyncRecorder()
     _sync.control(rec)
     try:
         yield rec
@@ -120,7 +120,7 @@ def test_a_model_lock_excludes_in_every_schedule():
 
     def setup(p):
         p.lock, p.n = _sync.Lock("counter"), 0
-    program = Program(add, add, setup=setup, finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"])
+    program = SyncProgram(add, add, setup=setup, finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"])
     results = every_schedule(program)
     assert len(results) > 2 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
@@ -131,7 +131,7 @@ def test_without_the_lock_the_same_sections_lose_an_update():
         seen = p.n
         _sync.yield_point("inside")
         p.n = seen + 1
-    program = Program(add, add, setup=lambda p: setattr(p, "n", 0),
+    program = SyncProgram(add, add, setup=lambda p: setattr(p, "n", 0),
                       finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"])
     assert any(r.failed for r in every_schedule(program))
 
@@ -142,12 +142,12 @@ def test_a_model_lock_is_not_reentrant_and_the_deadlock_names_its_decision_point
         with p.lock, p.lock:
             pass
     made = (lambda p: setattr(p, "lock", _sync.Lock())) if name is None else (lambda p: setattr(p, "lock", _sync.Lock(name)))
-    result = only_run(Program(relocks, setup=made))
+    result = only_run(SyncProgram(relocks, setup=made))
     assert result.outcome is Outcome.DEADLOCK and result.positions == {"t0": f"waiting at {point}"}
 
 
 def test_releasing_a_model_lock_nobody_holds_is_reported():
-    result = only_run(Program(lambda p: p.lock.__exit__(None, None, None), setup=lambda p: setattr(p, "lock", _sync.Lock("x"))))
+    result = only_run(SyncProgram(lambda p: p.lock.__exit__(None, None, None), setup=lambda p: setattr(p, "lock", _sync.Lock("x"))))
     assert result.outcome is Outcome.FAILED and "x.acquire: release of a lock nobody holds" in result.problems[0]
 
 
@@ -400,7 +400,7 @@ def test_a_model_event_wakes_its_waiter_and_stays_set():
 
     def setup(p):
         p.event, p.log = _sync.Event(), []
-    results = every_schedule(Program(producer, consumer, setup=setup))
+    results = every_schedule(SyncProgram(producer, consumer, setup=setup))
     assert len(results) >= 2 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
 
@@ -411,7 +411,7 @@ def test_waits_that_nobody_ends_are_reported_by_name():
 
     def joins(p):
         _sync.Thread(lambda: p.event.wait(), "child").join()
-    result = only_run(Program(lambda p: p.event.wait(), lambda p: p.channel.get(), joins, setup=setup))
+    result = only_run(SyncProgram(lambda p: p.event.wait(), lambda p: p.channel.get(), joins, setup=setup))
     assert result.outcome is Outcome.DEADLOCK
     assert result.positions == {"t0": "waiting at event.wait", "t1": "waiting at channel.get",
                                 "t2": "waiting at thread.join", "child": "waiting at event.wait"}
@@ -434,7 +434,7 @@ def test_a_model_channel_is_fifo_in_every_schedule():
         got = [p.channel.get() for _ in range(3)]
         if got != ["a", "b", "c"]:
             p.bad.append(f"got {got}")
-    results = every_schedule(Program(producer, consumer, setup=lambda p: setattr(p, "channel", _sync.Channel())))
+    results = every_schedule(SyncProgram(producer, consumer, setup=lambda p: setattr(p, "channel", _sync.Channel())))
     assert len(results) > 3 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
 
@@ -459,7 +459,7 @@ def test_a_model_join_waits_for_its_thread_in_every_schedule():
         thread.join()
         if p.log != ["child done"] or thread.is_alive() is not False:
             p.bad.append(f"after join: log {p.log}, alive {thread.is_alive()!r}")
-    results = every_schedule(Program(parent, setup=lambda p: setattr(p, "log", [])))
+    results = every_schedule(SyncProgram(parent, setup=lambda p: setattr(p, "log", [])))
     assert len(results) > 1 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
 
@@ -501,7 +501,7 @@ def test_a_thread_local_namespace_is_one_per_thread_natively_and_under_the_sched
             if p.space.x != tag:
                 p.bad.append(f"{tag} reads {p.space.x!r}")
         return run
-    results = every_schedule(Program(body("a"), body("b"), setup=lambda p: setattr(p, "space", _sync.local())))
+    results = every_schedule(SyncProgram(body("a"), body("b"), setup=lambda p: setattr(p, "space", _sync.local())))
     assert len(results) > 1 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
 

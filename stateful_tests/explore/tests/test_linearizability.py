@@ -35,7 +35,7 @@ def test_an_outcome_the_spec_cannot_give_is_not_linearizable():
     # a store under a parent the rank never held, reported accepted
     calls = [write("a", 0, 1, 1, stored(None, 1)), write("a", 2, 3, 1, stored(9, 2))]
     report = verdict(calls)
-    assert report.verdict is linearizability.Verdict.NOT_LINEARIZABLE
+    assert report.verdict is linearizability.LinearizabilityVerdict.NOT_LINEARIZABLE
     assert [c.call for c in report.part] == [0, 2]  # writes are only cut from the end: the history up to the store
 
 
@@ -80,7 +80,7 @@ def test_the_search_budget_gives_unknown_never_a_pass():
     calls = [write(f"t{i}", i, 100 + i, 1, stored(None, 1, i + 2)) for i in range(6)]  # one worker: one part
     calls.append(find("r", 50, 51, [1, 2], {R1: 99}))  # impossible: every order must be tried
     report = linearizability.check(TreeSpec(), calls, budget=5)
-    assert report.verdict is linearizability.Verdict.UNKNOWN
+    assert report.verdict is linearizability.LinearizabilityVerdict.UNKNOWN
 
 
 def test_a_credit_to_a_worker_that_never_wrote_is_caught():
@@ -107,7 +107,7 @@ def test_a_definite_failure_in_one_part_wins_over_an_undecided_other():
     crowded.append(find("r", 50, 51, [1, 2], {R1: 99}))
     wrong = write("z", 200, 201, 2, stored(9, 2))  # worker 2 stores under a parent it never held, accepted
     report = linearizability.check(TreeSpec(), [*crowded, wrong], budget=5)
-    assert report.verdict is linearizability.Verdict.NOT_LINEARIZABLE and report.part == [wrong]
+    assert report.verdict is linearizability.LinearizabilityVerdict.NOT_LINEARIZABLE and report.part == [wrong]
 
 
 def test_a_torn_potential_load_may_pair_two_moments_but_not_invent_one():

@@ -11,7 +11,7 @@ from kvproof.reference import RadixTree
 from kvproof.spec import events
 from kvproof.spec.errors import MalformedEvent
 from kvproof.stateful_tests.fuzz import campaign
-from kvproof.stateful_tests.fuzz.campaign import Case, Fleet, fuzz, load_case, replay, run_case, save_case
+from kvproof.stateful_tests.fuzz.campaign import FuzzCase, FuzzFleet, fuzz, load_case, replay, run_case, save_case
 
 CLEARED_5 = b'{"event_id":1,"data":{"cleared":5}}'
 STORE_7 = b'{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":700,"tokens_hash":7}]}}}'
@@ -55,7 +55,7 @@ class FailsItsCheck(RadixTree):
 
 
 def kinds(extra, case):
-    fleet = Fleet(("reference",), extra)
+    fleet = FuzzFleet(("reference",), extra)
     try:
         _, problems = run_case(fleet, case)
     finally:
@@ -64,31 +64,31 @@ def kinds(extra, case):
 
 
 def test_a_tree_deciding_otherwise_than_the_reference_is_a_disagreement():
-    assert ("disagree", "x") in kinds({"x": TakesCleared5}, Case("apply_event", (1, CLEARED_5)))
-    assert not kinds({"x": TakesCleared5}, Case("apply_event", (1, STORE_7)))
+    assert ("disagree", "x") in kinds({"x": TakesCleared5}, FuzzCase("apply_event", (1, CLEARED_5)))
+    assert not kinds({"x": TakesCleared5}, FuzzCase("apply_event", (1, STORE_7)))
 
 
 def test_an_untyped_error_from_a_kvproof_tree_is_a_problem():
     bad = events.KvCacheEvent(0, events.Stored(None, ((7, 700),)))
-    assert ("untyped", "x") in kinds({"x": UntypedOnObjects}, Case("apply_event", (1, bad)))
+    assert ("untyped", "x") in kinds({"x": UntypedOnObjects}, FuzzCase("apply_event", (1, bad)))
 
 
 def test_a_rejection_that_changed_the_state_is_drift():
-    assert ("drift", "x") in kinds({"x": DriftsOnRejection}, Case("apply_event", (1, STORE_7)))
+    assert ("drift", "x") in kinds({"x": DriftsOnRejection}, FuzzCase("apply_event", (1, STORE_7)))
 
 
 def test_a_failing_check_after_a_case_is_a_problem():
-    assert ("check", "x") in kinds({"x": FailsItsCheck}, Case("remove_worker", (9,)))
+    assert ("check", "x") in kinds({"x": FailsItsCheck}, FuzzCase("remove_worker", (9,)))
 
 
 @pytest.mark.dynamo
 def test_dynamo_accepting_what_the_reference_refuses_is_a_problem_unless_recorded(monkeypatch):
-    fleet = Fleet(("reference", "dynamo"))
+    fleet = FuzzFleet(("reference", "dynamo"))
     try:
-        _, problems = run_case(fleet, Case("apply_event", (True, STORE_7)))  # H9: recorded
+        _, problems = run_case(fleet, FuzzCase("apply_event", (True, STORE_7)))  # H9: recorded
         assert not problems
         monkeypatch.setattr(campaign, "KNOWN", {})
-        _, problems = run_case(fleet, Case("apply_event", (True, STORE_7)))
+        _, problems = run_case(fleet, FuzzCase("apply_event", (True, STORE_7)))
         assert [p.kind for p in problems] == ["dynamo"] and "Dynamo took it" in problems[0].detail
     finally:
         fleet.close()
@@ -122,7 +122,7 @@ def test_a_problem_is_shrunk_keeping_its_kind_and_saved_as_a_file_that_replays(t
 
 
 def test_a_saved_case_round_trips_and_a_foreign_file_is_refused(tmp_path):
-    case = Case("find_matches", ([1, 2], True))
+    case = FuzzCase("find_matches", ([1, 2], True))
     path = save_case(case, campaign.Problem("drift", "x", "d"), 1, tmp_path)
     assert load_case(path) == case
     (tmp_path / "other.json").write_text(json.dumps({"format": "something-else"}))
@@ -137,22 +137,22 @@ def test_only_a_store_that_names_a_hash_at_a_second_position_is_out_of_contract(
     def store(parent, *blocks):
         body = {"event_id": 1, "data": {"stored": {"parent_hash": parent, "blocks": [
             {"block_hash": ext, "tokens_hash": local} for local, ext in blocks]}}}
-        return Case("apply_event", (1, json.dumps(body).encode()))
+        return FuzzCase("apply_event", (1, json.dumps(body).encode()))
 
     assert campaign.contract_breach(store(200, (3, 300), (7, 700))) is None  # the chain [1 2 3] is 300, then a new block
     assert campaign.contract_breach(store(None, (1, 100))) is None
     assert campaign.contract_breach(store(200, (3, 100))) == "block 100 at chain [1, 2, 3]"  # 100 is the chain [1]
     assert campaign.contract_breach(store(200, (3, 700))) == "block 700 at chain [1, 2, 3]"  # [1 2 3] is named 300
-    assert campaign.contract_breach(Case("find_matches", ([1], False))) is None
+    assert campaign.contract_breach(FuzzCase("find_matches", ([1], False))) is None
 
 
 def test_a_check_failure_is_excused_only_out_of_contract():
-    assert ("check", "x") in kinds({"x": FailsItsCheck}, Case("remove_worker", (9,)))  # in contract: a problem
+    assert ("check", "x") in kinds({"x": FailsItsCheck}, FuzzCase("remove_worker", (9,)))  # in contract: a problem
     collision = b'{"event_id":1,"data":{"stored":{"parent_hash":200,"blocks":[{"block_hash":100,"tokens_hash":3}]}}}'
-    fleet = Fleet(("reference",))
+    fleet = FuzzFleet(("reference",))
     try:
         known: Counter[str] = Counter()
-        _, problems = campaign.run_case(fleet, Case("apply_event", (1, collision)), known)
+        _, problems = campaign.run_case(fleet, FuzzCase("apply_event", (1, collision)), known)
     finally:
         fleet.close()
     assert not [p for p in problems if p.kind == "check"] and known[campaign.OUT_OF_CONTRACT] == 1

@@ -19,7 +19,7 @@ from kvproof.stateful_tests.harness.optional import skip_or_fail
 from kvproof.stateful_tests.harness.shards import WHOLE, Shard
 from kvproof.stateful_tests.mutation.driver import mutmut_unavailable, rejudge, run_mutation
 from kvproof.stateful_tests.mutation.equivalents import Equivalent, split_equivalents
-from kvproof.stateful_tests.mutation.profiles import Target
+from kvproof.stateful_tests.mutation.profiles import MutationTarget
 from kvproof.stateful_tests.mutation.scores import KILLED, NO_TESTS, SURVIVED, Report, merge_shard_runs, read_shard_run
 from kvproof.stateful_tests.mutation.workspace import WORK_ROOT
 
@@ -46,7 +46,7 @@ def processes_in(folder: Path) -> list[int]:
 
 
 def mutate_arith(tests: str, work: Path, shard: Shard = WHOLE):
-    return run_mutation(ROOT, [Target("spec/arith.py", (HERE + tests,))], shard, max_children=2, timeout=120, work=work)
+    return run_mutation(ROOT, [MutationTarget("spec/arith.py", (HERE + tests,))], shard, max_children=2, timeout=120, work=work)
 
 
 def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(mutmut_here):
@@ -104,7 +104,7 @@ def test_a_rejudge_runs_only_the_unsettled_mutants_and_reports_the_whole(mutmut_
     """``kvproof mutate --rejudge``: over the blind run's report (no kill to carry) every mutant is judged again,
     and the killing tests then give the full run's verdicts; over the killer's own report only its survivors run."""
     work = ROOT / WORK_ROOT / f"e2e-rejudge-{os.getpid()}"
-    targets = [Target("spec/arith.py", (HERE + "arith_killer.py",))]
+    targets = [MutationTarget("spec/arith.py", (HERE + "arith_killer.py",))]
     try:
         whole = mutate_arith("arith_killer.py", work / "whole").report
         blind = mutate_arith("arith_blind.py", work / "blind").report

@@ -9,7 +9,7 @@ import pytest
 from kvproof.report import write_json
 from kvproof.stateful_tests.harness.shards import Shard
 from kvproof.stateful_tests.mutation import driver
-from kvproof.stateful_tests.mutation.driver import Run, groups_of
+from kvproof.stateful_tests.mutation.driver import MutationRun, groups_of
 from kvproof.stateful_tests.mutation.equivalents import (
     Equivalent,
     EquivalentsError,
@@ -26,7 +26,7 @@ from kvproof.stateful_tests.mutation.profiles import (
     GOALS,
     LAYERS,
     MutateProfileError,
-    Target,
+    MutationTarget,
     ci_tests,
     layer_modules,
     rejudge_refusal,
@@ -246,14 +246,14 @@ def test_a_module_missing_from_the_ci_lists_fails_the_profile(monkeypatch):
 
 def test_targets_sharing_a_test_list_run_together_and_each_list_alone(monkeypatch, tmp_path):
     """``run_groups``: one mutmut run per distinct list, the reports joined; a limit reached stops the rest, loudly."""
-    a, b, c = Target("spec/a.py", ("t1.py",)), Target("spec/b.py", ("t2.py",)), Target("spec/c.py", ("t1.py",))
+    a, b, c = MutationTarget("spec/a.py", ("t1.py",)), MutationTarget("spec/b.py", ("t2.py",)), MutationTarget("spec/c.py", ("t1.py",))
     assert groups_of([a, b, c]) == [(a, c), (b,)]
     calls = []
 
     def fake_run(root, group, shard, max_children, equivalents, timeout, work, pytest_args, say, only=None):
         calls.append(([t.module for t in group], work.name))
         ms = [m for t in group for m in mutants(t.module, killed=1, survived=1)]
-        return Run(Report(ms), None, [], 0.5, work / "log")
+        return MutationRun(Report(ms), None, [], 0.5, work / "log")
 
     monkeypatch.setattr(driver, "run_mutation", fake_run)
     run = driver.run_groups(ROOT, [a, b, c], work=tmp_path)

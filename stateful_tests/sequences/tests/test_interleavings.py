@@ -8,7 +8,7 @@ tracker's own race counters).
 """
 
 from kvproof.impl._sync import yield_point
-from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 from kvproof.spec.primitives import WorkerWithDpRank
 from kvproof.spec.sequence_errors import DuplicateRequest, RequestNotFound
 from kvproof.spec.sequence_inputs import PrefillLoadHint, SequenceRequest, millis
@@ -17,7 +17,7 @@ from kvproof.stateful_tests.harness.interleave import race
 A, B = WorkerWithDpRank(1, 0), WorkerWithDpRank(1, 1)
 
 
-def tracker(cls=SlotTracker):
+def tracker(cls=ConcurrentSlotTracker):
     t = cls(None)
     t.register_worker(1, 0, 2, 0)
     return t
@@ -89,7 +89,7 @@ def test_a_free_before_the_add_is_booked_frees_nothing():
     t.check()
 
 
-class FreeWithoutRecheck(SlotTracker):
+class FreeWithoutRecheck(ConcurrentSlotTracker):
     """Broken: a free that found the owner frees without re-checking the booking under the slot lock."""
 
     def free(self, request_id, now, worker=None):

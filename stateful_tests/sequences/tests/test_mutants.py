@@ -51,12 +51,12 @@ def test_a_control_does_not_count_a_crash_for_another_reason():
     """The controls above count only their expected failure: a tracker that crashes in its own code is no catch."""
     from kvproof.stateful_tests.sequences.model import SpecSlotTracker
 
-    class Crashes(SpecSlotTracker):
+    class CrashingTracker(SpecSlotTracker):
         def add_request(self, request, now):
             raise TypeError("a bug in the broken twin itself")
 
     law = LAWS_BY_NAME[LAW_OF[MUTANTS[0]]]
-    why = caught_as_expected(lambda: run_law(law, 50, make=Crashes, shrink=False), law_failure(MUTANTS[0]))
+    why = caught_as_expected(lambda: run_law(law, 50, make=CrashingTracker, shrink=False), law_failure(MUTANTS[0]))
     assert why is not None and "TypeError" in why
     assert caught_as_expected(lambda: None, law_failure(MUTANTS[0])) == "the check passed"
 

@@ -19,9 +19,9 @@ def test_the_reference_conforms(slot_tracker_process):
 
 
 def test_the_concurrent_implementation_conforms(slot_tracker_process):
-    from kvproof.impl.slot_tracker import SlotTracker
+    from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 
-    report = conform_slot_tracker(5, 2, parallel=5, oracle=slot_tracker_process, model_factory=SlotTracker)
+    report = conform_slot_tracker(5, 2, parallel=5, oracle=slot_tracker_process, model_factory=ConcurrentSlotTracker)
     assert report.scenarios == 5
     assert report.mismatches == [], report.mismatches[0].report(2, 5)
 

@@ -5,7 +5,7 @@ every typed rejection leave it usable."""
 import pytest
 
 from kvproof.impl import slot_tracker as impl_tracker
-from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 from kvproof.spec.errors import Poisoned
 from kvproof.spec.primitives import WorkerWithDpRank
 from kvproof.spec.sequence_errors import DuplicateRequest, WorkerNotFound
@@ -15,11 +15,11 @@ from kvproof.stateful_tests.sequences.mutants import NeverPoisonedTracker
 A = WorkerWithDpRank(1, 0)
 
 
-class Boom(Exception):
+class TrackerBoom(Exception):
     pass
 
 
-def tracker(cls=SlotTracker):
+def tracker(cls=ConcurrentSlotTracker):
     t = cls(None)
     t.register_worker(1, 0, 2, 0)
     return t
@@ -30,14 +30,14 @@ def request(rid, worker=A):
 
 
 def _publish_faults(monkeypatch):
-    monkeypatch.setattr(SlotTracker, "_publish", lambda *a: (_ for _ in ()).throw(Boom("publish")))
+    monkeypatch.setattr(ConcurrentSlotTracker, "_publish", lambda *a: (_ for _ in ()).throw(TrackerBoom("publish")))
 
 
 def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkeypatch):
     t = tracker()
     with monkeypatch.context() as mp:
         _publish_faults(mp)
-        with pytest.raises(Boom):
+        with pytest.raises(TrackerBoom):
             t.add_request(request("r"), millis(1))
     assert "registry has not converged" in str(t.poisoned)
     for call in (lambda: t.add_request(request("s"), millis(2)), lambda: t.free("r", millis(2)),
@@ -45,7 +45,7 @@ def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkey
                  lambda: t.loads(millis(2)), lambda: t.potential_loads((1, 2), 10, millis(2)),
                  lambda: t.modeled_remaining_prefill_times(millis(2)), lambda: t.register_worker(2, 0, 1, 0),
                  lambda: t.unregister_worker(1), t.snapshot, t.registry_snapshot):
-        with pytest.raises(Poisoned, match="Boom interrupted add_request"):
+        with pytest.raises(Poisoned, match="TrackerBoom interrupted add_request"):
             call()
     with pytest.raises(AssertionError):
         t.check()
@@ -54,8 +54,8 @@ def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkey
 def test_a_fault_before_anything_changed_leaves_the_tracker_usable(monkeypatch):
     t = tracker()
     with monkeypatch.context() as mp:
-        mp.setattr(impl_tracker.law, "check_slot", lambda *a: (_ for _ in ()).throw(Boom("early")))
-        with pytest.raises(Boom):
+        mp.setattr(impl_tracker.slot_tracker, "check_slot", lambda *a: (_ for _ in ()).throw(TrackerBoom("early")))
+        with pytest.raises(TrackerBoom):
             t.add_request(request("r"), millis(1))
     assert t.poisoned is None
     t.add_request(request("r"), millis(1))
@@ -77,7 +77,7 @@ def test_the_never_poisoned_control_goes_on_answering_after_a_torn_add(monkeypat
     t = tracker(NeverPoisonedTracker)
     with monkeypatch.context() as mp:
         _publish_faults(mp)
-        with pytest.raises(Boom):
+        with pytest.raises(TrackerBoom):
             t.add_request(request("r"), millis(1))
     assert t.poisoned is None and t.loads(millis(2))  # answers from a registry that never saw the add
     with pytest.raises(AssertionError, match="registry has not converged"):

@@ -4,7 +4,7 @@ state and no request is lost or owned twice."""
 
 import pytest
 
-from kvproof.impl.slot_tracker import SlotTracker
+from kvproof.impl.slot_tracker import ConcurrentSlotTracker
 from kvproof.stateful_tests.harness.profiles import profile_named
 from kvproof.stateful_tests.sequences.stress import stress
 
@@ -14,7 +14,7 @@ SEEDS = range(1, PROFILE.sequences.stress_rounds + 1)
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_no_lost_or_doubled_ownership_and_the_registry_converges(seed):
-    report = stress(SlotTracker, threads=8, ops=PROFILE.sequences.stress_ops, seed=seed)
+    report = stress(ConcurrentSlotTracker, threads=8, ops=PROFILE.sequences.stress_ops, seed=seed)
     print(report.summary_line(), report.statistics)
     assert report.problems == []
     stats = report.statistics
@@ -26,6 +26,6 @@ def test_the_races_actually_happen():
     """Across a few seeds, frees and marks lose their booking to a concurrent free at least once (the raced paths run)."""
     raced = 0
     for seed in range(1, 5):
-        stats = stress(SlotTracker, threads=8, ops=400, seed=seed).statistics
+        stats = stress(ConcurrentSlotTracker, threads=8, ops=400, seed=seed).statistics
         raced += stats.raced_frees + stats.raced_marks
     assert raced > 0

@@ -181,11 +181,11 @@ def test_routing_is_a_named_decision_under_the_scheduler():
     from kvproof.stateful_tests.explore.random_walk import RandomWalk
     from kvproof.stateful_tests.explore.scheduler import Scheduler
 
-    class Recording(Scheduler):
+    class RecordingScheduler(Scheduler):
         def yield_point(self, name):
             self.seen.add(name)
             super().yield_point(name)
-    scheduler = Recording(RandomWalk(1))
+    scheduler = RecordingScheduler(RandomWalk(1))
     scheduler.seen = set()
     result = scheduler.run(Pool(lambda p: p.pool.apply_event(3, stored(None, 1))))
     assert not result.failed and "indexer.routing.acquire" in scheduler.seen

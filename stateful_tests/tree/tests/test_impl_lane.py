@@ -101,10 +101,10 @@ def test_a_repair_passes_its_named_yield_points(scene):
     _, lane, a, _ = scene
     seen = []
 
-    class Record:
+    class LanePointRecord:
         def yield_point(self, name):
             seen.append(name)
-    _sync.install(Record())
+    _sync.install(LanePointRecord())
     try:
         lane.repair(a, 300, Direction.TOWARD_TAIL)
         lane.repair(a, 900, Direction.TOWARD_TAIL)

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from kvproof.impl import _sync
-from kvproof.impl.node import Node, NodeView, ReadStep, RootStep
+from kvproof.impl.node import ConcurrentNode, ConcurrentNodeView, ReadStep, RootStep
 from kvproof.spec.coverage import cover_prefix, new_edge
 from kvproof.spec.primitives import Block
 
@@ -24,21 +24,21 @@ def edge(*locals_, rank=(1, 0)):
 
 
 def node_with_child():
-    parent, child = Node(edge(1, 2)), Node(edge(3))
+    parent, child = ConcurrentNode(edge(1, 2)), ConcurrentNode(edge(3))
     parent.children[3] = child
     return parent, child
 
 
 def test_a_view_reuses_its_index_only_for_the_same_edge():
     state = edge(1, 2, 3)
-    view = NodeView.of(state)
+    view = ConcurrentNodeView.of(state)
     assert view.index == {100: 0, 200: 1, 300: 2}
-    assert NodeView.of(cover_prefix(state, (2, 0), 2), view).index is view.index
-    assert NodeView.of(edge(1, 2, 3), view).index is not view.index  # an equal edge, another object: a fresh index
+    assert ConcurrentNodeView.of(cover_prefix(state, (2, 0), 2), view).index is view.index
+    assert ConcurrentNodeView.of(edge(1, 2, 3), view).index is not view.index  # an equal edge, another object: a fresh index
 
 
 def test_a_shape_change_needs_the_exclusive_gate_and_moves_the_version_by_two():
-    node = Node(edge(1))
+    node = ConcurrentNode(edge(1))
     with pytest.raises(AssertionError, match=r"^shape changes take the exclusive gate \(held by this thread\)"):
         node.begin_shape_change()
     seen = []
@@ -53,14 +53,14 @@ def test_a_shape_change_needs_the_exclusive_gate_and_moves_the_version_by_two():
 
 def test_a_coverage_change_keeps_the_edge_index_object():
     """A publish or an update that changes only the coverage reuses the index (no rebuild on every event)."""
-    node = Node(edge(1, 2, 3))
+    node = ConcurrentNode(edge(1, 2, 3))
     index = node.view.index
     node.publish(cover_prefix(node.view.state, (2, 0), 2))
     node.update(lambda s: cover_prefix(s, (3, 0), 1))
     assert node.view.index is index and node.view.state.worker_cutoffs == {(2, 0): 2, (3, 0): 1}
 
 
-class Recorder:
+class NodeRecorder:
     """A controller for one thread: it records every decision point; nothing ever waits."""
 
     def __init__(self):
@@ -77,12 +77,12 @@ class Recorder:
 
 
 def test_a_nodes_locks_are_one_bare_lock_natively_and_named_under_a_scheduler():
-    native = Node(edge(1))
+    native = ConcurrentNode(edge(1))
     assert native.children_lock is native.state_lock and type(native.state_lock) is type(threading.Lock())
-    recorder = Recorder()
+    recorder = NodeRecorder()
     _sync.control(recorder)
     try:
-        node = Node(edge(1, 2))
+        node = ConcurrentNode(edge(1, 2))
         assert node.children_lock is not node.state_lock
         with node.gate.shared():
             node.publish(cover_prefix(node.view.state, (2, 0), 1))
@@ -121,6 +121,6 @@ def test_the_root_step_enters_any_child():
 
 
 def test_the_repr_names_edge_holders_cutoffs_stickiness_and_version():
-    node = Node(cover_prefix(edge(1, 2, 3), (2, 0), 2))
+    node = ConcurrentNode(cover_prefix(edge(1, 2, 3), (2, 0), 2))
     node.internal, node.version = True, 4
     assert repr(node) == f"Node#{node.id}([1 2 3] full=[(1, 0)] cut={{(2, 0): 2}} internal=True v=4)"

@@ -4,7 +4,7 @@ can find (the fault that made one is why the rule exists)."""
 
 import pytest
 
-from kvproof.impl.node import Node
+from kvproof.impl.node import ConcurrentNode
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.spec.errors import BlockNotFound, ParentBlockNotFound, Poisoned
 from kvproof.spec.events import KvCacheEvent, Removed, Stored
@@ -16,19 +16,19 @@ def stored(parent, *locals_):
     return KvCacheEvent(0, Stored(parent, tuple(Block(x, 100 * x) for x in locals_)))
 
 
-class Boom(Exception):
+class TreeBoom(Exception):
     pass
 
 
 def _split_that_faults(monkeypatch):
     """Make the next shape change raise after it began (its version odd): a torn split."""
-    real = Node.begin_shape_change
+    real = ConcurrentNode.begin_shape_change
 
     def begin(node):
         real(node)
-        raise Boom("torn")
+        raise TreeBoom("torn")
 
-    monkeypatch.setattr(Node, "begin_shape_change", begin)
+    monkeypatch.setattr(ConcurrentNode, "begin_shape_change", begin)
 
 
 def test_a_fault_that_tears_a_split_poisons_the_tree_and_every_later_call_says_so(monkeypatch):
@@ -36,13 +36,13 @@ def test_a_fault_that_tears_a_split_poisons_the_tree_and_every_later_call_says_s
     tree.apply_event(1, stored(None, 1, 2, 3))
     with monkeypatch.context() as mp:
         _split_that_faults(mp)
-        with pytest.raises(Boom):
+        with pytest.raises(TreeBoom):
             tree.apply_event(2, stored(None, 1, 5))  # splits [1 2 3] at 1
     assert tree.poisoned is not None and "apply_event" in str(tree.poisoned) and "odd" in str(tree.poisoned)
     for call in (lambda: tree.apply_event(3, stored(None, 9)), lambda: tree.find_matches([1, 2]),
                  lambda: tree.remove_worker(1), lambda: tree.clear_all_blocks(1), lambda: tree.remove_worker_dp_rank(1, 0),
                  tree.dump_tree_as_events, tree.snapshot):
-        with pytest.raises(Poisoned, match="Boom interrupted apply_event"):
+        with pytest.raises(Poisoned, match="TreeBoom interrupted apply_event"):
             call()
     with pytest.raises(AssertionError):  # check() still inspects: it reports the torn state
         tree.check()
@@ -52,8 +52,8 @@ def test_a_fault_before_anything_changed_does_not_poison(monkeypatch):
     tree = ConcurrentRadixTree()
     tree.apply_event(1, stored(None, 1, 2))
     with monkeypatch.context() as mp:
-        mp.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(Boom("early")))
-        with pytest.raises(Boom):
+        mp.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(TreeBoom("early")))
+        with pytest.raises(TreeBoom):
             tree.apply_event(1, stored(200, 3))
     assert tree.poisoned is None and tree.find_matches([1, 2]).scores == {(1, 0): 2}
 
@@ -83,7 +83,7 @@ def torn(tree, monkeypatch):
     tree.apply_event(1, stored(None, 1, 2, 3))
     with monkeypatch.context() as mp:
         _split_that_faults(mp)
-        with pytest.raises(Boom):
+        with pytest.raises(TreeBoom):
             tree.apply_event(2, stored(None, 1, 5))
     return tree
 
@@ -112,21 +112,21 @@ def test_the_poison_says_what_interrupted_which_call_and_the_first_broken_invari
     with pytest.raises(AssertionError) as broken:
         tree.check()
     lines = [line.strip() for line in str(broken.value).splitlines()]
-    assert str(tree.poisoned) == f"Boom interrupted apply_event (torn) and left the structure inconsistent: {lines[0]} {lines[1]}; rebuild it"
+    assert str(tree.poisoned) == f"TreeBoom interrupted apply_event (torn) and left the structure inconsistent: {lines[0]} {lines[1]}; rebuild it"
 
     bare = ConcurrentRadixTree()
-    monkeypatch.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(Boom("late")))
+    monkeypatch.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(TreeBoom("late")))
     monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(AssertionError()))
-    with pytest.raises(Boom):
+    with pytest.raises(TreeBoom):
         bare.apply_event(1, stored(None, 1))
-    assert str(bare.poisoned) == "Boom interrupted apply_event (late) and left the structure inconsistent: AssertionError; rebuild it"
+    assert str(bare.poisoned) == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: AssertionError; rebuild it"
 
     long = ConcurrentRadixTree()
     monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(
         AssertionError("check failed:\n  first\n  second\n  third")))
-    with pytest.raises(Boom):
+    with pytest.raises(TreeBoom):
         long.apply_event(1, stored(None, 1))
-    assert str(long.poisoned) == "Boom interrupted apply_event (late) and left the structure inconsistent: check failed: first; rebuild it"
+    assert str(long.poisoned) == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: check failed: first; rebuild it"
 
 
 def test_an_interrupt_s_poison_names_the_call_and_the_interrupt(monkeypatch):

@@ -5,7 +5,7 @@ from hypothesis import Phase
 
 from kvproof.impl import _sync
 from kvproof.impl.indexer import ThreadPoolIndexer
-from kvproof.impl.node import NodeView
+from kvproof.impl.node import ConcurrentNodeView
 from kvproof.impl.radix_tree import ConcurrentRadixTree
 from kvproof.reference import RadixTree
 from kvproof.spec.errors import BlockNotFound, ParentBlockNotFound
@@ -167,11 +167,11 @@ def test_negative_control_the_lockstep_twin_catches(mutant):
 def test_yield_points_are_named_and_reached():
     names = set()
 
-    class Record:
+    class TreePointRecord:
         def yield_point(self, name):
             names.add(name)
 
-    _sync.install(Record())
+    _sync.install(TreePointRecord())
     try:
         tree = ConcurrentRadixTree(lanes=2)
         tree.lane(0).apply_event(1, stored(None, 1, 2, 3))
@@ -355,7 +355,7 @@ def test_check_names_each_broken_invariant_one_line_each():
     tree.apply_event(1, stored(None, 1, 2))
     tree.apply_event(2, stored(None, 5))
     first, second = tree.root.children[1], tree.root.children[5]
-    first.view = NodeView(first.view.state, {})  # an edge index that lost its entries
+    first.view = ConcurrentNodeView(first.view.state, {})  # an edge index that lost its entries
     second.gate.acquire_shared()
     tree.lanes[0].lookups[(1, 0)][777] = first
     del tree.lanes[0].lookups[(2, 0)]

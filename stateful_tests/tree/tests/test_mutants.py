@@ -30,13 +30,13 @@ def test_the_machine_control_does_not_count_a_crash_for_another_reason():
     """A broken tree that crashes in its own code fails the machine, but not the way a control expects."""
     from kvproof.reference import RadixTree
 
-    class Crashes(RadixTree):
+    class CrashingFind(RadixTree):
         def find_matches(self, sequence, early_exit=False):
             raise TypeError("a bug in the broken twin itself")
 
     quick = machine_settings(5, 5)
     quick = quick.__class__(quick, phases=[Phase.explicit, Phase.generate])
-    why = caught_as_expected(lambda: run_machine(contract_machine_for(Crashes), quick), MACHINE_FAILURE[MUTANTS[0]])
+    why = caught_as_expected(lambda: run_machine(contract_machine_for(CrashingFind), quick), MACHINE_FAILURE[MUTANTS[0]])
     assert why is not None and "TypeError" in why
 
 
@@ -64,11 +64,11 @@ def test_a_crash_is_not_a_catch():
     """Negative control of the two above: a tree that crashes on every store shows only crashes."""
     from kvproof.reference import RadixTree
 
-    class Crashes(RadixTree):
+    class CrashingStore(RadixTree):
         def apply_event(self, worker_id, event):
             raise TypeError("a bug in the broken twin itself")
 
-    problems = [p for s in SCENARIOS for p in run_scenario(Crashes, s)]
+    problems = [p for s in SCENARIOS for p in run_scenario(CrashingStore, s)]
     assert any(is_crash(p) for p in problems)  # so test_vectors_catch would refuse it as a control
 
 

@@ -98,7 +98,7 @@ def test_the_queue_law_flags_a_task_left_queued() -> None:
 
 
 def test_node_part_figures_name_only_node_contents() -> None:
-    assert soak.is_node_part("# Node") and soak.is_node_part("len NodeView.index") and soak.is_node_part("traced bytes")
+    assert soak.is_node_part("# Node") and soak.is_node_part("len ConcurrentNodeView.index") and soak.is_node_part("traced bytes")
     assert not soak.is_node_part("len Lane.lookups[]") and not soak.is_node_part("# KeepsEventLog")
 
 

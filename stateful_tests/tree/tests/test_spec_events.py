@@ -594,11 +594,11 @@ def test_an_event_objects_blocks_whose_own_iteration_raises_are_a_malformed_even
     """An argument's own exception never escapes untyped (docs/hostile-input.md H13): here a list of blocks."""
     from kvproof.spec.primitives import Block
 
-    class Broken(list):
+    class UnreadableBlocks(list):
         def __iter__(self):
             raise RuntimeError("no")
 
-    event = KvCacheEvent(1, Stored(None, Broken([Block(1, 100)])), 0)
+    event = KvCacheEvent(1, Stored(None, UnreadableBlocks([Block(1, 100)])), 0)
     with pytest.raises(MalformedEvent, match=r"^Failed to deserialize KvCacheEvent: data\.stored\.blocks: data\.stored\.blocks "
                                              r"could not be read: its own iteration raised RuntimeError\('no'\)$"):
         check_event(event)

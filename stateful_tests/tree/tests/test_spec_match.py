@@ -42,7 +42,7 @@ from kvproof.stateful_tests.tree.steps import Remove, Store, run_step
 A, B, C, D = Rank(1), Rank(2), Rank(3), Rank(4, 1)
 
 
-class Node:
+class HandNode:
     """A hand-built node: an edge of ``chain(*locals_)``'s blocks, its holders (any coverage), its children."""
 
     def __init__(self, locals_, full=(), cutoffs=None, children=()):
@@ -57,7 +57,7 @@ class Node:
         return self.children.get(local)
 
 
-class Root(Node):
+class Root(HandNode):
     """The root: children only (the walk never asks it for an edge)."""
 
     def __init__(self, *children):
@@ -73,14 +73,14 @@ def walk(root, query, *early_exit):
 
 def test_an_empty_or_unknown_query_scores_nobody():
     """crtc.md §5 step 1; a query whose first block starts no child of the root reaches no node."""
-    root = Root(Node([1, 2], full=[A]))
+    root = Root(HandNode([1, 2], full=[A]))
     assert walk(root, []) == {}
     assert walk(root, [2, 1]) == {}
 
 
 def test_on_the_first_node_full_ranks_are_active_and_cutoff_ranks_score_min_cutoff_matched():
     """crtc.md §5 "First node": [1 2 3] full {A}, cutoffs {B: 1, C: 2}."""
-    root = Root(Node([1, 2, 3], full=[A], cutoffs={B: 1, C: 2}))
+    root = Root(HandNode([1, 2, 3], full=[A], cutoffs={B: 1, C: 2}))
     assert walk(root, [1, 2, 3]) == {A: 3, B: 1, C: 2}
     assert walk(root, [1, 2]) == {A: 2, B: 1, C: 2}  # m = 2: C's cutoff 2 is all matched
     assert walk(root, [1, 9, 3]) == {A: 1, B: 1, C: 1}  # m = 1: each credited at most the match
@@ -89,15 +89,15 @@ def test_on_the_first_node_full_ranks_are_active_and_cutoff_ranks_score_min_cuto
 
 def test_a_rank_credited_nothing_is_not_in_the_result():
     """crtc.md §5: a cutoff rank scores ``min(cutoff, m)`` "if that is > 0"; only ranks scoring at least 1 appear."""
-    root = Root(Node([1, 2], full=[A], cutoffs={B: 0}))
+    root = Root(HandNode([1, 2], full=[A], cutoffs={B: 0}))
     assert walk(root, [1, 2]) == {A: 2}
 
 
 def test_later_nodes_always_intersect_and_drop_outs_score_depth_plus_their_cutoff():
     """crtc.md §5 "Later nodes", Dynamo test ``equal_sized_coverage_after_head_first_eviction_scores_exactly``:
     active {A, B} meets full {A, C} (equal sizes); B drops out with 2 + min(2, m); C and D were never active."""
-    tail = Node([3, 4, 5], full=[A, C], cutoffs={B: 2, D: 1})
-    root = Root(Node([1, 2], full=[A, B], children=[tail]))
+    tail = HandNode([3, 4, 5], full=[A, C], cutoffs={B: 2, D: 1})
+    root = Root(HandNode([1, 2], full=[A, B], children=[tail]))
     assert walk(root, [1, 2, 3, 4, 5]) == {A: 5, B: 4}
     assert walk(root, [1, 2, 3]) == {A: 3, B: 3}  # m = 1 on the tail: B gets 2 + min(2, 1); the walk stops
     assert walk(root, [1, 2, 3, 9, 5]) == {A: 3, B: 3}  # a partial edge match stops the walk too
@@ -106,14 +106,14 @@ def test_later_nodes_always_intersect_and_drop_outs_score_depth_plus_their_cutof
 
 def test_a_rank_that_drops_out_without_a_cutoff_scores_the_depth_and_an_empty_active_set_stops_the_walk():
     """crtc.md §5: a dropped rank gets ``depth + min(0, m)``; once ``active`` is empty nothing below is read."""
-    below = Node([5], full=[A, B])
-    root = Root(Node([1, 2], full=[A, B], children=[Node([3, 4], full=[C], cutoffs={A: 1}, children=[below])]))
+    below = HandNode([5], full=[A, B])
+    root = Root(HandNode([1, 2], full=[A, B], children=[HandNode([3, 4], full=[C], cutoffs={A: 1}, children=[below])]))
     assert walk(root, [1, 2, 3, 4, 5]) == {A: 3, B: 2}
 
 
 def test_without_early_exit_the_walk_goes_to_the_end_and_with_it_the_survivor_gets_the_whole_node():
     """crtc.md §5 "early_exit granularity", E9: the tree [1 2] -> {[3 4], [5]} after w2 removed 100."""
-    root = Root(Node([1, 2], full=[A], children=[Node([3, 4], full=[A]), Node([5], full=[B])]))
+    root = Root(HandNode([1, 2], full=[A], children=[HandNode([3, 4], full=[A]), HandNode([5], full=[B])]))
     assert walk(root, [1, 2, 3, 4]) == {A: 4}  # the default is the full walk
     assert walk(root, [1, 2, 3, 4], False) == {A: 4}
     assert walk(root, [1, 2, 3, 4], True) == {A: 2}
@@ -125,9 +125,9 @@ def test_without_early_exit_the_walk_goes_to_the_end_and_with_it_the_survivor_ge
 
 def test_early_exit_stops_only_once_a_single_rank_is_active():
     """Two active ranks walk on with ``early_exit``; the walk stops where one is left, with every drop-out scored."""
-    leaf = Node([5, 6], full=[A])
-    middle = Node([3, 4], full=[A], cutoffs={B: 1}, children=[leaf])
-    root = Root(Node([1, 2], full=[A, B], children=[middle]))
+    leaf = HandNode([5, 6], full=[A])
+    middle = HandNode([3, 4], full=[A], cutoffs={B: 1}, children=[leaf])
+    root = Root(HandNode([1, 2], full=[A, B], children=[middle]))
     assert walk(root, [1, 2, 3, 4, 5, 6], True) == {A: 4, B: 3}
     assert walk(root, [1, 2, 3, 4, 5, 6], False) == {A: 6, B: 3}
 
@@ -297,7 +297,7 @@ def test_a_query_whose_own_code_raises_is_a_typed_error_naming_it():
     from kvproof.spec.errors import InvalidArgumentType
     from kvproof.spec.match import check_query, is_query_container
 
-    class Broken(list):
+    class UnreadableQuery(list):
         def __iter__(self):
             raise RuntimeError("no")
 
@@ -306,7 +306,7 @@ def test_a_query_whose_own_code_raises_is_a_typed_error_naming_it():
             raise RuntimeError(name)
 
     with pytest.raises(InvalidArgumentType, match=r"^sequence could not be read: its own iteration raised RuntimeError"):
-        check_query(Broken([1]))
+        check_query(UnreadableQuery([1]))
     assert not is_query_container(Sly())
     with pytest.raises(InvalidArgumentType, match="sequence must be a sequence of ints, got Sly"):
         check_query(Sly())

@@ -191,11 +191,11 @@ def test_int_value_reads_an_int_subclass_by_its_value_never_its_own_methods():
 
 
 def test_read_items_names_the_argument_and_the_exception_its_own_iteration_raised():
-    class Broken(list):
+    class UnreadableItems(list):
         def __iter__(self):
             raise RuntimeError("no")
 
     assert read_items([1, 2], "x", ValueError) == (1, 2) and read_items((), "x", ValueError) == ()
     with pytest.raises(TypeError, match=r"^sequence could not be read: its own iteration raised RuntimeError\('no'\)$"):
-        read_items(Broken([1]), "sequence", TypeError)
+        read_items(UnreadableItems([1]), "sequence", TypeError)
     assert show_exception(KeyError("k" * 500)).startswith("KeyError(") and len(show_exception(KeyError("k" * 500))) < 80

@@ -92,10 +92,6 @@ def _hit_without_backoff(length, cached, has_swa, reserve, block, ops):
     return hit, hit  # forgets to rebuild SWA
 
 
-def _hit_reserve_133(length, cached, has_swa, reserve, block, ops):
-    return hit_formula(length, cached, has_swa, reserve - 1, block, ops)
-
-
 def _hit_unaligned(length, cached, has_swa, reserve, block, ops):
     cap = ops.max(0, length - reserve)
     hit = ops.min(cap, cached)
@@ -105,10 +101,6 @@ def _hit_unaligned(length, cached, has_swa, reserve, block, ops):
 def _hit_uncapped_monotone_break(length, cached, has_swa, reserve, block, ops):
     hit, compute = hit_formula(length, cached, has_swa, reserve, block, ops)
     return ops.ite(length % 1000 == 999, 0, hit), compute  # drops the hit at some lengths
-
-
-def _gpus_floor(num, den, ops):
-    return ops.floordiv(num, den)
 
 
 def _gpus_off_by_one(num, den, ops):

@@ -93,9 +93,6 @@ class PrefillLoadSnapshot:
     total_modeled_ms: int | None = 0
 
 
-IDLE_PREFILL_SNAPSHOT = PrefillLoadSnapshot()
-
-
 # ----------------------------------------------------------------------------- predicates
 
 

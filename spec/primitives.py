@@ -4,10 +4,10 @@ Notation
 --------
 A *block* is one KV-cache page. It is named twice:
 
-- its **local block hash** (``LocalBlockHash``), a hash of the tokens inside the block
+- its **local block hash** (``Block.local``, a u64), a hash of the tokens inside the block
   alone. Tree navigation uses only this hash: children are keyed by the first local hash of
   their edge, and queries are sequences of local hashes.
-- its **external sequence block hash** (``ExternalBlockHash``), a hash of the whole prefix
+- its **external sequence block hash** (``Block.ext``, a u64), a hash of the whole prefix
   up to and including the block, supplied by the engine and opaque to the router. It names
   parents, removals and the per-rank reverse lookup.
 
@@ -36,15 +36,9 @@ import operator
 import reprlib
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import Any, NamedTuple, NewType, TypeGuard, TypeVar, overload
+from typing import Any, NamedTuple, TypeGuard, TypeVar, overload
 
 import immutables
-
-LocalBlockHash = NewType("LocalBlockHash", int)
-"""Hash of the tokens of one block (u64)."""
-
-ExternalBlockHash = NewType("ExternalBlockHash", int)
-"""Hash of the whole prefix ending at a block (u64), as the engine names it."""
 
 U64_MAX = 2**64 - 1
 U32_MAX = 2**32 - 1

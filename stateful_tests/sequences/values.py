@@ -195,5 +195,3 @@ VALUE_SCENARIOS: list[ValueScenario] = [
     ValueScenario("per-request truncation: 1.5 ms + 1.5 ms is 2 ms", "sequences.md §3 Formula", [
         Add("A", 10, 0.0015, 0), Add("B", 10, 0.0015, 0), Ms(0, 2), Ms(0.0019, 1), Ms(0.002, 0)]),
 ]
-
-VALUE_SCENARIO_NAMES = [s.name for s in VALUE_SCENARIOS]

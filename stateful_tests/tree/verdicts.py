@@ -42,8 +42,6 @@ CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT = (
 KINDS = (CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT)
 """Every kind of difference, most severe first."""
 
-DIVERGING = frozenset({CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE})
-"""Kinds after which the two trees hold different state (comparison of the stream stops)."""
 
 
 @dataclass(frozen=True)

@@ -165,8 +165,19 @@ def test_a_variant_name_where_a_variant_is_due_is_refused_not_false():
             rules.has(name)
     with pytest.raises(UnknownVariant, match="unknown variants \\['no-such-variant'\\]: a rule set holds Variant members"):
         with_variants(frozenset({"no-such-variant", Variant.REUSE_DEAD_NODES}))
-    with pytest.raises(UnknownVariant):
-        RuleSet("typo", frozenset({"per-block-nodes"}), "", "", "")
+    with pytest.raises(UnknownVariant) as caught:
+        RuleSet("typo", frozenset({"per-block-nodes", "b-typo"}), "", "", "")
+    assert caught.value.args == ("unknown variants ['b-typo', 'per-block-nodes']: a rule set holds Variant members "
+                                 f"(Variant.named looks one up by name: {KNOWN})",)
+
+
+def test_variants_order_by_name_strictly():
+    """``Variant`` sorts by its printed name, a strict order: no member is below itself, and of two members exactly one is
+    below the other (so every printed list of variants comes out in one order)."""
+    for a, b in itertools.product(Variant, repeat=2):
+        assert (a < b) == (a.value < b.value) and not (a < b and b < a)
+    assert not any(v < v for v in Variant)
+    assert [str(v) for v in sorted(Variant)] == sorted(str(v) for v in Variant)
 
 
 V = Variant

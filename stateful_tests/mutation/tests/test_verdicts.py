@@ -13,7 +13,7 @@ from kvproof.stateful_tests.mutation.scores import MergeError, Mutant, Report, r
 
 ROOT = Path(__file__).resolve().parents[3]
 MUTATION_MD = ROOT / "docs" / "mutation.md"
-PROVENANCE = re.compile(r"^[0-9a-f]{40}:docs/mutation-runs/[\w.-]+\.json$")
+PROVENANCE = re.compile(r"^[0-9a-f]{40}:docs/mutation-runs/[\w.-]+\.(json|jsonl\.gz)$")  # a report, or an earlier verdict of record
 
 
 def record_table(text: str) -> dict[str, tuple[str, ...]]:

@@ -104,7 +104,7 @@ json_option = click.option("--json", "json_path", type=click.Path(dir_okay=False
 allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when something was skipped (a skip is never a pass)")
 
 
-def profile_option(help_text: str = "quick (pre-commit, about a minute), ci (default), or deep; default: $KVPROOF_PROFILE or ci"):
+def profile_option(help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci (default), or deep; default: $KVPROOF_PROFILE or ci"):
     from .stateful_tests.harness.profiles import PROFILES
 
     return click.option("--profile", type=click.Choice(list(PROFILES)), default=None, help=help_text)

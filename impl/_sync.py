@@ -8,7 +8,7 @@ it then decides, at every yield point and every blocking acquire, which thread r
 With no hooks installed the primitives are the standard library's, and ``yield_point``
 costs one global read.
 
-Design (after trio's ``_core`` and shuttle's ``shuttle-std``, aesthetics.md §4-§5):
+Design (after trio's ``_core`` and shuttle's ``shuttle-std``, docs/sources.md#aesthetics):
 
 - ``RWGate`` is a writer-preferring shared/exclusive lock (Dynamo's ``shape_gate`` is a
   parking_lot ``RwLock<()>``). It is not reentrant: taking the exclusive side while holding

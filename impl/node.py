@@ -3,7 +3,7 @@
 Design
 ------
 A node's *edge state* (the frozen ``spec.coverage.EdgeState`` plus its external-hash
-index) and its *child map* are protected separately, as seed 004 describes ("Node
+index) and its *child map* are protected separately, as docs/sources.md#dynamo-crtc-readme describes ("Node
 internals use separate protection for edge state and child maps"):
 
 - ``view`` -- an immutable ``ConcurrentNodeView(state, index)``. Writers build a new view and publish

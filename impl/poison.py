@@ -1,6 +1,6 @@
 """Poisoning: what a concurrent structure does when a write is interrupted by an untyped exception.
 
-The law (issue 12, "faults mid-operation"): after an exception escapes a write, the structure's
+The law (docs/sources.md#kvproof-robustness, "faults mid-operation"): after an exception escapes a write, the structure's
 ``check()`` holds and its abstract state is the state before or after the call (or a prefix of it
 that the spec allows), *or* the structure marks itself poisoned and every later call says so with
 a typed ``spec.errors.Poisoned``. A poisoned structure never answers a read from a torn state.

@@ -8,7 +8,7 @@ reference exactly (same outcomes, scores, snapshot and shape); under real thread
 credits a rank past what the rank held during a read, and at quiescence it equals the
 reference built from the same per-worker event orders (for streams without holes).
 
-Paths (seed 004, "Store Paths"):
+Paths (docs/sources.md#dynamo-crtc-readme, "Store Paths"):
 
 - **Prefill fanout**: a child added under a parent that is already internal goes in under
   the parent's *shared* gate, validated by the parent's version; many lanes add different
@@ -457,7 +457,7 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         Returns None when the first hash is not on the node's edge (a stale entry). The run takes
         the following hashes whose entries name one of ``owners`` (this node, or the stale nodes a
         repair came through), while the first one is covered; one cut at the minimum position
-        (crtc.md §4.1; docs/dynamo-findings.md F3).
+        (docs/sources.md#crtc-4-1; docs/dynamo-findings.md F3).
         """
         lookup = lane.lookups[rank]
         _sync.yield_point("remove.before_gate")

@@ -2,7 +2,7 @@
 
 Design
 ------
-The seed's local write pipeline, made concurrent (seed 000; sequences.md §5 "When")::
+The seed's local write pipeline, made concurrent (docs/sources.md#dynamo-sequences-readme; docs/sources.md#sequences-5 "When")::
 
     event -> WorkerTable + RequestIndex -> one slot's ActiveSequences (under its lock) -> PromptRegistry
 
@@ -13,7 +13,7 @@ The seed's local write pipeline, made concurrent (seed 000; sequences.md §5 "Wh
   ``ActiveSequences`` (the reference's per-slot write model) *and every RequestIndex entry
   that names the slot*. An add books its id and mutates the slot inside one critical
   section; a free or mark re-checks the booking under the lock before it acts. This closes
-  the window sequences.md §10 item 4 describes, where booking before taking the lock lets
+  the window docs/sources.md#sequences-10 item 4 describes, where booking before taking the lock lets
   a racing free remove the booking, see no state, and leave the add's request unbooked
   (``stateful_tests.sequences.mutants.BookBeforeSlotLock`` reopens it; the stress test
   catches it).

@@ -446,7 +446,7 @@ class RadixTree(TreeReads):
 
         Dynamo releases an unowned branch as soon as an eviction leaves it unowned (PR #14878, first
         shipped in 1.6.0; docs/dynamo-findings.md F1); before that a dead leaf stayed attached until
-        a later store passed it, so under churn such leaves piled up (issue 12's soak). Nothing a
+        a later store passed it, so under churn such leaves piled up (docs/sources.md#kvproof-robustness: the soak). Nothing a
         query, a store or a dump can see changes: a dead node credits no one and a store passing it
         builds a fresh node anyway. A node that still has children, and the root, stay. Which releases
         release so is ``spec.shape.is_released_at_eviction``'s (the older ones keep dead nodes).

@@ -111,7 +111,7 @@ def remaining_modeled_ms(snapshot: PrefillLoadSnapshot, now: int) -> int:
 
 
 class PrefillTracker:
-    """One slot's prefills with running sums and the anchor (sequences.md §2 "PrefillLoadTracker")."""
+    """One slot's prefills with running sums and the anchor (docs/sources.md#sequences-2 "PrefillLoadTracker")."""
 
     __slots__ = ("entries", "tokens_sum", "unmodeled", "modeled_ms", "anchor_id", "anchor_since")
 
@@ -398,7 +398,7 @@ def _nonempty(run: PathRun) -> list[PathRun]:
 
 
 class ActiveSequences:
-    """The authoritative state of one (worker, dp_rank) slot (sequences.md §2)."""
+    """The authoritative state of one (worker, dp_rank) slot (docs/sources.md#sequences-2)."""
 
     prefill_class: type[PrefillTracker] = PrefillTracker
     trie_class: type[BlockTrie] = BlockTrie

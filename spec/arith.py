@@ -9,7 +9,7 @@ reference and the implementation call, not a transcription of it.
 Kernels are written with ``ops.ite(cond, a, b)`` instead of ``a if cond else b`` and
 ``ops.min``/``ops.max``/``ops.floordiv`` instead of the built-ins. ``floordiv`` is only ever
 applied to a non-negative dividend and a positive divisor, where Python's ``//`` and SMT's
-integer division agree (tooling.md §6 "Semantic mismatch").
+integer division agree (docs/sources.md#tooling-6, "Semantic mismatch").
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ a later re-store raises coverage only up to the blocks it names. The index may t
 score a rank anywhere between the reachable and the held score. This is accepted because
 the score is advisory (a router's hint about cached prefixes), an undercount only costs a
 less-than-ideal routing choice, and repairing it would mean re-validating descendants on
-every eviction: exactly the cost the compressed tree exists to avoid (crtc.md §4.2, the
+every eviction: exactly the cost the compressed tree exists to avoid (docs/sources.md#crtc-4-2, the
 ``TODO(CORRECTNESS)`` in ``remove.rs``). An overcount, by contrast, would route a request
 to a worker that must recompute what the router promised was cached, and is never allowed.
 
@@ -200,7 +200,7 @@ def cleared_ranks(rank: Rank, worker_ranks: Sequence[Rank], rules: RuleSet = DEF
 
 def on_remove_worker_dp_rank(state: ContractState, rank: Rank) -> ContractState:
     """Return the contract state after ``remove_worker_dp_rank`` dropped the one ``rank``; the worker's
-    other ranks keep what they hold (crtc.md §1, the binding's ``remove_worker_dp_rank``)."""
+    other ranks keep what they hold (docs/sources.md#crtc-1, the binding's ``remove_worker_dp_rank``)."""
     return state.delete(rank)
 
 

@@ -9,7 +9,7 @@ which part of it is recorded in two places:
 
 A rank is never in both. A rank in neither holds nothing of this edge.
 
-Worked example (crtc.md §3.5, Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``)::
+Worked example (docs/sources.md#crtc-3-5, Dynamo test ``split_moves_cutoffs_at_and_past_the_boundary``)::
 
     edge      = [b0 b1 b2 b3 b4 b5]          len 6
     full      = {0, 300}                     hold b0..b5
@@ -43,7 +43,7 @@ class EdgeState:
     """The edge of one node and who holds how much of it.
 
     Both holder records are persistent (``primitives.FrozenSet``, ``FrozenMap``): a rank joining,
-    leaving or moving its cutoff costs O(log ranks), not a copy of every holder (kvproof issue 31).
+    leaving or moving its cutoff costs O(log ranks), not a copy of every holder (docs/sources.md#kvproof-crowd).
     """
 
     edge: tuple[Block, ...]
@@ -177,7 +177,7 @@ def remove_at(state: EdgeState, rank: Rank, pos: int) -> tuple[EdgeState, range]
     """Remove ``rank``'s block at ``pos``; return the new state and the newly uncovered positions.
 
     The uncovered range is ``[new_cutoff, old_cutoff)``: the lookup entries a removal must
-    scrub (crtc.md §4.1, PR #10836 scrubs only the *newly* uncovered suffix).
+    scrub (docs/sources.md#crtc-4-1, PR #10836 scrubs only the *newly* uncovered suffix).
 
     Source: docs/sources.md#dynamo-crtc-readme "Removal"; docs/sources.md#crtc-4-1
     ``remove_worker_for_leading_hashes``.

@@ -3,7 +3,7 @@
 Every rejection is a typed exception. A rejected event leaves the index exactly as it was,
 with one documented exception inherited from Dynamo's single-threaded ``RadixTree``: a
 ``removed`` batch that names unknown hashes applies every valid hash first and then reports
-the first error (crtc.md §12 item 4, experiments E4 and E39).
+the first error (docs/sources.md#crtc-12 item 4, experiments E4 and E39).
 
 The event errors subclass ``RuntimeError`` because the real binding raises
 ``RuntimeError("Failed to apply event: ...")`` for them; wire-format errors subclass

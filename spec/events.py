@@ -433,7 +433,7 @@ def is_self_parented(stored: Stored) -> bool:
     """Check if a store names its own parent among its blocks.
 
     Such a store is rejected with ``InvalidBlockSequence`` before anything changes (the plain
-    RadixTree's rule; crtc.md §12 item 1, experiment E14).
+    RadixTree's rule; docs/sources.md#crtc-12 item 1, experiment E14).
     """
     return stored.parent_hash is not None and stored.parent_hash in map(_BLOCK_EXT, stored.blocks)
 

@@ -93,7 +93,7 @@ def hit_formula(length: Any, cached: Any, has_swa: Any, reserve: Any, block: Any
     """Return ``(block_hit, compute_hit)`` by the Q&A formula: the kernel of ``hit_lengths``.
 
     The caller has checked ``length, cached, reserve >= 0`` and ``block >= 1``. ``proofs/``
-    proves the lab 24 laws of this very function for all integers (tooling.md §6).
+    proves the lab 24 laws of this very function for all integers (docs/sources.md#tooling-6).
 
     Source: Listing 11.9 (docs/sources.md#deepinfer-listings); docs/sources.md#deepinfer-11-4 formula for L1 and H.
     """

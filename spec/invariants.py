@@ -85,7 +85,7 @@ def is_lookup_entry_on_holder(state: EdgeState, rank, ext: int, edge_index: Mapp
     """Check if a rank's lookup entry for ``ext`` names a node whose edge holds ``ext`` and that the rank covers there.
 
     Holds for in-contract streams; streams with colliding hashes can strand entries
-    (crtc.md §13 E8, E33), exactly as in Dynamo. Given the node's edge index (which
+    (docs/sources.md#crtc-13 E8, E33), exactly as in Dynamo. Given the node's edge index (which
     ``is_edge_index_consistent`` checks on its own), the position is one dictionary lookup, so a
     ``check()`` stays linear in the tree's size however long an edge gets; without it, a scan.
     """

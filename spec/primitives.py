@@ -24,7 +24,7 @@ across every layer:
 
 Source: docs/sources.md#crtc-1 "Data model"; docs/sources.md#dynamo-protocols.
 
-Contract assumption (crtc.md §1, "Spec assumption"): an external hash is a function of the
+Contract assumption (docs/sources.md#crtc-1, "Spec assumption"): an external hash is a function of the
 local-hash chain from the root, so it is unique per position. Streams that break this
 (hash collisions, a block stored under two parents) are *out of contract*; see
 ``spec.contract``.
@@ -231,7 +231,7 @@ class FrozenMap(Mapping[K, V]):
 
     It is persistent past ``SMALL`` entries: ``set`` and ``delete`` then return a new map in O(log n),
     sharing the rest with the old one (a hash array mapped trie, ``immutables.Map``), so a node's
-    coverage costs one rank's update however many ranks hold it (kvproof issue 31: thousands of ranks
+    coverage costs one rank's update however many ranks hold it (docs/sources.md#kvproof-crowd: thousands of ranks
     on one system prompt). Smaller maps are dicts copied on write. Iteration order is not part of its
     meaning (two equal maps may iterate apart).
     """

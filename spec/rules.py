@@ -118,7 +118,7 @@ class Variant(Enum):
     )
     SELF_PARENT_ALLOWED = (
         "self-parent-allowed",
-        "a store whose parent_hash is its own first block hash is an InvalidBlockSequence (crtc.md §12 item 1, E14)",
+        "a store whose parent_hash is its own first block hash is an InvalidBlockSequence (docs/sources.md#crtc-12 item 1, E14)",
         "a store whose parent is its own first block is handled like any other store: refused as "
         "ParentBlockNotFound when the rank does not hold that block, applied when it does",
         "ended with the compressed tree of ai-dynamo/dynamo PR #10542, first in 1.3.0",
@@ -146,7 +146,7 @@ class Variant(Enum):
         "removal-skips-unknown",
         "a removal naming a block the rank does not hold removes the held ones, then fails BlockNotFound",
         "a removal skips every hash the rank does not hold and succeeds: the concurrent tree deletes the "
-        "(absent) lookup entry and moves on (crtc.md §4.1)",
+        "(absent) lookup entry and moves on (docs/sources.md#crtc-4-1)",
         "the concurrent tree's rule since it was written (ai-dynamo/dynamo PR #10542 era); the single-threaded "
         "tree keeps BlockNotFound",
         "the concurrent indexer of 1.1.0 to 1.6.1",

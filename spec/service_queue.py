@@ -11,7 +11,7 @@ both P workers when the cache is shared, else only worker 0 (the local owner of 
 the worker free earliest wins, ties to the lower index; ``start = max(1, free)``;
 ``end = start + (1024 - hit) // 128``.
 
-Decode assignment (NOT printed by the book, inferred; state_roundtrip.md §4): requests reach
+Decode assignment (NOT printed by the book, inferred; docs/sources.md#state-roundtrip-4): requests reach
 decode at ``prefill end + transfer`` and are served first-come first-served, ordered by
 ``(arrival, request id)``; each goes to the decode worker free earliest, ties to the lower
 index, and starts at ``max(arrival, free)``. This is the ``"earliest-free"`` policy. It is the

@@ -5,7 +5,7 @@ the edge, extends a leaf, or splits; a store that walks down from a node descend
 child keyed by its first local hash. These decisions are pure functions here so that the
 sequential reference and the concurrent implementation take them from one place.
 
-Worked example of a split at ``p = 3`` (crtc.md §3.5)::
+Worked example of a split at ``p = 3`` (docs/sources.md#crtc-3-5)::
 
     before:  edge [b0..b5]  full {0, 300}  cutoffs {1:1, 2:3, 3:5, 301:4}
     prefix:  edge [b0 b1 b2]  full {0, 2, 3, 300, 301}  cutoffs {1:1}

@@ -8,7 +8,7 @@ Write model (authoritative, strict)
   worker and rank of one tracker; a second add of a booked id is ``DuplicateRequest``
   naming the owner, checked *before* any slot is touched.
 
-A local mutation flows one way (seed 000 "Why this is a DAG")::
+A local mutation flows one way (docs/sources.md#dynamo-sequences-readme "Why this is a DAG")::
 
     event -> WorkerTable + RequestIndex -> ActiveSequences (of one slot) -> PromptRegistry -> readers
 

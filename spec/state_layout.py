@@ -38,7 +38,7 @@ Sizes, by the book's names: ``state_size_to_disk`` (tensor bytes of the stored r
 difference), ``swa_drop_total_bytes_inference_pad`` (padded dropped rings),
 ``dropped_compress_bytes`` (= dropped - swa_drop = the dropped raws), ``swa_drop_num_layer``.
 
-Readings chosen where the chapter is ambiguous (state_roundtrip.md §6), all named here:
+Readings chosen where the chapter is ambiguous (docs/sources.md#state-roundtrip-6), all named here:
 
 - A1 ``last_hit_position`` is inclusive: the window of S rows is ``[lhp - S + 1, lhp]`` and
   ``last_hit_position(hit)`` = hit - 1 is the one converter (``convention="exclusive"`` gives hit).

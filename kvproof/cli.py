@@ -314,7 +314,7 @@ def conform() -> None:
 @conform.command("tree")
 @target_option("the subject: the tree under test")
 @click.option("--oracle", type=TARGET, default="dynamo", show_default=True, help="the tree whose answers are taken as right")
-@click.option("--streams", type=int, default=200, show_default=True)
+@click.option("--streams", type=int, default=200, show_default=True, help="random streams of operations, each on fresh trees")
 @seed_option()
 @click.option("--stream", type=int, default=None, help="replay one stream of the run")
 @click.option("--events", type=int, default=48, show_default=True, help="operations per stream")
@@ -917,12 +917,12 @@ def stress() -> None:
 
 
 @stress.command("tree")
-@click.option("--ops", type=int, default=20_000, show_default=True)
+@click.option("--ops", type=int, default=20_000, show_default=True, help="write operations in all, split evenly over the modes run")
 @seed_option()
 @click.option("--mode", type=click.Choice(["strict", "chaos", "both"]), default="both", show_default=True,
               help="strict: no holes, exact parity with the reference; chaos: holes and churn; both: half each")
-@click.option("--writers", type=int, default=8, show_default=True)
-@click.option("--readers", type=int, default=4, show_default=True)
+@click.option("--writers", type=int, default=8, show_default=True, help="threads applying events")
+@click.option("--readers", type=int, default=4, show_default=True, help="threads asking find_matches while the writers run")
 @click.option("--check-every", type=int, default=250, show_default=True, help="operations per writer between quiescent checks")
 @click.option("--yield-sleep", type=float, default=0.02, show_default=True, help="chance a yield point gives up the interpreter lock")
 @click.option("--mutant", default=None, help="stress a deliberately broken tree (a negative control)")
@@ -975,10 +975,10 @@ def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, chec
 
 
 @stress.command("sequences")
-@click.option("--threads", type=int, default=8, show_default=True)
+@click.option("--threads", type=int, default=8, show_default=True, help="threads calling the tracker at once")
 @click.option("--ops", type=int, default=400, show_default=True, help="operations per thread and round")
 @seed_option(1, "the first round's seed; round k uses seed + k")
-@click.option("--rounds", type=int, default=1, show_default=True)
+@click.option("--rounds", type=int, default=1, show_default=True, help="rounds, each on a fresh tracker")
 @click.option("--model", default="impl", show_default=True, help="the tracker stressed: impl, or module:Class")
 def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str) -> None:
     """The concurrent slot tracker under racing adds, marks and frees; audited at quiescence.
@@ -1055,7 +1055,9 @@ def problem_kind(result: Any) -> str:
 
 @main.command()
 @click.argument("scenario", required=False)
-@click.option("--strategy", type=click.Choice(["pct", "random", "dfs", "hypothesis"]), default="pct", show_default=True)
+@click.option("--strategy", type=click.Choice(["pct", "random", "dfs", "hypothesis"]), default="pct", show_default=True,
+              help="how schedules are chosen: PCT (random priorities, d change points), a random walk, bounded-preemption "
+                   "depth-first search, or Hypothesis drawing and shrinking the schedule")
 @click.option("--budget", type=int, default=None, help="schedules to run (default: the profile's; dfs stops when exhausted)")
 @seed_option()
 @click.option("--depth", type=int, default=None, help="PCT's bug depth d (default: the profile's, 3)")
@@ -1241,7 +1243,7 @@ def _explore_mutants(profile: Any, seed: int, fresh: bool, json_path: str | None
 @click.option("--epochs", type=int, default=36, show_default=True, help="epochs of simulated traffic")
 @click.option("--epoch-s", type=float, default=600.0, show_default=True, help="simulated seconds per epoch")
 @click.option("--rate", type=float, default=4.0, show_default=True, help="requests per simulated second")
-@click.option("--workers", type=int, default=6, show_default=True)
+@click.option("--workers", type=int, default=6, show_default=True, help="workers of the simulated traffic")
 @click.option("--capacity", type=int, default=160, show_default=True, help="blocks each rank's engine holds")
 @click.option("--slack", type=float, default=0.25, show_default=True, help="allowed growth per live pair, first to last window")
 @click.option("--untraced", is_flag=True, help="skip tracemalloc (faster): the traced and hidden bytes are then not judged")
@@ -1353,7 +1355,7 @@ def _trace_trees(names: str) -> tuple[dict[str, Any], list[str]]:
 
 @main.command()
 @click.argument("trace_file", type=click.Path(dir_okay=False), required=False)
-@click.option("--workers", type=click.IntRange(1), default=8, show_default=True)
+@click.option("--workers", type=click.IntRange(1), default=8, show_default=True, help="workers of the router simulation")
 @click.option("--capacity", type=click.IntRange(1), default=2000, show_default=True, help="blocks each rank's prefix cache holds")
 @click.option("--dp-ranks", type=click.IntRange(1), default=1, show_default=True, help="dp ranks per worker")
 @click.option("--policy", type=click.Choice(["truth", "tree", "round-robin"]), default="truth", show_default=True,
@@ -1536,7 +1538,8 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
 @click.option("--streams", type=int, default=1000, show_default=True, help="conformance streams of the campaign")
 @click.option("--inputs", type=int, default=10000, show_default=True, help="fuzz cases of the campaign (40 blocks of 250)")
 @click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="the parallel run in a local process pool or as Ray tasks")
 @click.option("--suite", "suite_paths", default="stateful_tests/tree/tests", show_default=True,
               help="test folders (space-separated, in the checkout) run by pytest alone and by pytest-xdist; '' for none")
 @json_option
@@ -1748,10 +1751,10 @@ def bench_explore(schedules: int, histories: int, seed: int, json_path: str | No
 @bench.command("roundtrip")
 @click.option("--backends", default="numpy,torch,cuda,cupy", show_default=True, help="comma-separated subset of numpy,torch,cuda,cupy")
 @click.option("--repeats", type=int, default=41, show_default=True, help="timed repeats per operation (median reported)")
-@click.option("--warmup", type=int, default=3, show_default=True)
+@click.option("--warmup", type=int, default=3, show_default=True, help="untimed runs of each operation first")
 @click.option("--row-bytes", type=int, default=1024, show_default=True, help="bytes per ring row")
-@click.option("--stored-layers", type=int, default=40, show_default=True)
-@click.option("--dropped-layers", type=int, default=20, show_default=True)
+@click.option("--stored-layers", type=int, default=40, show_default=True, help="stored SWA rings of the bench layout (each R = 134 rows)")
+@click.option("--dropped-layers", type=int, default=20, show_default=True, help="dropped rings of the bench layout")
 @click.option("--torch-threads", type=int, default=1, show_default=True,
               help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)")
 @json_option
@@ -1777,7 +1780,8 @@ def bench_roundtrip(backends: str, repeats: int, warmup: int, row_bytes: int, st
 
 
 @main.command()
-@click.option("--backend", type=click.Choice(["numpy", "torch", "cuda", "cupy"]), default="numpy", show_default=True)
+@click.option("--backend", type=click.Choice(["numpy", "torch", "cuda", "cupy"]), default="numpy", show_default=True,
+              help="the arrays the round trip runs on (cuda and cupy need a GPU)")
 @seed_option()
 @click.option("--count", type=int, default=60, show_default=True, help="cases (the fixed ones first, then random)")
 @click.option("--case", type=int, default=None, help="replay one case of the run")

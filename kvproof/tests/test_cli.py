@@ -178,3 +178,38 @@ def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(
     assert seconds and all(v >= 0 for v in seconds.values())
     checks = [type("C", (), {"key": k})() for k in ("a", "b", "c")]
     assert [c.key for c in gate.cheapest_first(checks, {"c": 1.0, "a": 5.0})] == ["c", "a", "b"]
+
+
+def options_without_help(group) -> list[str]:
+    """Every option of every command under ``group`` that has no line of help (``--help`` itself aside)."""
+    import click
+
+    found = []
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+        found.extend(f"{' '.join(path)} {p.opts[0]}" for p in command.params
+                     if isinstance(p, click.Option) and not p.help and not p.hidden and p.name != "help")
+
+    walk(group, ["kvproof"])
+    return found
+
+
+def test_every_option_of_every_command_has_a_line_of_help():
+    import click
+
+    from kvproof.cli import main
+
+    assert options_without_help(main) == []
+
+    @click.group()
+    def toy():
+        """A toy group (the negative control)."""
+
+    @toy.command()
+    @click.option("--size", type=int, default=1)
+    def run(size):
+        """A command whose option says nothing."""
+
+    assert options_without_help(toy) == ["kvproof run --size"]

@@ -1961,7 +1961,8 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     sample = gate_ttd.SAMPLE[profile] if gate_sample is None else gate_sample
     if sample:
         click.echo(f"kvproof mutate: timing the gate on {sample} of the killed mutants (kvproof check --fail-fast each)")
-        found = gate_ttd.run_gate_ttd(work, run.report.mutants, sample, profile, root, say=say)
+        workspaces = [r.workspace.path for r in getattr(run, "runs", [run])]
+        found = gate_ttd.run_gate_ttd(workspaces, run.report.mutants, sample, profile, root, say=say)
         extra["gate_ttd"] = [d.to_json() for d in found]
         extra["gate_ttd_line"] = gate_ttd.summary(found, profile)
     _show_mutate(run.report, run.seconds, "" if shard.whole else f" shard={shard}", json_path, extra)

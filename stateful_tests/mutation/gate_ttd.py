@@ -58,9 +58,9 @@ def sample_killed(mutants: Sequence[Mutant], n: int) -> list[Mutant]:
     return [killed[int(i * step)] for i in range(n)]
 
 
-def mutants_dir_of(work: Path, module: str) -> Path | None:
-    """The ``mutants/`` folder, under ``work`` (one workspace or its ``group-*`` workspaces), that mutated ``module``."""
-    for folder in [work / "mutants", *sorted(work.glob("group-*/mutants"))]:
+def mutants_dir_of(workspaces: Sequence[Path], module: str) -> Path | None:
+    """The ``mutants/`` folder of the run's workspace that mutated ``module`` (None: none of them did)."""
+    for folder in (w / "mutants" for w in workspaces):
         if (folder / "src" / "kvproof" / (module + ".meta")).is_file():
             return folder
     return None
@@ -93,12 +93,14 @@ def detect(mutants_dir: Path, mutant: str, profile: str, limit_s: float, root: P
     return GateDetection(mutant, time.perf_counter() - started, code == 1, code)
 
 
-def run_gate_ttd(work: Path, mutants: Sequence[Mutant], n: int, profile: str, root: Path, limit_s: float = 300.0,
-                 say: Callable[[str], None] = lambda _: None) -> list[GateDetection]:
-    """The gate's time to detection over a sample of ``n`` killed mutants of a run whose workspaces are under ``work``."""
+def run_gate_ttd(workspaces: Sequence[Path], mutants: Sequence[Mutant], n: int, profile: str, root: Path,
+                 limit_s: float = 300.0, say: Callable[[str], None] = lambda _: None) -> list[GateDetection]:
+    """The gate's time to detection over a sample of ``n`` killed mutants, each switched on in the workspace of this run
+    that mutated its module (a mutant no workspace of the run holds, one carried from an earlier report, say, is
+    skipped)."""
     found = []
     for m in sample_killed(mutants, n):
-        folder = mutants_dir_of(work, m.module)
+        folder = mutants_dir_of(workspaces, m.module)
         if folder is None:
             continue
         found.append(detect(folder, m.name, profile, limit_s, root))
@@ -110,6 +112,9 @@ def run_gate_ttd(work: Path, mutants: Sequence[Mutant], n: int, profile: str, ro
 
 def summary(detections: Sequence[GateDetection], profile: str) -> str:
     """One line: the median and nearest-rank 90th percentile over the detections, and what the gate did not catch."""
+    if not detections:
+        return (f"time to detection, kvproof check --profile {profile} --fail-fast: not measured (no workspace of this run "
+                "holds a sampled killed mutant)")
     caught = [d.seconds for d in detections if d.caught]
     missed = [d for d in detections if not d.caught]
     line = (f"time to detection, kvproof check --profile {profile} --fail-fast: "

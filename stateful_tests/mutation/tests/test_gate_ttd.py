@@ -25,6 +25,7 @@ def test_a_gate_that_passes_on_a_killed_mutant_is_named_and_not_counted_as_a_det
     assert "median 3.0 s, 90th percentile 4.0 s, over 2 of 3 sampled" in line
     assert "the gate passed on c (exit 0)" in line
     assert "none caught, over 0 of 1" in summary([GateDetection("c", 30.0, False, None)], "quick")
+    assert "not measured" in summary([], "quick")
 
 
 def test_the_mutants_folder_is_the_workspace_that_mutated_the_module(tmp_path):
@@ -32,5 +33,7 @@ def test_the_mutants_folder_is_the_workspace_that_mutated_the_module(tmp_path):
         meta = tmp_path / group / "mutants" / "src" / "kvproof" / (module + ".meta")
         meta.parent.mkdir(parents=True, exist_ok=True)
         meta.write_text("{}")
-    assert mutants_dir_of(tmp_path, "spec/token_load.py") == tmp_path / "group-2" / "mutants"
-    assert mutants_dir_of(tmp_path, "spec/match.py") is None
+    workspaces = [tmp_path / "group-1", tmp_path / "group-2"]
+    assert mutants_dir_of(workspaces, "spec/token_load.py") == tmp_path / "group-2" / "mutants"
+    assert mutants_dir_of(workspaces, "spec/match.py") is None
+    assert mutants_dir_of(workspaces[:1], "spec/token_load.py") is None  # another run's workspace is never used

@@ -290,7 +290,8 @@ class GateTask:
     strict: bool = False
     strict_shape: bool = False
 
-    def __call__(self, shard: Shard) -> GateReport:
+    def plan(self, shard: Shard = WHOLE) -> tuple[Context, GateSelection]:
+        """The run's context and ``shard``'s rows, planned in this process (``plan``)."""
         from ..spec.rules import rule_set_named
         from ..stateful_tests.harness.profiles import profile_named
         from ..stateful_tests.harness.targets import load_target
@@ -299,9 +300,11 @@ class GateTask:
             else load_target(self.target_name)
         if target.factory is None:
             raise RuntimeError(f"{self.target_name} is unavailable: {target.reason}")
-        ctx, selection = plan(self.target_name, target.factory, profile_named(self.profile), self.seed, self.only,
-                              self.families, self.rules, self.strict, self.strict_shape, shard)
-        return run_gate(ctx, selection)
+        return plan(self.target_name, target.factory, profile_named(self.profile), self.seed, self.only,
+                    self.families, self.rules, self.strict, self.strict_shape, shard)
+
+    def __call__(self, shard: Shard) -> GateReport:
+        return run_gate(*self.plan(shard))
 
 
 def merge_gate(parts: list[GateReport], order: list[str]) -> GateReport:

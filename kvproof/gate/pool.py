@@ -19,30 +19,19 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
 
-from . import Check, GateTask, Result, Row, cheapest_first, plan
+from . import Check, Context, GateTask, Result, Row, cheapest_first, run_check
 
-_PLANNED: dict[GateTask, dict[str, Any]] = {}
+_PLANNED: dict[GateTask, tuple[Context, dict[str, Check]]] = {}
 
 
 def _row(task: GateTask, key: str) -> Row:
-    """Run the row ``key`` of ``task`` in this process (the plan is made once per process)."""
-    from ..spec.rules import rule_set_named
-    from ..stateful_tests.harness.profiles import profile_named
-    from ..stateful_tests.harness.targets import load_target
-    from . import run_check
-
+    """Run the row ``key`` of ``task`` in this process (the plan is made once per process, ``GateTask.plan``)."""
     if task not in _PLANNED:
-        target = load_target(task.target_name, rule_set_named(task.rules)) if task.target_name == "reference" and task.rules \
-            else load_target(task.target_name)
-        if target.factory is None:
-            raise RuntimeError(f"{task.target_name} is unavailable: {target.reason}")
-        ctx, selection = plan(task.target_name, target.factory, profile_named(task.profile), task.seed, task.only,
-                              task.families, task.rules, task.strict, task.strict_shape)
-        _PLANNED[task] = {"ctx": ctx, "checks": {c.key: c for c in selection.checks}}
-    planned = _PLANNED[task]
-    return run_check(planned["checks"][key], planned["ctx"])
+        ctx, selection = task.plan()
+        _PLANNED[task] = (ctx, {c.key: c for c in selection.checks})
+    ctx, checks = _PLANNED[task]
+    return run_check(checks[key], ctx)
 
 
 def slowest_first(checks: list[Check], seconds: dict[str, float]) -> list[Check]:

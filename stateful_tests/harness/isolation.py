@@ -246,9 +246,13 @@ class IsolatedTree:
     def _call(self, method: str, args: tuple[Any, ...], line: str | None) -> Any:
         if line is not None:
             self.log.append(line)
+        return self._request("call", method, args)
+
+    def _request(self, kind: str, method: str, payload: Any) -> Any:
+        """A ``call`` or ``calls`` request on this tree, to the host that made it (a TargetFailure if that one died)."""
         if self.host.generation != self.generation or not self.host.alive():
             raise TargetFailure("crash", self.host.target, method, "its process died earlier in this run", self.log)
-        return self.host.request(("call", self.tree_id, method, args), method, self.log)
+        return self.host.request((kind, self.tree_id, method, payload), method, self.log)
 
     def apply_event(self, worker_id: Any, payload: Any) -> None:
         self._dirty = True
@@ -272,9 +276,7 @@ class IsolatedTree:
 
     def _calls(self, method: str, many: list[tuple[Any, ...]]) -> list[Any]:
         """The host's ``calls`` batch: the answers, or the first error the target raised, rebuilt."""
-        if self.host.generation != self.generation or not self.host.alive():
-            raise TargetFailure("crash", self.host.target, method, "its process died earlier in this run", self.log)
-        answers = self.host.request(("calls", self.tree_id, method, many), method, self.log)
+        answers = self._request("calls", method, many)
         if answers and isinstance(answers[-1], tuple) and answers[-1][:1] == ("error",):
             self.host.unwrap(answers[-1])
         return answers

@@ -313,10 +313,16 @@ def _production(ctx: Context, row: Row) -> None:
         row.notes.append(f"F11 in {report.tolerated} streams: histories within the contract that the reference under "
                          f"{ctx.rules.name}, which is not exact, cannot linearize")
     failed = report.failures or report.not_linearizable
-    if failed:
+    if failed or not report.ok:
         row.replay = (f"kvproof conform tree --concurrent --target {ctx.target_name} --seed {ctx.seed} "
                       f"--streams {ctx.profile.tree.production_streams}")
+    if failed:
         raise Failed(f"{report.summary_line()}; first:\n{report.report(failed[0])}")
+    if report.race is not None:
+        row.checks += report.race.rounds
+        if not report.race.ok:
+            raise Failed(f"{report.summary_line()}; first:\n{report.race.report(report.race.failures[0])}")
+        row.notes.append(report.race.summary_line())
 
 
 def _impl_twin(ctx: Context, row: Row) -> None:

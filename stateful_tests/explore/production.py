@@ -64,6 +64,7 @@ from ..tree.log import file_safe, ops_to_lines
 from ..tree.streams import EventOp, Op, Stream, apply_op, describe, generate, not_carried
 from .history import Call
 from .linearizability import check as check_linearizable
+from .removal_race import RaceReport, race_removals, takes_submissions
 from .specs import TreeSpec
 
 Factory = Callable[[], Any]
@@ -71,6 +72,10 @@ Factory = Callable[[], Any]
 LABEL_OUTCOMES = {"ok": targets.OK, "parent_block_not_found": "ParentBlockNotFound", "block_not_found": "BlockNotFound",
                   "invalid_block": "InvalidBlockSequence"}
 """The indexer's outcome labels as kvproof's outcome names (``harness.dynamo_indexer``)."""
+
+
+RACE_ROUNDS = 10
+"""Rounds of the removal race (``removal_race``) after the streams, for a target whose trees queue events."""
 
 
 def feeds_concurrently(tree: Any) -> bool:
@@ -454,18 +459,19 @@ class ProductionReport:
     tolerated: int = 0  # histories within the contract that the reference, not exact here, cannot linearize (F11)
     reordered: int = 0  # streams whose outcomes, in a round, kept the contract but differed from the reference's
     left_out: LeftOut = field(default_factory=LeftOut)
+    race: RaceReport | None = None  # the removal race's rounds, for a target that queues events (removal_race)
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.failures and not self.not_linearizable
+        return not self.failures and not self.not_linearizable and (self.race is None or self.race.ok)
 
     def summary_line(self) -> str:
         return (f"concurrent: streams={self.streams} rounds={self.rounds} events={self.events} reads={self.reads} "
                 f"contract_breaks={sum(1 for v in self.failures if v.violations)} "
                 f"outcome_differences={sum(1 for v in self.failures if v.outcome and not v.violations)} "
                 f"not_linearizable={len(self.not_linearizable)} tolerated={self.tolerated} (F11) "
-                f"reordered={self.reordered}")
+                f"reordered={self.reordered}" + (f"; {self.race.summary_line()}" if self.race is not None else ""))
 
     def report(self, verdict: StreamVerdict) -> str:
         """One stream's failure: what broke, the events up to it, and the command that runs the stream again."""
@@ -490,12 +496,15 @@ class ProductionReport:
                 "failures": [{"stream": v.stream, "violations": [x.detail for x in v.violations], "outcome": v.outcome,
                               "events": ops_to_lines(v.ops)} for v in self.failures],
                 "not_linearizable": [{"stream": v.stream, "history": v.history} for v in self.not_linearizable],
-                "left_out": self.left_out.to_json(), "seconds": round(self.seconds, 3)}
+                "left_out": self.left_out.to_json(), "race": self.race.to_json() if self.race is not None else None,
+                "seconds": round(self.seconds, 3)}
 
 
 def feed(subject: Factory, subject_name: str, rules: RuleSet, streams: int, seed: int, only_stream: int | None = None,
-         on_failure: Callable[[str], None] | None = None) -> ProductionReport:
-    """Feed ``streams`` streams of run ``seed`` (or just ``only_stream``) to fresh trees of ``subject``."""
+         on_failure: Callable[[str], None] | None = None, races: int = RACE_ROUNDS) -> ProductionReport:
+    """Feed ``streams`` streams of run ``seed`` (or just ``only_stream``) to fresh trees of ``subject``; then, if its
+    trees queue events (``removal_race.takes_submissions``), run ``races`` rounds of a removal racing the removed
+    worker's own events (not when replaying one stream)."""
     started = time.perf_counter()
     report = ProductionReport(subject_name, rules.name, seed)
     indices = [only_stream] if only_stream is not None else list(range(streams))
@@ -518,5 +527,16 @@ def feed(subject: Factory, subject_name: str, rules: RuleSet, streams: int, seed
             continue
         if on_failure is not None and (verdict.violations or verdict.outcome or rules.exact) and len(report.failures) <= 3:
             on_failure(report.report(verdict))
+    if races and only_stream is None and queues_events(subject):
+        report.race = race_removals(subject, subject_name, races, seed, on_failure)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def queues_events(subject: Factory) -> bool:
+    """Whether ``subject``'s trees queue events (``submit`` and ``flush``): those take the removal race."""
+    tree = subject()
+    try:
+        return takes_submissions(tree)
+    finally:
+        targets.dispose(tree)

@@ -155,6 +155,19 @@ class IndexerProcess(services.HttpService):
             pause = min(pause * 2, 0.01)
 
 
+    def settle(self, sent: int) -> int:
+        """Wait until ``sent`` more events show in the counters, or until they stop moving for ``SETTLE_S`` (events of
+        a worker unregistered meanwhile are dropped, never counted); return how many showed."""
+        moved, still_since = 0, time.monotonic()
+        while moved < sent and time.monotonic() - still_since < SETTLE_S:
+            time.sleep(0.01)
+            now = sum((self.outcome_counts() - self.counts).values())
+            if now != moved:
+                moved, still_since = now, time.monotonic()
+        self.counts = self.outcome_counts()
+        self.events += moved
+        return moved
+
     def fence_missing(self) -> str | None:
         """Why this indexer cannot be fenced (None: it can): one probe event on a model of its own must show in the
         outcome counters within ``PROBE_S`` (the standalone indexer of 1.1.x to 1.2.x exposes no such counter)."""
@@ -177,6 +190,9 @@ class IndexerProcess(services.HttpService):
 
 
 PROBE_S = 3.0
+
+SETTLE_S = 0.5
+"""How long the counters must stand still before ``settle`` takes the events not counted as dropped."""
 
 _PROCESSES: dict[int, IndexerProcess] = {}
 
@@ -309,6 +325,8 @@ class IndexerTree:
     """The tree API over one model of a shared ``dynamo.indexer`` process (see the module docstring)."""
 
     surface = SURFACE
+    #: A rank's ZMQ socket is used by one thread: the removal race sends the racing event just before ``/unregister``.
+    submits_during_removal = False
 
     def __init__(self, threads: int = DEFAULT_THREADS, process: IndexerProcess | None = None) -> None:
         from .targets import rules_of_target
@@ -323,6 +341,7 @@ class IndexerTree:
         self._tokens: dict[int, int] = {}  # local hash -> token
         self._locals: dict[int, int] = {}  # the indexer's tokens_hash of a token -> local hash
         self._closed = False
+        self._unfenced = 0  # events ``submit`` sent that no fence has counted yet
 
     # -- mapping
 
@@ -399,6 +418,20 @@ class IndexerTree:
         for rank, message in wired:
             self._publisher(rank).send([message], rank.dp_rank)
         return self.process.fence(len(wired), f"model {self.model}")
+
+    def submit(self, worker_id: int, payload: Any) -> None:
+        """Send one event and return at once (``flush`` waits for it): the removal race's door
+        (``explore.removal_race``). A malformed payload is refused here, before anything is sent."""
+        self._live()
+        rank, event = parse_event(worker_id, payload)
+        self._publisher(rank).send([self.wire_event(event)], rank.dp_rank)
+        self._unfenced += 1
+
+    def flush(self) -> None:
+        """Wait until every event ``submit`` sent was applied, or dropped by an ``/unregister`` it raced."""
+        self._live()
+        sent, self._unfenced = self._unfenced, 0
+        self.process.settle(sent)
 
     # -- calls
 

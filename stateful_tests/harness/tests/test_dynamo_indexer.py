@@ -71,3 +71,6 @@ def test_production_mode_finds_the_over_credit_on_the_pool_and_not_on_the_single
     one = in_netns("conform", "tree", "--concurrent", "--target", "dynamo-indexer@1", "--streams", "10")
     assert pool.returncode == 1 and "contract_breaks=0 " not in pool.stdout and "over-credits" in pool.stdout
     assert one.returncode == 0 and "contract_breaks=0 " in one.stdout, one.stdout[-2000:]
+    # the removal race (explore/removal_race.py) runs after the streams: no removed worker keeps a credit on either
+    for run in (pool, one):
+        assert "removal race: rounds=10 " in run.stdout and "survived_removal=0" in run.stdout, run.stdout[-2000:]

@@ -16,6 +16,7 @@ Modules (held against the folder by ``stateful_tests/tests/test_rooms.py``):
 - ``production``: A concurrent tree fed as production feeds it: the events of different workers at once, reads racing them
 - ``programs``: What every explored scenario shares: threads of recorded calls, then checks of the final state and the history
 - ``random_walk``: Random walk: at every decision, any runnable thread with equal probability
+- ``removal_race``: A worker's removal racing its own queued events, on any indexer that queues events (a pool, the standalone indexer)
 - ``real_threads``: The uncontrolled mode: a scenario's threads as real threads, its history checked the same way
 - ``replay``: Replay: the recorded decisions, in order; past their end, no preemption (the running thread, else the lowest id)
 - ``scheduler``: The controlled scheduler: exactly one logical thread runs at a time, and a strategy picks who runs next

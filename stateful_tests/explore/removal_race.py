@@ -22,9 +22,11 @@ settles again, and every chain is read. The interleaving is the machine's, so a 
 witness when it fails and no proof when it passes; a failure prints the round's seed and the
 command that runs it again.
 
-A target takes part if it queues events: ``submit(worker_id, payload)`` returns at once and
-``flush()`` waits until everything submitted before it was applied (or dropped: Dynamo's indexer
-stops listening to a worker it unregistered). A target whose ``submits_during_removal`` is False
+A target takes part if it queues events (``queue_door``): the pool's ``submit(worker_id, payload)``
+returns at once and ``flush()`` waits until everything submitted before it was applied; the
+standalone indexer's ``send_unfenced`` and ``settle`` are the same door without the pool's
+acknowledgements (``settle`` also takes an event as dropped: Dynamo's indexer stops listening to a
+worker it unregistered). A target whose ``submits_during_removal`` is False
 (the standalone indexer: a rank's ZMQ socket is not shared between threads) gets its racing events
 sent just before the removal instead, still in flight when the removal arrives.
 """
@@ -58,9 +60,23 @@ VICTIM = 1_000
 Factory = Callable[[], Any]
 
 
+Door = tuple[Callable[[int, bytes], object], Callable[[], None]]
+"""How a round queues an event (returning at once) and waits for everything it queued."""
+
+
+def queue_door(tree: Any) -> Door | None:
+    """The tree's door for queued events: ``(submit, flush)`` of a pool, ``(send_unfenced, settle)`` of the standalone
+    indexer, or None for a tree that applies each event before it returns."""
+    for send, wait in (("submit", "flush"), ("send_unfenced", "settle")):
+        door = getattr(tree, send, None), getattr(tree, wait, None)
+        if callable(door[0]) and callable(door[1]):
+            return door[0], door[1]
+    return None
+
+
 def takes_submissions(tree: Any) -> bool:
-    """Whether a tree queues events: ``submit`` (returns at once) and ``flush`` (waits for what was submitted)."""
-    return callable(getattr(tree, "submit", None)) and callable(getattr(tree, "flush", None))
+    """Whether a tree queues events (``queue_door``)."""
+    return queue_door(tree) is not None
 
 
 def chain(start: int, count: int, parent: int | None) -> tuple[bytes, list[int]]:
@@ -127,28 +143,32 @@ def race_round(factory: Factory, seed: int) -> RoundVerdict:
     rng = random.Random(seed)
     tree = factory()
     try:
+        door = queue_door(tree)
+        if door is None:
+            raise TypeError(f"{type(tree).__name__} does not queue events: it has no submit/flush or send_unfenced/settle")
+        submit, flush = door
         for worker in range(1, BUSY_WORKERS + 1):
             for payload in busy_stores(worker):
-                tree.submit(worker, payload)
+                submit(worker, payload)
         first, first_query = chain(10**5, CHAIN_BLOCKS, None)
-        tree.submit(VICTIM, first)
+        submit(VICTIM, first)
         late, late_query = chain(3 * 10**5, CHAIN_BLOCKS, None)
         if getattr(tree, "submits_during_removal", True):
             remover = Remover(tree, VICTIM)
             remover.started.wait()
             time.sleep(rng.uniform(0.0005, 0.002))  # the removal is queued by now, behind the busy stores
-            tree.submit(VICTIM, late)
+            submit(VICTIM, late)
             remover.join()
         else:
-            tree.submit(VICTIM, late)
+            submit(VICTIM, late)
             tree.remove_worker(VICTIM)
-        tree.flush()
+        flush()
         late_landed = victim_credits(tree, late_query) > 0
         second, second_query = chain(2 * 10**5, CHAIN_BLOCKS, None)
-        tree.submit(VICTIM, second)
-        tree.flush()
+        submit(VICTIM, second)
+        flush()
         tree.remove_worker(VICTIM)
-        tree.flush()
+        flush()
         verdict = RoundVerdict(seed, late_landed)
         for name, query in (("first", first_query), ("late", late_query), ("second", second_query)):
             for rank, score in tree.find_matches(query).scores.items():

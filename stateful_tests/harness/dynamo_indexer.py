@@ -341,7 +341,7 @@ class IndexerTree:
         self._tokens: dict[int, int] = {}  # local hash -> token
         self._locals: dict[int, int] = {}  # the indexer's tokens_hash of a token -> local hash
         self._closed = False
-        self._unfenced = 0  # events ``submit`` sent that no fence has counted yet
+        self._unfenced = 0  # events ``send_unfenced`` sent that no fence has counted yet
 
     # -- mapping
 
@@ -419,16 +419,17 @@ class IndexerTree:
             self._publisher(rank).send([message], rank.dp_rank)
         return self.process.fence(len(wired), f"model {self.model}")
 
-    def submit(self, worker_id: int, payload: Any) -> None:
-        """Send one event and return at once (``flush`` waits for it): the removal race's door
-        (``explore.removal_race``). A malformed payload is refused here, before anything is sent."""
+    def send_unfenced(self, worker_id: int, payload: Any) -> None:
+        """Send one event and return at once (``settle`` waits for it): the removal race's door
+        (``explore.removal_race``; not ``submit``, which promises the pool's acknowledgement of each event). A
+        malformed payload is refused here, before anything is sent."""
         self._live()
         rank, event = parse_event(worker_id, payload)
         self._publisher(rank).send([self.wire_event(event)], rank.dp_rank)
         self._unfenced += 1
 
-    def flush(self) -> None:
-        """Wait until every event ``submit`` sent was applied, or dropped by an ``/unregister`` it raced."""
+    def settle(self) -> None:
+        """Wait until every event ``send_unfenced`` sent was applied, or dropped by an ``/unregister`` it raced."""
         self._live()
         sent, self._unfenced = self._unfenced, 0
         self.process.settle(sent)

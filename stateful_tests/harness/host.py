@@ -85,6 +85,19 @@ def error_of(exc: BaseException) -> tuple[Any, ...]:
     return ("error", type(exc).__name__, type(exc).__module__, str(exc), type(exc).__name__ == "PanicException")
 
 
+def step(tree: Any, method: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """One call of a ``steps`` request: ``("ok", answer)`` or the error it raised (running out of memory, and an
+    interrupt, still end the request)."""
+    try:
+        return ("ok", plain(getattr(tree, method)(*args)))
+    except MemoryError:
+        raise
+    except BaseException as exc:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return error_of(exc)
+
+
 def serve(name: str) -> None:
     os.environ["KVPROOF_IN_HOST"] = "1"  # targets.HOST_VARIABLE: make the target itself here, not another host
     from .targets import dispose, load_target
@@ -129,6 +142,9 @@ def serve(name: str) -> None:
                         raise
                     done.append(error_of(exc))
                 answer = ("ok", done)
+            elif kind == "steps":  # several calls in order, each answered alone: an error ends only its own step
+                _, tree_id, _, steps = request
+                answer = ("ok", [step(trees[tree_id], method, args) for method, args in steps])
             elif kind == "flush":
                 from . import dynamo_selection
 

@@ -281,6 +281,23 @@ class IsolatedTree:
             self.host.unwrap(answers[-1])
         return answers
 
+    def steps(self, calls: list[tuple[str, tuple[Any, ...]]]) -> list[Any]:
+        """Several calls in one round trip, in order, each answered alone: its answer, or the error it raised (rebuilt,
+        returned, not raised). Every call is logged as its own call would be. Not for a tree in lockstep (``_sync``)."""
+        assert not self.lockstep, "a tree in lockstep flushes around its reads: call it one call at a time"
+        for method, args in calls:
+            line = _line_of(method, args)
+            if line is not None:
+                self.log.append(line)
+        return [self._answer(answer) for answer in self._request("steps", "steps", calls)]
+
+    def _answer(self, answer: tuple[Any, ...]) -> Any:
+        try:
+            value = self.host.unwrap(answer)
+        except BaseException as exc:  # every rebuilt error is returned (a rebuilt panic is a BaseException)
+            return exc
+        return OverlapScores(value["scores"], value.get("frequencies", [])) if isinstance(value, dict) else value
+
     def _sync(self) -> None:
         """A target that pays a fixed delay per round trip flushes in lockstep with the other trees (``lockstep``)."""
         if self.lockstep and self._dirty:
@@ -354,6 +371,19 @@ def isolated(target: str) -> Callable[[], Any]:
 
     make.__name__ = f"isolated[{target}]"
     return make
+
+
+def _line_of(method: str, args: tuple[Any, ...]) -> str | None:
+    """The log line of one call of a ``steps`` request (as the tree's own method logs it), or None."""
+    if method == "apply_event":
+        return _event_line(*args)
+    if method == "find_matches":
+        return json.dumps({"find_matches": _ints(args[0])})
+    if method in ("remove_worker", "clear_all_blocks") and isinstance(args[0], int):
+        return json.dumps({method: args[0]})
+    if method == "remove_worker_dp_rank" and isinstance(args[0], int):
+        return json.dumps({method: list(args)})
+    return json.dumps({"dump": True}) if method == "dump_tree_as_events" else None
 
 
 def _ints(sequence: Any) -> Any:

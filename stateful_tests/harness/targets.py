@@ -363,6 +363,11 @@ def scores_many(tree: Any, queries: list[list[int]], early_exit: bool = False) -
     return [_plain(answer.scores) for answer in (many(queries, True) if early_exit else many(queries))]
 
 
+def plain_scores(answer: Any) -> dict[tuple[int, int], int]:
+    """A ``find_matches`` answer's scores as ``scores`` returns them."""
+    return _plain(answer.scores)
+
+
 def _plain(by_rank: dict[Any, int]) -> dict[tuple[int, int], int]:
     return {(rank, 0) if isinstance(rank, int) else tuple(rank): score for rank, score in by_rank.items()}
 

@@ -53,13 +53,14 @@ from ..harness.targets import DumpEntry, dump_entries
 from .log import file_safe, judging_options, ops_to_lines
 from .streams import (
     DEFAULT_PROFILE,
+    Answers,
     DumpOp,
     EventOp,
     Op,
     RemoveWorkerDpRankOp,
     Stream,
     StreamProfile,
-    apply_op,
+    apply_op_and_read,
     describe,
     generate,
     not_carried,
@@ -214,13 +215,24 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
         if kept is None or (kept.known is not None and d.known is None):  # a failing difference outranks a known one
             found[d.kind] = d
 
-    def compare_queries(index: int, qs: Iterable[list[int]], where: str) -> bool:
+    def answers(tree: Any, asked: list[list[int]], early_exit: bool, read: Answers | None) -> list[Any]:
+        """The tree's scores of ``asked``: those read with its op (``read``; an error raised as asking would), else
+        asked now, in one batch (queries change no state a tree reports)."""
+        if read is None:
+            return targets.scores_many(tree, asked, early_exit)
+        for answer in read:
+            if isinstance(answer, BaseException):
+                raise answer
+        return read
+
+    def compare_queries(index: int, qs: Iterable[list[int]], where: str, read: tuple[Any, ...] = (None,) * 4) -> bool:
         nonlocal compared
         asked = list(qs)
-        # Early-exit answers are asked in one batch too (queries change no state a tree reports), compared in order below.
+        a_full, a_early, b_full, b_early = read
         early = ([], []) if no_early_exit is not None or not asked else (
-            targets.scores_many(a, asked, True), targets.scores_many(b, asked, True))
-        for j, (q, got_s, want_s) in enumerate(zip(asked, targets.scores_many(a, asked), targets.scores_many(b, asked))):
+            answers(a, asked, True, a_early), answers(b, asked, True, b_early))
+        for j, (q, got_s, want_s) in enumerate(zip(asked, answers(a, asked, False, a_full),
+                                                   answers(b, asked, False, b_full))):
             compared += 1
             broken = contract_score_problems(state, q, got_s, names)
             if broken:
@@ -257,10 +269,14 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
     names = ChainNames()
     for i, op in enumerate(ops):
         gap = not_carried(a, op) or not_carried(b, op)
+        read: tuple[Any, ...] = (None,) * 4
         if gap is not None:
             left_out.add(gap.part, gap.why)
         else:
-            got, want = apply_op(a, op), apply_op(b, op)
+            asked = list(queries[i]) if queries else []
+            got, a_full, a_early = apply_op_and_read(a, op, asked, no_early_exit is None)
+            want, b_full, b_early = apply_op_and_read(b, op, asked, no_early_exit is None)
+            read = (a_full, a_early, b_full, b_early)
             if targets.UNOBSERVED in (got, want):  # a surface that reports no outcome: both take the one that is known
                 left_out.add("outcomes", lacks(a, "outcomes") or lacks(b, "outcomes") or "")
                 known = want if got == targets.UNOBSERVED else got
@@ -279,7 +295,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                     note(Difference(OUTCOME, i, detail))
                     return list(found.values()), compared
                 note(Difference(OUTCOME, i, f"{detail} (the contract allows either)", OPEN_ZONE))
-        if compare_queries(i, queries[i] if queries else (), f"after op {i} {describe(op)}"):
+        if compare_queries(i, queries[i] if queries else (), f"after op {i} {describe(op)}", read):
             return list(found.values()), compared
     if compare_queries(len(ops), final_queries, "at end"):
         return list(found.values()), compared

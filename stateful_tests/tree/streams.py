@@ -93,6 +93,49 @@ def apply_op(tree: Any, op: Op) -> str:
     return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
 
 
+def op_call(op: Op) -> tuple[str, tuple[Any, ...]]:
+    """The tree call that applies ``op`` (as ``apply_op`` makes it): method name and arguments."""
+    if isinstance(op, EventOp):
+        return "apply_event", (op.worker_id, encode_event(op.event))
+    if isinstance(op, RemoveWorkerOp):
+        return "remove_worker", (op.worker_id,)
+    if isinstance(op, RemoveWorkerDpRankOp):
+        return "remove_worker_dp_rank", (op.worker_id, op.dp_rank)
+    if isinstance(op, DumpOp):
+        return "dump_tree_as_events", ()
+    return "clear_all_blocks", (op.worker_id,)
+
+
+Answers = list[dict[tuple[int, int], int] | BaseException]
+"""A batch of queries' scores as plain dicts, or for a query the error it raised."""
+
+
+def apply_op_and_read(tree: Any, op: Op, queries: list[list[int]], early_exit: bool) -> tuple[str, Answers | None,
+                                                                                               Answers | None]:
+    """``apply_op(tree, op)`` and then, in the same round trip where the tree takes several calls at once (``steps``:
+    a tree in a host process), the scores of ``queries`` without and (if ``early_exit``) with early exit.
+
+    Return the outcome and the two batches of answers, a batch None where it was not asked here (the caller asks
+    it as before); the outcome is named as ``apply_op`` names it. A target's process costs a round trip per call,
+    so a differential run's op and the reads after it go as one (kvproof issue 32).
+    """
+    steps = getattr(tree, "steps", None)
+    if steps is None or getattr(tree, "lockstep", False):
+        return apply_op(tree, op), None, None
+    asked = [("find_matches", (q, False)) for q in queries] + [("find_matches", (q, True)) for q in queries if early_exit]
+    first, *answers = steps([op_call(op), *asked])
+    outcome = targets.outcome_of_call(lambda: _reraise(first))
+    if isinstance(op, EventOp) and outcome == targets.OK and surface_of(tree).outcomes is not None:
+        outcome = targets.UNOBSERVED
+    plain = [targets.plain_scores(a) if not isinstance(a, BaseException) else a for a in answers]
+    return outcome, plain[:len(queries)], plain[len(queries):] if early_exit else None
+
+
+def _reraise(result: Any) -> None:
+    if isinstance(result, BaseException):
+        raise result
+
+
 def not_carried(tree: Any, op: Op) -> NotOnSurface | None:
     """Why ``tree``'s surface cannot carry ``op`` (``harness.surface``), or None: a store its converter would
     rewrite, or a rank removal it has no door for."""

@@ -47,3 +47,10 @@ def test_only_trees_that_queue_events_take_part():
     with ThreadPoolIndexer(threads=1) as pool:
         assert takes_submissions(pool)
     assert not takes_submissions(ConcurrentRadixTree())
+
+    class Unfenced:  # the standalone indexer's door: no acknowledgement per event, so not a pool's submit
+        def send_unfenced(self, worker_id, payload): ...
+
+        def settle(self): ...
+
+    assert takes_submissions(Unfenced())

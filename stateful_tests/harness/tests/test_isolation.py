@@ -79,6 +79,46 @@ def test_a_batch_of_queries_is_one_round_trip_answered_as_the_calls_one_by_one(s
     tree.close()
 
 
+def test_steps_are_one_round_trip_each_call_answered_alone_an_error_ending_only_its_own(small_limits):
+    """``IsolatedTree.steps`` (the ``steps`` request): an op and the reads after it in one round trip, as a
+    differential run sends them; a rejected event is returned as its typed error, and the calls after it still run."""
+    tree = isolated("reference")()
+    requests = []
+    real = tree.host.request
+    tree.host.request = lambda request, op, log: requests.append(request[0]) or real(request, op, log)
+    ok = encode_event(KvCacheEvent(0, Stored(None, (Block(1, 101), Block(2, 102))), 0))
+    orphan = encode_event(KvCacheEvent(0, Stored(999, (Block(3, 103),)), 0))
+    stored, refused, full, early = tree.steps([("apply_event", (1, ok)), ("apply_event", (2, orphan)),
+                                               ("find_matches", ([1, 2], False)), ("find_matches", ([1, 2], True))])
+    assert requests == ["steps"]
+    assert stored is None and isinstance(refused, ParentBlockNotFound)
+    assert full.scores == early.scores == {(1, 0): 2}
+    assert tree.log[-1] == '{"find_matches": [1, 2]}' and len(tree.log) == 4
+    tree.close()
+
+
+def test_a_differential_run_sends_each_op_with_its_reads_and_finds_the_same_differences(small_limits):
+    """The conformance run over a hosted oracle: one ``steps`` round trip per op (not one per call), and the
+    over-credit of a broken twin is still found (the negative control)."""
+    from kvproof.reference import RadixTree
+    from kvproof.stateful_tests.tree.conformance import conform
+
+    kinds: list[str] = []
+    real = isolation.Host.request
+    isolation.Host.request = lambda self, request, op, log: kinds.append(request[0]) or real(self, request, op, log)
+    try:
+        clean = conform(RadixTree, isolated("reference"), 6, 1)
+        clean_kinds = kinds[:]
+        broken = conform(RadixTree, isolated(MUTANTS + "WalkSkipsEqualSizedIntersection"), 20, 1)
+    finally:
+        isolation.Host.request = real
+    assert not clean.mismatches and clean.queries > 0
+    assert broken.mismatches
+    # per stream: the dump at its end (one call) and one steps request per op (opens and closes aside)
+    assert clean_kinds.count("call") == clean.streams
+    assert clean_kinds.count("steps") == clean.events and "calls" not in clean_kinds
+
+
 @pytest.mark.parametrize(("mutant", "kind", "call"), [
     ("AllocatesWithoutBound", "memory", "dump_tree_as_events"),
     ("Aborts", "crash", "find_matches"),

@@ -255,7 +255,7 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                 continue
             compared += 1
             got_e, want_e = early[0][j], early[1][j]
-            if not early_exit_agrees(got_s, got_e):  # type: ignore[arg-type]  # (worker, dp) tuples are ranks
+            if not early_exit_agrees(got_s, got_e):
                 note(Difference(CONTRACT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e} breaks the "
                                                  f"early-exit law against the full walk's {got_s} "
                                                  "(spec.match.early_exit_agrees)"))

@@ -6,9 +6,12 @@ pickling carries every Python value a row passes, hostile ones included). Its st
 nothing else: Python's own ``sys.stdout`` is pointed at stderr, where the target's logs go too.
 
 Requests: ``("open",)``, ``("call", tree, method, args)``, ``("calls", tree, method, [args, ...])``,
-``("flush",)``, ``("close", tree)``. ``calls`` is a batch (one round trip for many queries): the method is called
-with each argument tuple in turn, and the answer is ``("ok", [value, ...])`` ending at the first error, given as
-its error tuple, after which nothing more is called (as a loop of ``call`` requests would stop).
+``("steps", tree, "steps", [(method, args), ...])``, ``("flush",)``, ``("close", tree)``. ``calls`` is a batch
+(one round trip for many queries): the method is called with each argument tuple in turn, and the answer is
+``("ok", [value, ...])`` ending at the first error, given as its error tuple, after which nothing more is called
+(as a loop of ``call`` requests would stop). ``steps`` is a differential run's op and the reads after it: each
+call is answered alone, ``("ok", [answer, ...])`` with one ``("ok", value)`` or error tuple per call, an error
+ending only its own call.
 Answers: ``("ok", value)``, or ``("error", type name, module, message, is_panic)`` for an exception
 the target raised (the parent rebuilds it, ``isolation.rebuild``); a ``MemoryError`` (the address-space
 limit met by Python code) is answered ``("memory", message)`` and the host exits. ``find_matches`` answers its

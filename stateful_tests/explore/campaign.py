@@ -288,10 +288,10 @@ def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) ->
 
 
 def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, seconds: float | None = None,
-            shrink: bool = True, start: int = 0) -> Exploration:
+            shrink: bool = True, offset: int = 0) -> Exploration:
     """Run up to ``budget`` schedules of ``scenario`` (or until ``seconds`` pass); stop at the first failure.
 
-    ``start``: how many schedules ``strategy`` already ran on this scenario (a sweep's second pass goes on with the
+    ``offset``: how many schedules ``strategy`` already ran on this scenario (a sweep's second pass goes on with the
     same strategy object), so that a schedule's number counts from the strategy's first."""
     sc = scenario_named(scenario)
     report = Exploration(scenario, subject.name, strategy.name)
@@ -316,9 +316,9 @@ def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, se
             decisions = shrink_schedule(program, result.decisions, kind) if shrink else list(result.decisions)
             replayed, preempted = replay_counted(program, decisions)  # leaves the shrunk schedule's history behind
             final = replayed if replayed.failed and _kind(replayed) == kind else result
-            schedule = Schedule(scenario, subject.name, f"{strategy.name}#{start + index}", tuple(decisions), kind=kind,
+            schedule = Schedule(scenario, subject.name, f"{strategy.name}#{offset + index}", tuple(decisions), kind=kind,
                                 detail=final.problems[0].split("\n", 1)[0])
-            report.found = Found(schedule, final.problems, program.recorder.describe(), start + index, found_at,
+            report.found = Found(schedule, final.problems, program.recorder.describe(), offset + index, found_at,
                                  len(result.decisions), preempted)
             break
     else:
@@ -509,7 +509,7 @@ def sweep(subject: Subject, families: tuple[str, ...], schedules: int, seed: int
             return report
     for (name, strategy), exploration in zip(runs, firsts):
         if schedules > first and not exploration.exhausted:
-            exploration = merged(exploration, explore(name, subject, strategy, schedules - first, start=exploration.schedules))
+            exploration = merged(exploration, explore(name, subject, strategy, schedules - first, offset=exploration.schedules))
         report.explorations.append(exploration)
         if exploration.found:
             break

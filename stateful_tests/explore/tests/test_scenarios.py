@@ -132,3 +132,18 @@ def test_a_correct_third_party_tree_passes_the_sweep_and_skips_the_regressions_i
     report = campaign.sweep(subject, ("lanes",), 40, 1, 3)
     assert report.found is None and not report.regression_failure
     assert report.inapplicable > 0 and report.schedules == 40 * 2 * len(campaign.families_of(subject, ("lanes",)))
+
+
+@pytest.mark.parametrize("first_pass", [campaign.FIRST_PASS, 4])
+def test_a_sweep_in_two_passes_numbers_each_schedule_as_one_pass_would(monkeypatch, first_pass):
+    """The sweep's second pass goes on with each strategy where its first stopped: the schedule that finds a broken
+    structure keeps the number it has in a straight run of its scenario (PCT #10 of ``remove-vs-own-events`` for the
+    pool before issue 31), whether the find comes in the first pass or, with a first pass of 4, in the second."""
+    monkeypatch.setattr(campaign, "FIRST_PASS", first_pass)
+    subject = campaign.subject_for("ForgetsRouteWithEventsInFlight")
+    straight = campaign.explore("remove-vs-own-events", subject, campaign.strategy_named("pct", 1, 3), 300)
+    report = campaign.sweep(subject, subject.families, 300, 1, 3, strategies=("pct",), regressions=False)
+    found = report.found
+    assert found is not None and straight.found is not None
+    assert found.index == straight.found.index == 10 and found.schedule.strategy.endswith("#10")
+    assert found.schedule.decisions == straight.found.schedule.decisions

@@ -13,6 +13,7 @@ demonstrated and the test says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -452,6 +453,20 @@ def catch_rate(mutant: type, laws: tuple[str, ...], cases: list[Case], backend_n
     return len(caught), len(applied)
 
 
+def first_violation(rule: Callable[..., Any], max_length: int | None = None) -> tuple[int, dict[str, str], int]:
+    """Walk lab 24's domain with ``rule`` until a case breaks a law: ``(cases walked, {law: the case}, 1)``, or
+    ``(cases, {}, 0)`` if none does. A control only needs one witness; ``lab24_check`` counts every case (``rates``)."""
+    from ...spec.hit_length import LAB24_MAX_LENGTH, hit_law_violations, lab24_domain
+
+    walked = 0
+    for case in lab24_domain(LAB24_MAX_LENGTH if max_length is None else max_length):
+        walked += 1
+        broken = hit_law_violations(case, rule=rule)
+        if broken:
+            return walked, {law: repr(case) for law in broken}, 1
+    return walked, {}, 0
+
+
 def run_controls(
     seed: int = 1, count: int = 60, backends: tuple[str, ...] = ("numpy", "torch"), rates: bool = False
 ) -> list[ControlResult]:
@@ -469,16 +484,14 @@ def run_controls(
     cases = make_cases(seed, count)
     results = []
     for rule in HIT_MUTANTS:
-        total, broken, failing = lab24_check(rule=rule)
-        results.append(
-            ControlResult(
-                f"hit rule: {rule.__name__}",
-                bool(broken),
-                f"lab 24 laws broken over {total} cases: {broken}" if broken else "no lab 24 law broken",
-                failing,
-                total,
-            )
-        )
+        if rates:
+            total, counts, failing = lab24_check(rule=rule)
+            detail = f"lab 24 laws broken over {total} cases: {counts}" if counts else "no lab 24 law broken"
+        else:
+            total, witnesses, failing = first_violation(rule)
+            detail = (f"lab 24 laws {', '.join(witnesses)} broken at case {total} of the domain "
+                      f"({next(iter(witnesses.values()))})" if witnesses else "no lab 24 law broken")
+        results.append(ControlResult(f"hit rule: {rule.__name__}", bool(failing), detail, failing, total))
     for mutant in MUTANTS:
         names = CAUGHT_BY[mutant]
         where = [b for b in backends if backend(b).available and (mutant is not PadsOffHost or b != "numpy")]

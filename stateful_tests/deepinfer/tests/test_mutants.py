@@ -61,3 +61,17 @@ def test_trap_weak_check_passes_strong_check_catches(trap):
 def test_every_law_has_a_negative_control():
     covered = {law for laws in CAUGHT_BY.values() for law in laws}
     assert not [law.name for law in LAWS if law.name not in covered]
+
+
+def test_a_hit_rule_control_stops_at_its_first_witness_and_the_right_rule_has_none():
+    """``first_violation``: the gate's controls need one case that breaks a lab 24 law, not the count over the domain
+    (``lab24_check``, 69,670 cases per rule). On L <= 262 the right rule walks all 1,578 cases and breaks nothing; never
+    backing off first breaks at L = 262, C = 128 without SWA, the search and backoff laws (the negative control)."""
+    from kvproof.spec.hit_length import HitCase, hit_law_violations, hit_lengths
+    from kvproof.stateful_tests.deepinfer.mutants import first_violation, hit_no_backoff
+
+    assert first_violation(hit_lengths, 262) == (1578, {}, 0)
+    walked, broken, failing = first_violation(hit_no_backoff, 262)
+    witness = HitCase(262, 128, False)
+    assert failing == 1 and walked < 1578 and broken == {"search": repr(witness), "backoff": repr(witness)}
+    assert hit_law_violations(witness, rule=hit_no_backoff) == ["search", "backoff"]

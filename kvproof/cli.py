@@ -303,6 +303,22 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
     sys.exit(EXIT_PASS)
 
 
+@main.command()
+@click.option("--target", "target_name", default="reference", show_default=True,
+              help="the Python target served: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, "
+                   "or module.path:Factory (a broken twin)")
+@rules_option()
+@click.option("--stdio", is_flag=True, help="speak the protocol on stdin and stdout, one JSON message per line")
+@click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
+              help="answer POST / on 127.0.0.1:PORT instead (0: a free port; the address is printed)")
+def serve(target_name: str, rules: str | None, stdio: bool, port: int | None) -> None:
+    """Serve a tree over the wire protocol (docs/protocol.md), as an oracle for another language's tests, or as a
+    target: `kvproof check --target "exec:kvproof serve --stdio --target reference"`."""
+    from .stateful_tests.harness.wire_server import run
+
+    sys.exit(run(target_name, rules, stdio, port))
+
+
 # ----------------------------------------------------------------------------- conform
 
 

@@ -219,9 +219,12 @@ def _has_wire(ctx: Context) -> bool | str:
 def _bad_input(ctx: Context, row: Row) -> None:
     from ..stateful_tests.tree.api_laws import VALID_UNDER, check_tree_bad_input
 
-    variants = ctx.rules.variants
+    from ..stateful_tests.harness.surface import LeftOut
+
+    variants, left_out = ctx.rules.variants, LeftOut()
     tried, problems = check_tree_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"),
-                                           variants=variants)
+                                           variants=variants, left_out=left_out)
+    row.left_out += left_out.lines()
     exempt = [name for name, v in VALID_UNDER.items() if v in variants]
     row.known += [str(VALID_UNDER[name]) for name in exempt]
     row.notes += [f"{name!r} is valid input under variant {VALID_UNDER[name]} (not thrown)" for name in exempt]

@@ -76,6 +76,14 @@ def score_triples(answer: Any) -> list[tuple[int, int, int]]:
     return sorted(out)
 
 
+def lane_count(tree: Any) -> int:
+    """How many lanes a tree offers through ``lane(i)`` (its ``lanes``, a list or a count), 0 for a tree without."""
+    if not callable(getattr(tree, "lane", None)):
+        return 0
+    lanes = getattr(tree, "lanes", 0)
+    return lanes if isinstance(lanes, int) else len(lanes)
+
+
 class Server:
     """The trees of one target behind the protocol (see the module docstring)."""
 
@@ -95,7 +103,7 @@ class Server:
         caps = targets.capabilities(self.factory)
         tree = self.factory()
         try:
-            lanes = len(getattr(tree, "lanes", ()) or ()) if callable(getattr(tree, "lane", None)) else 0
+            lanes = lane_count(tree)
             check = callable(getattr(tree, "check", None))
             early_exit = lacks(tree, "early_exit") is None
         finally:
@@ -251,7 +259,7 @@ def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
+        def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = p.encode(server.answer(self.rfile.read(length)))
             self.send_response(200)
@@ -260,7 +268,7 @@ def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     httpd = ThreadingHTTPServer((LOOPBACK, port), Handler)
@@ -277,8 +285,8 @@ def run(name: str, rules_name: str | None, stdio: bool, port: int | None) -> int
         return 2
     try:
         server = Server(name, rule_set_named(rules_name) if rules_name else DEFAULT_RULES)
-    except ValueError as exc:
-        print(f"kvproof serve: {exc}", file=sys.stderr)
+    except Exception as exc:  # an unavailable target, or one that fails when its first tree is made: said, exit 2
+        print(f"kvproof serve: cannot serve {name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if stdio:
         serve_stdio(server)

@@ -137,7 +137,7 @@ class Link:
             futures.append(future)
         deadline = time.monotonic() + self.call_s
         while True:
-            done, not_done = wait_all(futures, timeout=0.05)
+            _, not_done = wait_all(futures, timeout=0.05)
             if not not_done:
                 break
             self._watch(op, log, deadline)

@@ -99,17 +99,16 @@ class Server:
         self.lane_locks = [threading.Lock() for _ in range(max(1, self.lane_count))]
 
     def _probe(self) -> tuple[p.Capabilities, int]:
-        """What the target supports, read from one tree (``targets.capabilities``), and its lane count (0: none)."""
-        caps = targets.capabilities(self.factory)
+        """What the target supports, read from the methods of one fresh tree (never calling them: a target that hangs
+        or aborts on a call must still say hello, so that the call is a finding), and its lane count (0: none)."""
         tree = self.factory()
         try:
-            lanes = lane_count(tree)
-            check = callable(getattr(tree, "check", None))
-            early_exit = lacks(tree, "early_exit") is None
+            caps = p.Capabilities(dump=targets.has_dump(tree), rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
+                                  early_exit=lacks(tree, "early_exit") is None, check=callable(getattr(tree, "check", None)),
+                                  concurrent=lane_count(tree) > 0)
+            return caps, lane_count(tree)
         finally:
             targets.dispose(tree)
-        return p.Capabilities(dump=caps.dump, rank_removal=caps.rank_removal, early_exit=early_exit, check=check,
-                              dp_ranks=caps.dp_ranks, concurrent=lanes > 0), lanes
 
     # ------------------------------------------------------------------ one request
 
@@ -253,11 +252,21 @@ def serve_stdio(server: Server, stdin: Any = None, out_fd: int | None = None) ->
 LOOPBACK = "127.0.0.1"
 
 
+class _LoopbackServer(ThreadingHTTPServer):
+    """A thread per connection; a listen backlog for a client's many connections opened at once (the default, 5,
+    drops their SYNs, which then wait a second to be sent again)."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+
 def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
     """A threading HTTP server on 127.0.0.1:``port`` (0: any free port) answering ``POST /`` with the protocol."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # no wait for an ACK between small writes
+        wbufsize = -1  # the status line, headers and body leave in one write (http.server flushes after each request)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -271,8 +280,7 @@ def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer((LOOPBACK, port), Handler)
-    httpd.daemon_threads = True
+    httpd = _LoopbackServer((LOOPBACK, port), Handler)
     return httpd
 
 

@@ -32,6 +32,7 @@ import http.client
 import itertools
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -52,7 +53,8 @@ from .surface import NotOnSurface, Surface
 TRANSCRIPT = 24
 """How many of the last messages on the wire a failure shows."""
 
-INT64 = (-(2**63), 2**64)
+TAPS: list[Callable[[str, bytes], None]] = []
+"""Callables given every message on the wire, ``(">", sent)`` or ``("<", received)`` (the suite validates them)."""
 
 
 def is_remote(name: str) -> bool:
@@ -132,7 +134,10 @@ class Link:
             future: Future = Future()
             with self.lock:
                 self.pending[request.id] = future
-            self.transcript.append(f"> {p.encode(request).decode()}")
+            raw = p.encode(request)
+            self.transcript.append(f"> {raw.decode()}")
+            for tap in TAPS:
+                tap(">", raw)
             self._send(request, future)
             futures.append(future)
         deadline = time.monotonic() + self.call_s
@@ -153,6 +158,8 @@ class Link:
     def deliver(self, raw: bytes) -> None:
         """An answer line came in: hand it to the request it answers (anything else fails every request in flight)."""
         self.transcript.append(f"< {raw.decode(errors='replace').rstrip()[:2000]}")
+        for tap in TAPS:
+            tap("<", raw)
         try:
             answer = p.decode_answer(raw)
         except p.ProtocolError as exc:
@@ -167,12 +174,12 @@ class Link:
 
     def fail_all(self, kind: str, detail: str) -> None:
         """Fail every request in flight with the same finding (the link is then unusable: it is stopped)."""
+        self.kill()  # first: a caller woken by the failure finds the process gone
         with self.lock:
             pending, self.pending = list(self.pending.values()), {}
         for future in pending:
             if not future.done():
                 future.set_exception(_Broken(kind, detail))
-        self.kill()
 
     def failure(self, kind: str, op: str, detail: str, log: list[str]) -> TargetFailure:
         """A ``TargetFailure`` whose detail ends with the last messages on the wire."""
@@ -310,30 +317,42 @@ class HttpLink(Link):
     def _ensure(self) -> None:
         pass
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> socket.socket:
+        """This thread's connection (kept alive), with Nagle off."""
         conn = getattr(self.local, "conn", None)
         if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.call_s)
+            conn = self.local.conn = socket.create_connection(("127.0.0.1", self.port), timeout=self.call_s)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn
 
     def _post(self, body: bytes) -> None:
+        """POST one request; the request line, headers and body leave in one write (http.client sends the body in a
+        second one, which a delayed ACK then holds for 40 ms)."""
+        head = (f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
         try:
             conn = self._connection()
-            conn.request("POST", "/", body, {"Content-Type": "application/json"})
-            response = conn.getresponse()
+            conn.sendall(head + body)
+            response = http.client.HTTPResponse(conn)
+            response.begin()
             data = response.read()
         except TimeoutError:
-            self.local.conn = None
+            self._drop()
             self._fail_request(body, "hang", f"no answer within {self.call_s:.0f} s (KVPROOF_TARGET_CALL_S)")
             return
         except (OSError, http.client.HTTPException) as exc:
-            self.local.conn = None
+            self._drop()
             self._fail_request(body, "crash", f"127.0.0.1:{self.port} cannot be reached: {type(exc).__name__}: {exc}")
             return
         if response.status != 200:
             self._fail_request(body, "protocol", f"HTTP status {response.status}: {data[:200]!r}")
             return
         self.deliver(data)
+
+    def _drop(self) -> None:
+        conn, self.local.conn = getattr(self.local, "conn", None), None
+        if conn is not None:
+            conn.close()
 
     def _fail_request(self, body: bytes, kind: str, detail: str) -> None:
         request = p.decode_request(body)

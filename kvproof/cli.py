@@ -143,7 +143,8 @@ def entry() -> None:
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     wanted = (command in NETNS_COMMANDS and os.environ.get("KVPROOF_NETNS", "1") != "0" and "ray" not in argv
-              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv))
+              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv)
+              and not any("http://127.0.0.1:" in a for a in argv))  # a loopback http target lives outside any namespace
     if wanted:
         why = process_guard.netns_unavailable()
         if why is None:

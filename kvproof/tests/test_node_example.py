@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed: the
 
 def run_example(target: str) -> subprocess.CompletedProcess:
     serve = [sys.executable, "-m", "kvproof", "serve", "--stdio", "--target", target]
-    return subprocess.run([NODE, str(EXAMPLE), *serve], capture_output=True, text=True, timeout=120)
+    return subprocess.run([NODE or "node", str(EXAMPLE), *serve], capture_output=True, text=True, timeout=120)
 
 
 def test_the_node_example_passes_against_the_served_reference():

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, cast
 
 from ...spec.rules import DEFAULT_RULES, RuleSet
 from . import protocol as p
@@ -62,8 +62,8 @@ def error_answer(request_id: int | None, exc: BaseException) -> p.Error:
         return p.Error(v=p.VERSION, id=request_id, error="Panic", message=str(exc), exception=name)
     outcome = targets.outcome_of(exc)
     if outcome in SPEC_KINDS:
-        return p.Error(v=p.VERSION, id=request_id, error=outcome, message=str(exc), exception=name)  # type: ignore[arg-type]
-    kind = "InvalidArgument" if isinstance(exc, ARGUMENT_ERRORS) else "Failure"
+        return p.Error(v=p.VERSION, id=request_id, error=cast(p.ErrorKind, outcome), message=str(exc), exception=name)
+    kind: p.ErrorKind = "InvalidArgument" if isinstance(exc, ARGUMENT_ERRORS) else "Failure"
     return p.Error(v=p.VERSION, id=request_id, error=kind, message=str(exc), exception=name)
 
 
@@ -117,7 +117,7 @@ class Server:
         try:
             request = p.decode_request(raw)
         except p.ProtocolError as exc:
-            return p.Error(v=p.VERSION, id=exc.id, error=exc.kind, message=str(exc))  # type: ignore[arg-type]
+            return p.Error(v=p.VERSION, id=exc.id, error=cast(p.ErrorKind, exc.kind), message=str(exc))
         try:
             with self._locks(request):
                 return self._run(request)

@@ -38,10 +38,10 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
-from typing import Any
+from typing import Any, NoReturn
 
 from ...spec.match import OverlapScores
 from . import process_guard
@@ -123,12 +123,12 @@ class Link:
         """One request and its answer."""
         return self.many([request], op, log)[0]
 
-    def many(self, requests: list[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def many(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
         """Several requests in flight at once; their answers in the order of the requests."""
         self.hello()
         return self._exchange(requests, op, log)
 
-    def _exchange(self, requests: list[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
         futures = []
         for request in requests:
             future: Future = Future()
@@ -242,7 +242,7 @@ class ExecLink(Link):
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died: the reader fails what is in flight, and _watch says why
 
-    def _exchange(self, requests: list[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log)
         except _Broken as broken:
@@ -364,7 +364,7 @@ class HttpLink(Link):
     def _send(self, request: p.Request, future: Future) -> None:
         self.pool.submit(self._post, p.encode(request))
 
-    def _exchange(self, requests: list[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log)
         except _Broken as broken:
@@ -444,12 +444,12 @@ class RemoteTree:
             self.log.append(line)
         return self._checked(op, [REQUEST_OF[op](v=p.VERSION, id=self.link._id(), tree=self.tree_id, **fields)])[0]
 
-    def _checked(self, op: str, requests: list[p.Request]) -> list[p.AnyAnswer]:
+    def _checked(self, op: str, requests: Sequence[p.Request]) -> list[p.AnyAnswer]:
         if self.link.generation != self.generation:
             raise self.link.failure("crash", op, "its process died earlier in this run", self.log)
         return self.link.many(requests, op, self.log)
 
-    def _raise(self, answer: p.AnyAnswer, op: str) -> None:
+    def _raise(self, answer: p.AnyAnswer, op: str) -> NoReturn:
         """Raise what an answer that is not the expected one stands for: the tree's typed error, rebuilt."""
         if isinstance(answer, p.Error):
             raise rebuilt(answer)

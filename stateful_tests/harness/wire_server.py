@@ -10,7 +10,10 @@ time or several at once:
   served **concurrently** (capability ``concurrent``): an event of worker ``w`` runs on lane
   ``w % lanes`` under that lane's lock (one writer per lane, as the tree requires), reads take no
   lock and race the writers, and a removal, clear, dump or check takes every lane's lock;
-- any other tree is served **sequentially**: one lock around every request.
+- any other tree is served **sequentially**: one lock around every request. One that takes the events
+  of several workers at once in process (``send_many``: a production-mode door) still says
+  ``concurrent``, so that production mode runs over the wire as in process; its requests in flight
+  run one at a time, in the order they come.
 
 On stdio, requests are read one per line and run on a thread pool (concurrent) or in turn
 (sequential); answers are written one per line, each whole, in the order they finish. Python's
@@ -105,7 +108,7 @@ class Server:
         try:
             caps = p.Capabilities(dump=targets.has_dump(tree), rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
                                   early_exit=lacks(tree, "early_exit") is None, check=callable(getattr(tree, "check", None)),
-                                  concurrent=lane_count(tree) > 0)
+                                  concurrent=lane_count(tree) > 0 or callable(getattr(tree, "send_many", None)))
             return caps, lane_count(tree)
         finally:
             targets.dispose(tree)

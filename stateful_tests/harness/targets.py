@@ -157,9 +157,9 @@ def rules_of_target(name: str) -> RuleSet:
 
 def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
     """Resolve a target name (see the module docstring); ``reference`` follows ``rules``."""
-    if name.startswith(("exec:", "http://", "https://")):
-        from .wire_target import wire_factory
+    from .wire_target import is_remote, wire_factory
 
+    if is_remote(name):
         factory, reason = wire_factory(name)
         return Target(name, factory, reason)
     if name == "reference":

@@ -46,7 +46,7 @@ from typing import Any, NoReturn
 from ...spec.match import OverlapScores
 from . import process_guard
 from . import protocol as p
-from .isolation import Host, PanicException, TargetFailure, _event_line, _ints, _preexec_with_limit, rebuild, rss_mb
+from .isolation import Host, PanicException, TargetFailure, _event_line, _ints, _preexec_with_limit, call_seconds, rebuild, rss_mb
 from .services import runtime_env
 from .surface import NotOnSurface, Surface
 
@@ -58,7 +58,7 @@ TAPS: list[Callable[[str, bytes], None]] = []
 
 
 def is_remote(name: str) -> bool:
-    """Whether a target name is a wire target (``exec:`` or ``http://``)."""
+    """Whether a target name is a wire target (``exec:CMD``, or a URL: only ``http://127.0.0.1:PORT`` is accepted)."""
     return name.startswith(("exec:", "http://", "https://"))
 
 
@@ -91,6 +91,7 @@ class Link:
         self.implementation = ""
         self.generation = 0
         self.start_lock = threading.RLock()  # one start and one handshake at a time (a reader thread may race the rows)
+        self.call_s = call_seconds()  # the time limit of one exchange (KVPROOF_TARGET_CALL_S)
 
     # -- what a transport provides
     def _ensure(self) -> None:
@@ -187,8 +188,6 @@ class Link:
         return TargetFailure(kind, self.name, op, f"{detail}\n  the last messages on the wire (> sent, < received):\n    "
                              f"{messages}", log)
 
-    call_s = 120.0
-
 
 class _Broken(Exception):
     """Set on the futures of a link that broke: re-raised as a ``TargetFailure`` by the waiting caller."""
@@ -204,7 +203,6 @@ class ExecLink(Link):
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.host = _ExecHost(name, command_of(name))
-        self.call_s = self.host.call_s
         self.write_lock = threading.Lock()
 
     def _ensure(self) -> None:
@@ -311,7 +309,6 @@ class HttpLink(Link):
         self.port = port
         self.local = threading.local()
         self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kvproof-wire-http")
-        self.call_s = Host(name).call_s
         self.generation = 1
 
     def _ensure(self) -> None:

@@ -349,6 +349,8 @@ def test_an_http_target_on_loopback_answers_the_rows_and_only_loopback_is_spoken
         assert process_guard.listening_addresses(port) == ["127.0.0.1"]
         assert {v[0] for v in verdicts(f"http://127.0.0.1:{port}", "vectors").values()} == {"pass"}
         assert {v[0] for v in verdicts(f"http://127.0.0.1:{port}", "dump rebuilds").values()} == {"pass"}
+        ran = run_kvproof("check", "--target", f"http://127.0.0.1:{port}", "--profile", "quick", "--only", "vectors")
+        assert ran.returncode == 0, ran.stdout[-2000:]  # the command reaches it: no private network namespace for it
     finally:
         process_guard.GUARD.kill(proc, grace=2)
     for name in ("http://0.0.0.0:80", "http://example.com:80", "http://127.0.0.1:1/path"):
@@ -364,3 +366,10 @@ def test_an_http_target_that_is_not_listening_is_unavailable_with_the_reason():
         port = s.getsockname()[1]  # bound, never listening: connections are refused
         target = load_target(f"http://127.0.0.1:{port}")
     assert target.factory is None and "cannot be reached" in target.reason
+
+
+def test_kvproof_serve_refuses_a_wrong_invocation_with_a_clear_error():
+    none = run_kvproof("serve", "--target", "reference")
+    assert none.returncode == 2 and "choose one of --stdio and --http PORT" in none.stderr
+    unknown = run_kvproof("serve", "--stdio", "--target", "no-such-tree")
+    assert unknown.returncode == 2 and "cannot serve no-such-tree" in unknown.stderr and "Traceback" not in unknown.stderr

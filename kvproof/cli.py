@@ -56,7 +56,8 @@ def _under(target: Any, rule_set: Any) -> Any:
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
                         help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "
-                             "dynamo-selection[@N], or module.path:Factory")
+                             "dynamo-selection[@N], module.path:Factory, or a tree in any language over the wire protocol "
+                             "(docs/protocol.md): exec:CMD or http://127.0.0.1:PORT")
 
 
 def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -665,8 +666,10 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
         except OSError as exc:
             click.echo(f"replay: cannot write the shrunk log to {target_path}: {exc}", err=True)
         else:
+            import shlex
+
             extra = judging_options(rules, strict, strict_shape)
-            click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {subject.name} "
+            click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {shlex.quote(subject.name)} "
                        f"--oracle {oracle.name}{extra}")
     if json_path:
         out.write_json(json_path, "replay", {

@@ -26,28 +26,28 @@ VERSION = 1
 """The protocol version this kvproof speaks (``v`` in every message)."""
 
 
-class Request(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_only=True):
+class WireRequest(msgspec.Struct, tag_field="op", forbid_unknown_fields=True, kw_only=True):
     """Every request: the protocol version and the request's id (unique among those in flight)."""
 
     v: int
     id: int
 
 
-class Hello(Request, tag="hello"):
+class HelloRequest(WireRequest, tag="hello"):
     """The handshake, sent first: the answer says what the implementation supports (``HelloAnswer``)."""
 
 
-class Open(Request, tag="open"):
-    """Make a fresh, empty tree; the answer (``Opened``) names it for the requests that follow."""
+class OpenRequest(WireRequest, tag="open"):
+    """Make a fresh, empty tree; the answer (``OpenedAnswer``) names it for the requests that follow."""
 
 
-class Close(Request, tag="close"):
+class CloseRequest(WireRequest, tag="close"):
     """Forget ``tree`` and release what it holds."""
 
     tree: int
 
 
-class ApplyEvent(Request, tag="apply_event"):
+class ApplyEventRequest(WireRequest, tag="apply_event"):
     """``RadixTree.apply_event(worker_id, event)``: ``event`` is the Dynamo RouterEvent JSON text exactly as the
     drop-in API takes it (malformed text included: the tree must refuse it with a typed error); bytes that are not
     UTF-8 travel base64-encoded with ``base64: true``."""
@@ -58,7 +58,7 @@ class ApplyEvent(Request, tag="apply_event"):
     base64: bool = False
 
 
-class FindMatches(Request, tag="find_matches"):
+class FindMatchesRequest(WireRequest, tag="find_matches"):
     """``RadixTree.find_matches(sequence, early_exit)``: every rank's overlap score along the local block hashes."""
 
     tree: int
@@ -66,14 +66,14 @@ class FindMatches(Request, tag="find_matches"):
     early_exit: bool = False
 
 
-class RemoveWorker(Request, tag="remove_worker"):
+class RemoveWorkerRequest(WireRequest, tag="remove_worker"):
     """Drop every rank of ``worker_id`` and forget them."""
 
     tree: int
     worker_id: int
 
 
-class RemoveWorkerDpRank(Request, tag="remove_worker_dp_rank"):
+class RemoveWorkerDpRankRequest(WireRequest, tag="remove_worker_dp_rank"):
     """Drop the one rank ``(worker_id, dp_rank)`` and forget it (capability ``rank_removal``)."""
 
     tree: int
@@ -81,30 +81,30 @@ class RemoveWorkerDpRank(Request, tag="remove_worker_dp_rank"):
     dp_rank: int
 
 
-class ClearAllBlocks(Request, tag="clear_all_blocks"):
+class ClearAllBlocksRequest(WireRequest, tag="clear_all_blocks"):
     """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
 
     tree: int
     worker_id: int
 
 
-class Dump(Request, tag="dump"):
+class DumpRequest(WireRequest, tag="dump"):
     """``dump_tree_as_events``: the tree as RouterEvent JSON lines that rebuild it (capability ``dump``)."""
 
     tree: int
 
 
-class Check(Request, tag="check"):
+class CheckRequest(WireRequest, tag="check"):
     """The implementation's own invariant check, if it has one (capability ``check``): ``done`` or an error."""
 
     tree: int
 
 
-REQUESTS = (Hello, Open, Close, ApplyEvent, FindMatches, RemoveWorker, RemoveWorkerDpRank, ClearAllBlocks, Dump, Check)
-AnyRequest = Hello | Open | Close | ApplyEvent | FindMatches | RemoveWorker | RemoveWorkerDpRank | ClearAllBlocks | Dump | Check
+AnyRequest = (HelloRequest | OpenRequest | CloseRequest | ApplyEventRequest | FindMatchesRequest | RemoveWorkerRequest
+              | RemoveWorkerDpRankRequest | ClearAllBlocksRequest | DumpRequest | CheckRequest)
 
 
-class Capabilities(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class WireCapabilities(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What an implementation supports; a row that needs what it lacks is skipped with the reason, never failed."""
 
     dump: bool = True  # the dump request
@@ -115,31 +115,31 @@ class Capabilities(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     concurrent: bool = False  # requests in flight at once run at once (events of different workers, reads racing them)
 
 
-class Answer(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, kw_only=True):
+class WireAnswer(msgspec.Struct, tag_field="kind", forbid_unknown_fields=True, kw_only=True):
     """Every answer: the protocol version and the id of the request it answers (null when that could not be read)."""
 
     v: int
     id: int | None
 
 
-class HelloAnswer(Answer, tag="hello"):
+class HelloAnswer(WireAnswer, tag="hello"):
     """The handshake's answer: the version spoken, the implementation's name, its capabilities."""
 
     implementation: str
-    capabilities: Capabilities
+    capabilities: WireCapabilities
 
 
-class Opened(Answer, tag="opened"):
+class OpenedAnswer(WireAnswer, tag="opened"):
     """A fresh tree, by the id later requests use."""
 
     tree: int
 
 
-class Done(Answer, tag="done"):
+class DoneAnswer(WireAnswer, tag="done"):
     """The request succeeded and returns nothing (an accepted event, a removal, a clear, a close, a check)."""
 
 
-class Scores(Answer, tag="scores"):
+class ScoresAnswer(WireAnswer, tag="scores"):
     """``find_matches``: ``scores`` as ``[worker_id, dp_rank, score]`` triples (ranks scoring 0 may be left out),
     ``frequencies`` as the implementation reports them (possibly empty)."""
 
@@ -147,7 +147,7 @@ class Scores(Answer, tag="scores"):
     frequencies: list[int] = []
 
 
-class Dumped(Answer, tag="dump"):
+class DumpAnswer(WireAnswer, tag="dump"):
     """The dump: RouterEvent JSON lines, each a ``{"worker_id", "event"}`` object as Dynamo's dump writes them."""
 
     events: list[str]
@@ -166,7 +166,7 @@ ErrorKind = Literal[
 ERROR_KINDS: tuple[str, ...] = ErrorKind.__args__  # type: ignore[attr-defined]
 
 
-class Error(Answer, tag="error"):
+class ErrorAnswer(WireAnswer, tag="error"):
     """The request failed: ``error`` is its typed kind; ``exception`` the implementation's own name for it (optional)."""
 
     error: ErrorKind
@@ -174,8 +174,7 @@ class Error(Answer, tag="error"):
     exception: str = ""
 
 
-ANSWERS = (HelloAnswer, Opened, Done, Scores, Dumped, Error)
-AnyAnswer = HelloAnswer | Opened | Done | Scores | Dumped | Error
+AnyAnswer = HelloAnswer | OpenedAnswer | DoneAnswer | ScoresAnswer | DumpAnswer | ErrorAnswer
 
 _REQUEST_DECODER = msgspec.json.Decoder(AnyRequest)
 _ANSWER_DECODER = msgspec.json.Decoder(AnyAnswer)
@@ -190,7 +189,7 @@ class ProtocolError(Exception):
         self.kind, self.id = kind, id
 
 
-def encode(message: Request | Answer) -> bytes:
+def encode(message: WireRequest | WireAnswer) -> bytes:
     """One message as compact JSON (no newline)."""
     return _ENCODER.encode(message)
 

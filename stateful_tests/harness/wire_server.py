@@ -51,23 +51,23 @@ class _BadRequest(Exception):
     """A request whose fields decode but do not make sense (an event flagged base64 that is not): ``BadRequest``."""
 
 
-def error_answer(request_id: int | None, exc: BaseException) -> p.Error:
+def error_answer(request_id: int | None, exc: BaseException) -> p.ErrorAnswer:
     """The typed ``error`` answer an exception stands for: the server's own refusals, then the tree's errors under
     the same names as ``targets.outcome_of`` (a refusal by the contract, a bad argument, a panic, anything else)."""
     name = type(exc).__name__
     if isinstance(exc, _Unknown):
-        return p.Error(v=p.VERSION, id=request_id, error="UnknownTree", message=str(exc))
+        return p.ErrorAnswer(v=p.VERSION, id=request_id, error="UnknownTree", message=str(exc))
     if isinstance(exc, _BadRequest):
-        return p.Error(v=p.VERSION, id=request_id, error="BadRequest", message=str(exc))
+        return p.ErrorAnswer(v=p.VERSION, id=request_id, error="BadRequest", message=str(exc))
     if isinstance(exc, NotOnSurface):
-        return p.Error(v=p.VERSION, id=request_id, error="Unsupported", message=str(exc), exception=name)
+        return p.ErrorAnswer(v=p.VERSION, id=request_id, error="Unsupported", message=str(exc), exception=name)
     if targets.is_panic(exc):
-        return p.Error(v=p.VERSION, id=request_id, error="Panic", message=str(exc), exception=name)
+        return p.ErrorAnswer(v=p.VERSION, id=request_id, error="Panic", message=str(exc), exception=name)
     outcome = targets.outcome_of(exc)
     if outcome in SPEC_KINDS:
-        return p.Error(v=p.VERSION, id=request_id, error=cast(p.ErrorKind, outcome), message=str(exc), exception=name)
+        return p.ErrorAnswer(v=p.VERSION, id=request_id, error=cast(p.ErrorKind, outcome), message=str(exc), exception=name)
     kind: p.ErrorKind = "InvalidArgument" if isinstance(exc, ARGUMENT_ERRORS) else "Failure"
-    return p.Error(v=p.VERSION, id=request_id, error=kind, message=str(exc), exception=name)
+    return p.ErrorAnswer(v=p.VERSION, id=request_id, error=kind, message=str(exc), exception=name)
 
 
 def score_triples(answer: Any) -> list[tuple[int, int, int]]:
@@ -101,12 +101,12 @@ class Server:
         self.capabilities, self.lane_count = self._probe()
         self.lane_locks = [threading.Lock() for _ in range(max(1, self.lane_count))]
 
-    def _probe(self) -> tuple[p.Capabilities, int]:
+    def _probe(self) -> tuple[p.WireCapabilities, int]:
         """What the target supports, read from the methods of one fresh tree (never calling them: a target that hangs
         or aborts on a call must still say hello, so that the call is a finding), and its lane count (0: none)."""
         tree = self.factory()
         try:
-            caps = p.Capabilities(dump=targets.has_dump(tree), rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
+            caps = p.WireCapabilities(dump=targets.has_dump(tree), rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
                                   early_exit=lacks(tree, "early_exit") is None, check=callable(getattr(tree, "check", None)),
                                   concurrent=lane_count(tree) > 0 or callable(getattr(tree, "send_many", None)))
             return caps, lane_count(tree)
@@ -120,7 +120,7 @@ class Server:
         try:
             request = p.decode_request(raw)
         except p.ProtocolError as exc:
-            return p.Error(v=p.VERSION, id=exc.id, error=cast(p.ErrorKind, exc.kind), message=str(exc))
+            return p.ErrorAnswer(v=p.VERSION, id=exc.id, error=cast(p.ErrorKind, exc.kind), message=str(exc))
         try:
             with self._locks(request):
                 return self._run(request)
@@ -134,11 +134,11 @@ class Server:
     def _locks(self, request: p.AnyRequest) -> ExitStack:
         """The locks ``request`` runs under: a lane's for an event, none for a read, every lane's for the rest."""
         stack = ExitStack()
-        if isinstance(request, (p.Hello, p.Open, p.Close)):
+        if isinstance(request, (p.HelloRequest, p.OpenRequest, p.CloseRequest)):
             return stack
-        if self.lane_count and isinstance(request, p.FindMatches):
+        if self.lane_count and isinstance(request, p.FindMatchesRequest):
             return stack
-        if self.lane_count and isinstance(request, p.ApplyEvent):
+        if self.lane_count and isinstance(request, p.ApplyEventRequest):
             stack.enter_context(self.lane_locks[self._lane_of(request.worker_id)])
             return stack
         for lock in self.lane_locks:
@@ -157,42 +157,42 @@ class Server:
 
     def _run(self, request: p.AnyRequest) -> p.AnyAnswer:
         v, rid = p.VERSION, request.id
-        if isinstance(request, p.Hello):
+        if isinstance(request, p.HelloRequest):
             return p.HelloAnswer(v=v, id=rid, implementation=f"kvproof serve --target {self.name}",
                                  capabilities=self.capabilities)
-        if isinstance(request, p.Open):
+        if isinstance(request, p.OpenRequest):
             tree = self.factory()
             with self.table_lock:
                 number, self.next_tree = self.next_tree, self.next_tree + 1
                 self.trees[number] = tree
-            return p.Opened(v=v, id=rid, tree=number)
-        if isinstance(request, p.Close):
+            return p.OpenedAnswer(v=v, id=rid, tree=number)
+        if isinstance(request, p.CloseRequest):
             with self.table_lock:
                 tree = self.trees.pop(request.tree, None)
             if tree is None:
                 raise _Unknown(f"no tree {request.tree} is open")
             targets.dispose(tree)
-            return p.Done(v=v, id=rid)
+            return p.DoneAnswer(v=v, id=rid)
         tree = self._tree(request.tree)
-        if isinstance(request, p.ApplyEvent):
+        if isinstance(request, p.ApplyEventRequest):
             self._apply(tree, request)
-        elif isinstance(request, p.FindMatches):
+        elif isinstance(request, p.FindMatchesRequest):
             found = tree.find_matches(request.sequence, request.early_exit)
-            return p.Scores(v=v, id=rid, scores=score_triples(found),
+            return p.ScoresAnswer(v=v, id=rid, scores=score_triples(found),
                             frequencies=[int(f) for f in (getattr(found, "frequencies", None) or [])])
-        elif isinstance(request, p.RemoveWorker):
+        elif isinstance(request, p.RemoveWorkerRequest):
             tree.remove_worker(request.worker_id)
-        elif isinstance(request, p.RemoveWorkerDpRank):
+        elif isinstance(request, p.RemoveWorkerDpRankRequest):
             self._optional(tree, "remove_worker_dp_rank", "rank_removal")(request.worker_id, request.dp_rank)
-        elif isinstance(request, p.ClearAllBlocks):
+        elif isinstance(request, p.ClearAllBlocksRequest):
             tree.clear_all_blocks(request.worker_id)
-        elif isinstance(request, p.Dump):
-            return p.Dumped(v=v, id=rid, events=[str(line) for line in self._optional(tree, "dump_tree_as_events", "dump")()])
-        elif isinstance(request, p.Check):
+        elif isinstance(request, p.DumpRequest):
+            return p.DumpAnswer(v=v, id=rid, events=[str(line) for line in self._optional(tree, "dump_tree_as_events", "dump")()])
+        elif isinstance(request, p.CheckRequest):
             self._optional(tree, "check", "check")()
-        return p.Done(v=v, id=rid)
+        return p.DoneAnswer(v=v, id=rid)
 
-    def _apply(self, tree: Any, request: p.ApplyEvent) -> None:
+    def _apply(self, tree: Any, request: p.ApplyEventRequest) -> None:
         if request.base64:
             try:
                 payload = base64.b64decode(request.event, validate=True)
@@ -232,7 +232,11 @@ def serve_stdio(server: Server, stdin: Any = None, out_fd: int | None = None) ->
     write_lock = threading.Lock()
 
     def reply(raw: bytes) -> None:
-        data = p.encode(server.answer(raw)) + b"\n"
+        try:
+            data = p.encode(server.answer(raw)) + b"\n"
+        except MemoryError:  # the memory limit, met in a pool thread or not: the process ends saying why
+            os.write(2, b"MemoryError: the target ran out of memory serving a request\n")
+            os._exit(70)
         with write_lock:
             while data:
                 data = data[os.write(out_fd, data):]
@@ -266,7 +270,7 @@ class _LoopbackServer(ThreadingHTTPServer):
 def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
     """A threading HTTP server on 127.0.0.1:``port`` (0: any free port) answering ``POST /`` with the protocol."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class WireHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # no wait for an ACK between small writes
         wbufsize = -1  # the status line, headers and body leave in one write (http.server flushes after each request)
@@ -283,7 +287,7 @@ def http_server(server: Server, port: int = 0) -> ThreadingHTTPServer:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = _LoopbackServer((LOOPBACK, port), Handler)
+    httpd = _LoopbackServer((LOOPBACK, port), WireHandler)
     return httpd
 
 

@@ -87,7 +87,7 @@ class Link:
         self.pending: dict[int, Future] = {}
         self.lock = threading.Lock()
         self.transcript: collections.deque[str] = collections.deque(maxlen=TRANSCRIPT)
-        self.capabilities: p.Capabilities | None = None
+        self.capabilities: p.WireCapabilities | None = None
         self.implementation = ""
         self.generation = 0
         self.start_lock = threading.RLock()  # one start and one handshake at a time (a reader thread may race the rows)
@@ -98,7 +98,7 @@ class Link:
         """Make sure the implementation is up (start it again after a death)."""
         raise NotImplementedError
 
-    def _send(self, request: p.Request, future: Future) -> None:
+    def _send(self, request: p.WireRequest, future: Future) -> None:
         raise NotImplementedError
 
     def _watch(self, op: str, log: list[str], deadline: float) -> None:
@@ -109,27 +109,27 @@ class Link:
         raise NotImplementedError
 
     # -- requests
-    def hello(self) -> p.Capabilities:
+    def hello(self) -> p.WireCapabilities:
         """The handshake, once per start: the capabilities (a refusal or a wrong answer is a ``protocol`` failure)."""
         with self.start_lock:
             self._ensure()
             if self.capabilities is None:
-                answer = self._exchange([p.Hello(v=p.VERSION, id=self._id())], "hello", [])[0]
+                answer = self._exchange([p.HelloRequest(v=p.VERSION, id=self._id())], "hello", [])[0]
                 if not isinstance(answer, p.HelloAnswer):
                     raise self.failure("protocol", "hello", f"the handshake was answered {_describe(answer)}", [])
                 self.capabilities, self.implementation = answer.capabilities, answer.implementation
             return self.capabilities
 
-    def call(self, request: p.Request, op: str, log: list[str]) -> p.AnyAnswer:
+    def call(self, request: p.WireRequest, op: str, log: list[str]) -> p.AnyAnswer:
         """One request and its answer."""
         return self.many([request], op, log)[0]
 
-    def many(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def many(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
         """Several requests in flight at once; their answers in the order of the requests."""
         self.hello()
         return self._exchange(requests, op, log)
 
-    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
         futures = []
         for request in requests:
             future: Future = Future()
@@ -149,7 +149,7 @@ class Link:
             self._watch(op, log, deadline)
         answers = [f.result() for f in futures]
         for answer in answers:
-            if isinstance(answer, p.Error) and answer.error in ("BadRequest", "UnsupportedVersion", "UnknownTree"):
+            if isinstance(answer, p.ErrorAnswer) and answer.error in ("BadRequest", "UnsupportedVersion", "UnknownTree"):
                 raise self.failure("protocol", op, f"it refused kvproof's request: {answer.error}: {answer.message}", log)
         return answers
 
@@ -230,7 +230,7 @@ class ExecLink(Link):
             if not future.done():
                 future.set_exception(_Broken("ended", "its stdout ended"))
 
-    def _send(self, request: p.Request, future: Future) -> None:
+    def _send(self, request: p.WireRequest, future: Future) -> None:
         proc = self.host.proc
         assert proc is not None and proc.stdin is not None
         try:
@@ -240,7 +240,7 @@ class ExecLink(Link):
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died: the reader fails what is in flight, and _watch says why
 
-    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log)
         except _Broken as broken:
@@ -358,10 +358,10 @@ class HttpLink(Link):
         if future is not None and not future.done():
             future.set_exception(_Broken(kind, detail))
 
-    def _send(self, request: p.Request, future: Future) -> None:
+    def _send(self, request: p.WireRequest, future: Future) -> None:
         self.pool.submit(self._post, p.encode(request))
 
-    def _exchange(self, requests: Sequence[p.Request], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log)
         except _Broken as broken:
@@ -376,7 +376,7 @@ class HttpLink(Link):
 
 
 def _describe(answer: Any) -> str:
-    return p.encode(answer).decode() if isinstance(answer, (p.Request, p.Answer)) else repr(answer)
+    return p.encode(answer).decode() if isinstance(answer, (p.WireRequest, p.WireAnswer)) else repr(answer)
 
 
 _LINKS: dict[str, Link] = {}
@@ -431,8 +431,8 @@ class RemoteTree:
                                rank_removal=None if caps.rank_removal else "the implementation has no "
                                                                            "remove_worker_dp_rank (its hello said so)")
         self.generation = link.generation
-        opened = link.call(p.Open(v=p.VERSION, id=link._id()), "a fresh tree", self.log)
-        if not isinstance(opened, p.Opened):
+        opened = link.call(p.OpenRequest(v=p.VERSION, id=link._id()), "a fresh tree", self.log)
+        if not isinstance(opened, p.OpenedAnswer):
             self._raise(opened, "open")
         self.tree_id = opened.tree
 
@@ -441,19 +441,19 @@ class RemoteTree:
             self.log.append(line)
         return self._checked(op, [REQUEST_OF[op](v=p.VERSION, id=self.link._id(), tree=self.tree_id, **fields)])[0]
 
-    def _checked(self, op: str, requests: Sequence[p.Request]) -> list[p.AnyAnswer]:
+    def _checked(self, op: str, requests: Sequence[p.WireRequest]) -> list[p.AnyAnswer]:
         if self.link.generation != self.generation:
             raise self.link.failure("crash", op, "its process died earlier in this run", self.log)
         return self.link.many(requests, op, self.log)
 
     def _raise(self, answer: p.AnyAnswer, op: str) -> NoReturn:
         """Raise what an answer that is not the expected one stands for: the tree's typed error, rebuilt."""
-        if isinstance(answer, p.Error):
+        if isinstance(answer, p.ErrorAnswer):
             raise rebuilt(answer)
         raise self.link.failure("protocol", op, f"{op} was answered {_describe(answer)}", self.log)
 
     def _done(self, answer: p.AnyAnswer, op: str) -> None:
-        if not isinstance(answer, p.Done):
+        if not isinstance(answer, p.DoneAnswer):
             self._raise(answer, op)
 
     def apply_event(self, worker_id: Any, payload: Any) -> None:
@@ -462,18 +462,18 @@ class RemoteTree:
         self._done(self._request("apply_event", _event_line(worker_id, payload), worker_id=worker, event=event,
                                  base64=encoded), "apply_event")
 
-    def _find(self, sequence: Any, early_exit: Any) -> p.FindMatches:
+    def _find(self, sequence: Any, early_exit: Any) -> p.FindMatchesRequest:
         if not isinstance(sequence, (list, tuple)):
             raise NotOnSurface("python_objects", f"the wire carries a query as a JSON array, not {type(sequence).__name__}")
         if type(early_exit) is not bool:
             raise NotOnSurface("python_objects", f"the wire carries early_exit as a JSON boolean, not {type(early_exit).__name__}")
         hashes = [_integer(h, "local block hashes") for h in sequence]
-        return p.FindMatches(v=p.VERSION, id=self.link._id(), tree=self.tree_id, sequence=hashes, early_exit=early_exit)
+        return p.FindMatchesRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id, sequence=hashes, early_exit=early_exit)
 
     def _scores(self, answer: p.AnyAnswer) -> OverlapScores:
-        if not isinstance(answer, p.Scores):
+        if not isinstance(answer, p.ScoresAnswer):
             self._raise(answer, "find_matches")
-        assert isinstance(answer, p.Scores)
+        assert isinstance(answer, p.ScoresAnswer)
         plain = self.link.capabilities is not None and not self.link.capabilities.dp_ranks
         scores = {(w if plain else (w, dp)): s for w, dp, s in answer.scores}
         return OverlapScores(scores, list(answer.frequencies))  # type: ignore[arg-type]
@@ -502,74 +502,78 @@ class RemoteTree:
         if self.link.generation != self.generation:
             return
         try:
-            self.link.call(p.Close(v=p.VERSION, id=self.link._id(), tree=self.tree_id), "close", [])
+            self.link.call(p.CloseRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id), "close", [])
         except (TargetFailure, NotOnSurface):
             pass
 
 
-class _RankRemoval:
+class _WireRankRemoval:
     def remove_worker_dp_rank(self: Any, worker_id: Any, dp_rank: Any) -> None:
         line = _call_line("remove_worker_dp_rank", [worker_id, dp_rank])
         self._done(self._request("remove_worker_dp_rank", line, worker_id=_integer(worker_id, "worker ids"),
                                  dp_rank=_integer(dp_rank, "dp ranks")), "remove_worker_dp_rank")
 
 
-class _Dump:
+class _WireDump:
     def dump_tree_as_events(self: Any) -> list[str]:
         answer = self._request("dump", _call_line("dump", True))
-        if not isinstance(answer, p.Dumped):
+        if not isinstance(answer, p.DumpAnswer):
             self._raise(answer, "dump")
         return list(answer.events)
 
 
-class _Check:
+class _WireCheck:
     def check(self: Any) -> None:
         self._done(self._request("check", None), "check")
 
 
-class _SendMany:
+class _WireSendMany:
     """Production mode's door (``explore.production``): a round's events all in flight at once, their outcomes as
     the indexer's labels, in the order sent."""
 
     def send_many(self: Any, events: Any) -> list[tuple[str, str]]:
         from ...spec.events import encode_event
-        from ..explore.production import LABEL_OUTCOMES
 
-        label = {outcome: status for status, outcome in LABEL_OUTCOMES.items()}
+        label = INDEXER_LABELS
         requests, lines = [], []
         for rank, event in events:
             payload = encode_event(event)
             lines.append(_event_line(rank.worker_id, payload))
-            requests.append(p.ApplyEvent(v=p.VERSION, id=self.link._id(), tree=self.tree_id, worker_id=rank.worker_id,
+            requests.append(p.ApplyEventRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id, worker_id=rank.worker_id,
                                          event=payload.decode()))
         self.log.extend(line for line in lines if line)
         out = []
         for answer in self._checked("apply_event", requests):
-            if isinstance(answer, p.Done):
+            if isinstance(answer, p.DoneAnswer):
                 out.append(("event", "ok"))
-            elif isinstance(answer, p.Error) and answer.error in label:
+            elif isinstance(answer, p.ErrorAnswer) and answer.error in label:
                 out.append(("event", label[answer.error]))
             else:
                 self._raise(answer, "apply_event")
         return out
 
 
-REQUEST_OF: dict[str, Any] = {"apply_event": p.ApplyEvent, "remove_worker": p.RemoveWorker, "clear_all_blocks": p.ClearAllBlocks,
-                              "remove_worker_dp_rank": p.RemoveWorkerDpRank, "dump": p.Dump, "check": p.Check}
+INDEXER_LABELS = {"ParentBlockNotFound": "parent_block_not_found", "BlockNotFound": "block_not_found",
+                  "InvalidBlockSequence": "invalid_block"}
+"""The refusals production mode reads from ``send_many`` as Dynamo's indexer labels them (``explore.production``'s
+``LABEL_OUTCOMES``, the other way round; a test holds the two together)."""
+
+REQUEST_OF: dict[str, Any] = {"apply_event": p.ApplyEventRequest, "remove_worker": p.RemoveWorkerRequest, "clear_all_blocks": p.ClearAllBlocksRequest,
+                              "remove_worker_dp_rank": p.RemoveWorkerDpRankRequest, "dump": p.DumpRequest, "check": p.CheckRequest}
 
 _CLASSES: dict[tuple[bool, ...], type] = {}
 
 
-def _class_for(caps: p.Capabilities) -> type:
+def _class_for(caps: p.WireCapabilities) -> type:
     """The tree class with exactly the methods the implementation offers (rows probe them with ``callable``)."""
     key = (caps.rank_removal, caps.dump, caps.check, caps.concurrent)
     if key not in _CLASSES:
-        mixins = tuple(m for m, on in zip((_RankRemoval, _Dump, _Check, _SendMany), key) if on)
+        mixins = tuple(m for m, on in zip((_WireRankRemoval, _WireDump, _WireCheck, _WireSendMany), key) if on)
         _CLASSES[key] = type("RemoteTree", (*mixins, RemoteTree), {}) if mixins else RemoteTree
     return _CLASSES[key]
 
 
-def rebuilt(answer: p.Error) -> BaseException:
+def rebuilt(answer: p.ErrorAnswer) -> BaseException:
     """The exception an ``error`` answer stands for, on this side: a contract refusal as kvproof's typed error, a bad
     argument or other failure as the class the implementation named (a builtin) or a class of that name, a panic as
     a ``PanicException``, an unsupported call as ``NotOnSurface``."""

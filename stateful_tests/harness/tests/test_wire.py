@@ -115,8 +115,8 @@ def problems_of(messages):
 
 
 def test_every_message_of_rows_through_the_wire_is_valid_under_the_schema(wire_log):
-    """The vectors and api rows on the served reference, production mode on the served concurrent tree, each call
-    once: every request and every answer, as sent and received, validates; every kind of request and answer occurs."""
+    """The vectors and bad-input rows on the served reference, production mode on the served concurrent tree, each
+    other call once: every request and every answer, as sent and received, validates; every kind of each occurs."""
     from kvproof.stateful_tests.explore.production import feed
 
     assert {v[0] for v in verdicts(SERVE + "reference", "bad input").values()} == {"pass"}
@@ -130,11 +130,12 @@ def test_every_message_of_rows_through_the_wire_is_valid_under_the_schema(wire_l
     messages = [json.loads(raw) for _, raw in wire_log]
     bad = problems_of(messages)
     assert not bad, bad[:3]
-    assert problems_of([{"v": 1, "id": 1, "op": "find_matches", "tree": 1, "sequence": ["a"]},
-                        {"v": 1, "id": 1, "kind": "teapot"}]) != []  # the control: the same check can fail
+    controls = [{"v": 1, "id": 1, "op": "find_matches", "tree": 1, "sequence": ["a"]}, {"v": 1, "id": 1, "kind": "teapot"},
+                {"v": 1, "id": 1, "kind": "scores", "scores": [[1, 0]]}]
+    assert all(problems_of([m]) for m in controls)  # the control: the same check fails a message that is none
     assert {m["op"] for m in messages if "op" in m} >= {"hello", "open", "close", "apply_event", "find_matches",
                                                           "remove_worker", "remove_worker_dp_rank", "clear_all_blocks",
-                                                          "dump"}
+                                                          "dump", "check"}
     assert {m["kind"] for m in messages if "kind" in m} == {"hello", "opened", "done", "scores", "dump", "error"}
     assert len(messages) > 2000
 
@@ -148,12 +149,12 @@ def test_an_unknown_protocol_version_is_refused_and_changes_nothing():
     event = json.dumps(encode_event(KvCacheEvent(0, Stored(None, (Block(5, 50),)), 0)).decode())
     refused = server.answer(b'{"v":2,"id":2,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}'
                             % (opened.tree, event.encode()))
-    assert isinstance(refused, protocol.Error) and (refused.error, refused.id) == ("UnsupportedVersion", 2)
+    assert isinstance(refused, protocol.ErrorAnswer) and (refused.error, refused.id) == ("UnsupportedVersion", 2)
     scores = server.answer(b'{"v":1,"id":3,"op":"find_matches","tree":%d,"sequence":[5]}' % opened.tree)
-    assert isinstance(scores, protocol.Scores) and scores.scores == []  # the refused event was never applied
+    assert isinstance(scores, protocol.ScoresAnswer) and scores.scores == []  # the refused event was never applied
     accepted = server.answer(b'{"v":1,"id":4,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}'
                              % (opened.tree, event.encode()))
-    assert isinstance(accepted, protocol.Done)  # the control: the same event at version 1 is applied
+    assert isinstance(accepted, protocol.DoneAnswer)  # the control: the same event at version 1 is applied
     assert server.answer(b'{"v":1,"id":5,"op":"find_matches","tree":%d,"sequence":[5]}' % opened.tree).scores == [(1, 0, 1)]
 
 
@@ -303,24 +304,34 @@ def test_a_served_broken_concurrent_tree_is_caught_over_the_wire():
 
 
 @pytest.fixture
-def short_calls(monkeypatch):
+def small_limits(monkeypatch):
     monkeypatch.setenv("KVPROOF_TARGET_CALL_S", "2")
+    monkeypatch.setenv("KVPROOF_TARGET_MEMORY_MB", "768")
 
 
-@pytest.mark.parametrize(("name", "kind", "said"), [
-    (SERVE + MUTANTS + "Hangs", "hang", "no answer within 2 s"),
-    (SERVE + MUTANTS + "Aborts", "crash", "SIGABRT"),
-    (f"exec:{sys.executable} {FAKE} garbage", "protocol", "this is not a protocol message"),
-    (f"exec:{sys.executable} {FAKE} stranger", "protocol", "not in flight"),
-    (f"exec:{sys.executable} {FAKE} exit", "crash", "exiting as asked"),
+FAILING_CALLS = {
+    "store": lambda tree: store(tree, 1, [(1, 101)]),
+    "query": lambda tree: tree.find_matches([1]),
+    "dump": lambda tree: tree.dump_tree_as_events(),
+}
+
+
+@pytest.mark.parametrize(("name", "call", "kind", "said"), [
+    (SERVE + MUTANTS + "Hangs", "store", "hang", "no answer within 2 s"),
+    (SERVE + MUTANTS + "Aborts", "query", "crash", "SIGABRT"),
+    (SERVE + MUTANTS + "AllocatesWithoutBound", "dump", "memory", "the limit is 768 MiB"),
+    (f"exec:{sys.executable} {FAKE} garbage", "query", "protocol", "this is not a protocol message"),
+    (f"exec:{sys.executable} {FAKE} stranger", "query", "protocol", "not in flight"),
+    (f"exec:{sys.executable} {FAKE} exit", "store", "crash", "exiting as asked"),
 ])
-def test_a_crash_hang_or_garbage_is_a_typed_finding_with_the_messages_and_no_process_left(short_calls, name, kind, said):
+def test_a_crash_hang_or_garbage_is_a_typed_finding_with_the_messages_and_no_process_left(small_limits, name, call, kind,
+                                                                                           said):
     tree = load_target(name).factory()
     link = wire_target.link_for(name)
     pid = link.host.proc.pid
     started = time.monotonic()
     with pytest.raises(TargetFailure) as caught:
-        store(tree, 1, [(1, 101)]) if "Hangs" in name or "exit" in name else tree.find_matches([1])
+        FAILING_CALLS[call](tree)
     failure = caught.value
     assert failure.kind == kind and said in str(failure), str(failure)
     assert "the last messages on the wire" in str(failure) and '> {"op":' in str(failure)
@@ -373,3 +384,9 @@ def test_kvproof_serve_refuses_a_wrong_invocation_with_a_clear_error():
     assert none.returncode == 2 and "choose one of --stdio and --http PORT" in none.stderr
     unknown = run_kvproof("serve", "--stdio", "--target", "no-such-tree")
     assert unknown.returncode == 2 and "cannot serve no-such-tree" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_the_indexer_labels_of_send_many_are_production_modes():
+    from kvproof.stateful_tests.explore.production import LABEL_OUTCOMES
+
+    assert {outcome: label for label, outcome in LABEL_OUTCOMES.items() if label != "ok"} == wire_target.INDEXER_LABELS

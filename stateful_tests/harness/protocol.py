@@ -207,15 +207,23 @@ def _version_and_id(raw: bytes) -> tuple[Any, int | None]:
 
 
 def decode_request(raw: bytes) -> AnyRequest:
-    """A request from its JSON; a ``ProtocolError`` names why it is none (another version is ``UnsupportedVersion``)."""
-    version, number = _version_and_id(raw)
-    if version is not None and version != VERSION:
-        raise ProtocolError("UnsupportedVersion", f"protocol version {version!r} is not supported: this side speaks "
-                            f"version {VERSION}", number)
+    """A request from its JSON; a ``ProtocolError`` names why it is none (another version is ``UnsupportedVersion``,
+    whatever else it holds). The line is parsed once; a second, plain parse reads ``v`` and ``id`` of one that fails."""
     try:
-        return _REQUEST_DECODER.decode(raw)
+        request = _REQUEST_DECODER.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        version, number = _version_and_id(raw)
+        if version is not None and version != VERSION:
+            raise _unsupported(version, number) from None
         raise ProtocolError("BadRequest", f"not a request of protocol version {VERSION}: {exc}", number) from None
+    if request.v != VERSION:
+        raise _unsupported(request.v, request.id)
+    return request
+
+
+def _unsupported(version: Any, number: int | None) -> ProtocolError:
+    return ProtocolError("UnsupportedVersion", f"protocol version {version!r} is not supported: this side speaks "
+                         f"version {VERSION}", number)
 
 
 def decode_answer(raw: bytes) -> AnyAnswer:

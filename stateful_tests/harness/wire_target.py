@@ -53,6 +53,10 @@ from .surface import NotOnSurface, Surface
 TRANSCRIPT = 24
 """How many of the last messages on the wire a failure shows."""
 
+START_S = 60.0
+"""The time limit of the handshake, the implementation's start included (an interpreter importing its packages on a
+loaded machine); each call after it has the call limit, ``KVPROOF_TARGET_CALL_S``."""
+
 TAPS: list[Callable[[str, bytes], None]] = []
 """Callables given every message on the wire, ``(">", sent)`` or ``("<", received)`` (the suite validates them)."""
 
@@ -108,13 +112,18 @@ class Link:
     def kill(self) -> None:
         raise NotImplementedError
 
+    def alive(self) -> bool:
+        """Whether the implementation is up (a server kvproof did not start is taken to be)."""
+        return True
+
     # -- requests
     def hello(self) -> p.WireCapabilities:
         """The handshake, once per start: the capabilities (a refusal or a wrong answer is a ``protocol`` failure)."""
         with self.start_lock:
             self._ensure()
             if self.capabilities is None:
-                answer = self._exchange([p.HelloRequest(v=p.VERSION, id=self._id())], "hello", [])[0]
+                answer = self._exchange([p.HelloRequest(v=p.VERSION, id=self._id())], "hello", [],
+                                        max(self.call_s, START_S))[0]
                 if not isinstance(answer, p.HelloAnswer):
                     raise self.failure("protocol", "hello", f"the handshake was answered {_describe(answer)}", [])
                 self.capabilities, self.implementation = answer.capabilities, answer.implementation
@@ -124,12 +133,17 @@ class Link:
         """One request and its answer."""
         return self.many([request], op, log)[0]
 
-    def many(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
-        """Several requests in flight at once; their answers in the order of the requests."""
+    def many(self, requests: Sequence[p.WireRequest], op: str, log: list[str], generation: int | None = None) -> list[p.AnyAnswer]:
+        """Several requests in flight at once; their answers in the order of the requests. With ``generation`` (the
+        start a tree was made in), requests of a tree whose process has died are refused, never sent to a fresh one."""
         self.hello()
+        if generation is not None and generation != self.generation:
+            raise self.failure("crash", op, "its process died earlier in this run", log)
         return self._exchange(requests, op, log)
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
+                  limit: float | None = None) -> list[p.AnyAnswer]:
+        """Send ``requests`` all at once and wait for every answer, within ``limit`` seconds (default: the call limit)."""
         futures = []
         for request in requests:
             future: Future = Future()
@@ -141,7 +155,7 @@ class Link:
                 tap(">", raw)
             self._send(request, future)
             futures.append(future)
-        deadline = time.monotonic() + self.call_s
+        deadline = time.monotonic() + (limit or self.call_s)
         while True:
             _, not_done = wait_all(futures, timeout=0.05)
             if not not_done:
@@ -240,9 +254,10 @@ class ExecLink(Link):
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died: the reader fails what is in flight, and _watch says why
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
+                  limit: float | None = None) -> list[p.AnyAnswer]:
         try:
-            return super()._exchange(requests, op, log)
+            return super()._exchange(requests, op, log, limit)
         except _Broken as broken:
             if broken.kind == "ended":
                 self._reap()
@@ -279,6 +294,9 @@ class ExecLink(Link):
 
     def kill(self) -> None:
         self.host.kill()
+
+    def alive(self) -> bool:
+        return self.host.alive()
 
 
 class _ExecHost(Host):
@@ -361,9 +379,10 @@ class HttpLink(Link):
     def _send(self, request: p.WireRequest, future: Future) -> None:
         self.pool.submit(self._post, p.encode(request))
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str]) -> list[p.AnyAnswer]:
+    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
+                  limit: float | None = None) -> list[p.AnyAnswer]:
         try:
-            return super()._exchange(requests, op, log)
+            return super()._exchange(requests, op, log, limit)
         except _Broken as broken:
             raise self.failure(broken.kind, op, broken.detail, log) from None
 
@@ -431,7 +450,7 @@ class RemoteTree:
                                rank_removal=None if caps.rank_removal else "the implementation has no "
                                                                            "remove_worker_dp_rank (its hello said so)")
         self.generation = link.generation
-        opened = link.call(p.OpenRequest(v=p.VERSION, id=link._id()), "a fresh tree", self.log)
+        opened = link.many([p.OpenRequest(v=p.VERSION, id=link._id())], "a fresh tree", self.log, self.generation)[0]
         if not isinstance(opened, p.OpenedAnswer):
             self._raise(opened, "open")
         self.tree_id = opened.tree
@@ -442,9 +461,7 @@ class RemoteTree:
         return self._checked(op, [REQUEST_OF[op](v=p.VERSION, id=self.link._id(), tree=self.tree_id, **fields)])[0]
 
     def _checked(self, op: str, requests: Sequence[p.WireRequest]) -> list[p.AnyAnswer]:
-        if self.link.generation != self.generation:
-            raise self.link.failure("crash", op, "its process died earlier in this run", self.log)
-        return self.link.many(requests, op, self.log)
+        return self.link.many(requests, op, self.log, self.generation)
 
     def _raise(self, answer: p.AnyAnswer, op: str) -> NoReturn:
         """Raise what an answer that is not the expected one stands for: the tree's typed error, rebuilt."""
@@ -499,10 +516,10 @@ class RemoteTree:
 
     def close(self) -> None:
         """Forget the tree on the implementation's side (nothing to do when its process is gone)."""
-        if self.link.generation != self.generation:
+        if self.link.generation != self.generation or not self.link.alive():
             return
         try:
-            self.link.call(p.CloseRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id), "close", [])
+            self.link.many([p.CloseRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id)], "close", [], self.generation)
         except (TargetFailure, NotOnSurface):
             pass
 

@@ -340,6 +340,11 @@ def test_a_crash_hang_or_garbage_is_a_typed_finding_with_the_messages_and_no_pro
     assert not process_guard.alive_in_group(pid)
     fresh = load_target(name).factory()  # the next tree starts a fresh process: the run goes on
     assert wire_target.link_for(name).host.proc.pid != pid
+    sent = len(wire_target.link_for(name).transcript)
+    with pytest.raises(TargetFailure, match="died earlier in this run"):
+        tree.find_matches([1])  # the dead process's tree: refused here, never sent to the fresh process
+    tree.close()
+    assert len(wire_target.link_for(name).transcript) == sent
     fresh.close()
 
 

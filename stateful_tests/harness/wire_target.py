@@ -290,7 +290,8 @@ class ExecLink(Link):
             raise self._death(op, log)
         if time.monotonic() > deadline:
             self.host.kill()
-            raise self.failure("hang", op, f"no answer within {self.call_s:.0f} s (KVPROOF_TARGET_CALL_S); killed", log)
+            limit = f"{max(self.call_s, START_S):.0f} s for the handshake" if op == "hello" else f"{self.call_s:.0f} s (KVPROOF_TARGET_CALL_S)"
+            raise self.failure("hang", op, f"no answer within {limit}; killed", log)
 
     def kill(self) -> None:
         self.host.kill()

@@ -300,6 +300,55 @@ def test_a_served_broken_concurrent_tree_is_caught_over_the_wire():
     assert "kvproof conform tree --concurrent --target 'exec:kvproof serve" in text.replace("\n", "")
 
 
+def served_in_a_thread(name):
+    """``serve_stdio`` of ``name`` on pipes, in a thread: ``(send a line, read an answer, stop)``."""
+    import threading
+
+    from kvproof.stateful_tests.harness.wire_server import serve_stdio
+
+    server = Server(name)
+    requests_r, requests_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    thread = threading.Thread(target=serve_stdio, args=(server, os.fdopen(requests_r, "rb"), answers_w), daemon=True)
+    thread.start()
+    answers = os.fdopen(answers_r, "rb")
+
+    def send(line):
+        os.write(requests_w, line + b"\n")
+
+    def stop():
+        os.close(requests_w)
+        thread.join(10)
+        os.close(answers_w)
+
+    return send, lambda: protocol.decode_answer(answers.readline()), stop
+
+
+@pytest.mark.parametrize(("factory", "concurrent"), [("lanes_reading_during_writes", True),
+                                                     ("reference_reading_during_writes", False)])
+def test_a_concurrent_tree_is_served_concurrently_and_a_sequential_one_is_not(factory, concurrent):
+    """An event that waits for a read to run meanwhile: a tree with lanes is served at once (the read runs, the
+    event is accepted); the reference, served one request at a time, cannot (its event fails after 0.5 s)."""
+    name = f"kvproof.stateful_tests.harness.tests.wire_fake:{factory}"
+    send, answer, stop = served_in_a_thread(name)
+    try:
+        send(b'{"v":1,"id":1,"op":"hello"}')
+        assert answer().capabilities.concurrent is concurrent
+        send(b'{"v":1,"id":2,"op":"open"}')
+        tree = answer().tree
+        event = json.dumps(encode_event(KvCacheEvent(0, Stored(None, (Block(5, 50),)), 0)).decode())
+        send(b'{"v":1,"id":3,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}' % (tree, event.encode()))
+        send(b'{"v":1,"id":4,"op":"find_matches","tree":%d,"sequence":[5]}' % tree)
+        got = {a.id: a for a in (answer(), answer())}
+    finally:
+        stop()
+    assert isinstance(got[4], protocol.ScoresAnswer)
+    if concurrent:
+        assert isinstance(got[3], protocol.DoneAnswer)
+    else:
+        assert isinstance(got[3], protocol.ErrorAnswer) and "no read ran" in got[3].message
+
+
 # ----------------------------------------------------------------------------- containment
 
 

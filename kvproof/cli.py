@@ -56,7 +56,8 @@ def _under(target: Any, rule_set: Any) -> Any:
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
                         help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "
-                             "dynamo-selection[@N], or module.path:Factory")
+                             "dynamo-selection[@N], module.path:Factory, or a tree in any language over the wire protocol "
+                             "(docs/protocol.md): exec:CMD or http://127.0.0.1:PORT")
 
 
 def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -143,7 +144,8 @@ def entry() -> None:
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
     wanted = (command in NETNS_COMMANDS and os.environ.get("KVPROOF_NETNS", "1") != "0" and "ray" not in argv
-              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv))
+              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv)
+              and not any("http://127.0.0.1:" in a for a in argv))  # a loopback http target lives outside any namespace
     if wanted:
         why = process_guard.netns_unavailable()
         if why is None:
@@ -301,6 +303,22 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
         console.print("kvproof check: a skipped check is not a pass; install what it needs or pass --allow-skip")
         sys.exit(EXIT_SKIPPED)
     sys.exit(EXIT_PASS)
+
+
+@main.command()
+@click.option("--target", "target_name", default="reference", show_default=True,
+              help="the Python target served: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, "
+                   "or module.path:Factory (a broken twin)")
+@rules_option()
+@click.option("--stdio", is_flag=True, help="speak the protocol on stdin and stdout, one JSON message per line")
+@click.option("--http", "port", type=click.IntRange(0, 65535), default=None,
+              help="answer POST / on 127.0.0.1:PORT instead (0: a free port; the address is printed)")
+def serve(target_name: str, rules: str | None, stdio: bool, port: int | None) -> None:
+    """Serve a tree over the wire protocol (docs/protocol.md), as an oracle for another language's tests, or as a
+    target: `kvproof check --target "exec:kvproof serve --stdio --target reference"`."""
+    from .stateful_tests.harness.wire_server import run
+
+    sys.exit(run(target_name, rules, stdio, port))
 
 
 # ----------------------------------------------------------------------------- conform
@@ -648,8 +666,10 @@ def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: b
         except OSError as exc:
             click.echo(f"replay: cannot write the shrunk log to {target_path}: {exc}", err=True)
         else:
+            import shlex
+
             extra = judging_options(rules, strict, strict_shape)
-            click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {subject.name} "
+            click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {shlex.quote(subject.name)} "
                        f"--oracle {oracle.name}{extra}")
     if json_path:
         out.write_json(json_path, "replay", {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 import random
+import shlex
 import time
 import traceback
 from collections.abc import Callable
@@ -202,7 +203,7 @@ def make_context(target_name: str, factory: Callable[[], Any], profile: Profile,
     if seed is None:
         seed = 1 if profile.fixed_seed else random.SystemRandom().randrange(1, 2**31)
     rule_set, note = resolve_rules(target_name, override=rules)
-    command = f"kvproof check --target {target_name} --profile {profile.name} --seed {seed}"
+    command = f"kvproof check --target {shlex.quote(target_name)} --profile {profile.name} --seed {seed}"
     command += f" --rules {rules}" if rules else ""
     command += " --strict" if strict else ""
     command += " --strict-shape" if strict_shape else ""

@@ -15,6 +15,7 @@ their declared order. Each process starts fresh (``spawn``): nothing a row leave
 from __future__ import annotations
 
 import multiprocessing
+import shlex
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -107,7 +108,7 @@ def _alone(task: GateTask, check: Check) -> Row:
         return Row(check.family, check.layer, check.name, result=Result.FAIL,
                    detail=f"the process running this row died before it reported ({exc}); kvproof's own process "
                           "crashed, not the target (a target runs in a host process of its own)",
-                   replay=f"kvproof check --target {task.target_name} --profile {task.profile} --seed {task.seed} "
+                   replay=f"kvproof check --target {shlex.quote(task.target_name)} --profile {task.profile} --seed {task.seed} "
                           f"--processes 1 --only '{check.name}'")
     finally:
         _stop(pool)

@@ -6,6 +6,7 @@ Every row but the node-rule laws drives the target tree (``ctx.factory``).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -158,7 +159,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
         path = Path("kvproof-failures") / f"{file_safe(f'contract-{ctx.target_name}-seed{ctx.seed}')}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in recording.last.lines))
-        row.replay = f"kvproof replay {path} --target {ctx.target_name}{_judging(ctx)}"
+        row.replay = f"kvproof replay {path} --target {shlex.quote(ctx.target_name)}{_judging(ctx)}"
         lines = recording.last.lines
         events = "\n".join(f"    {line}" for line in lines[:12]) + (f"\n    ... {len(lines) - 12} more lines in the file"
                                                                    if len(lines) > 12 else "")
@@ -217,11 +218,13 @@ def _has_wire(ctx: Context) -> bool | str:
 
 
 def _bad_input(ctx: Context, row: Row) -> None:
+    from ..stateful_tests.harness.surface import LeftOut
     from ..stateful_tests.tree.api_laws import VALID_UNDER, check_tree_bad_input
 
-    variants = ctx.rules.variants
+    variants, left_out = ctx.rules.variants, LeftOut()
     tried, problems = check_tree_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"),
-                                           variants=variants)
+                                           variants=variants, left_out=left_out)
+    row.left_out += left_out.lines()
     exempt = [name for name, v in VALID_UNDER.items() if v in variants]
     row.known += [str(VALID_UNDER[name]) for name in exempt]
     row.notes += [f"{name!r} is valid input under variant {VALID_UNDER[name]} (not thrown)" for name in exempt]
@@ -314,7 +317,7 @@ def _production(ctx: Context, row: Row) -> None:
                          f"{ctx.rules.name}, which is not exact, cannot linearize")
     failed = report.failures or report.not_linearizable
     if failed or not report.ok:
-        row.replay = (f"kvproof conform tree --concurrent --target {ctx.target_name} --seed {ctx.seed} "
+        row.replay = (f"kvproof conform tree --concurrent --target {shlex.quote(ctx.target_name)} --seed {ctx.seed} "
                       f"--streams {ctx.profile.tree.production_streams}")
     if failed:
         raise Failed(f"{report.summary_line()}; first:\n{report.report(failed[0])}")
@@ -430,7 +433,7 @@ def fault_row(row: Row, subject: Any, families: tuple[str, ...], target: str) ->
     broken = [(r.scenario, *b) for r in reports for b in r.broken]
     if broken:
         scenario, thread, at, point, problem = broken[0]
-        row.replay = f"kvproof explore {scenario} --faults --target {target}"
+        row.replay = f"kvproof explore {scenario} --faults --target {shlex.quote(target)}"
         raise Failed(f"{summary(reports)}; first: {scenario}, a fault in {thread} at decision {at} ({point}): {problem}")
 
 

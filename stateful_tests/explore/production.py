@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import shlex
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -486,7 +487,7 @@ class ProductionReport:
                  f"  the stream up to there: {len(events)} operations, as Dynamo events, in {path}; the last ones:"]
         lines += [f"    {line}" for line in events[-8:]]
         lines += [f"  {line}" for line in verdict.history]
-        lines.append(f"  run it again: kvproof conform tree --concurrent --target {self.subject} --seed {verdict.seed} "
+        lines.append(f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
                      f"--stream {verdict.stream} (the interleaving is the machine's: it may take a few runs)")
         return "\n".join(lines)
 

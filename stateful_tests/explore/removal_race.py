@@ -34,6 +34,7 @@ sent just before the removal instead, still in flight when the removal arrives.
 from __future__ import annotations
 
 import random
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -204,7 +205,7 @@ class RaceReport:
         held = "; ".join(f"{what}: {blocks} blocks" for what, blocks in verdict.credited.items())
         return (f"REMOVAL RACE {self.subject}: seed={verdict.seed}: worker {VICTIM} was removed with nothing in flight, "
                 f"after its removal had raced its own queued events, and is still credited ({held})\n"
-                f"  run it again: kvproof conform tree --concurrent --target {self.subject} --seed {verdict.seed} "
+                f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
                 f"(the interleaving is the machine's: it may take a few runs)")
 
     def to_json(self) -> dict[str, Any]:

@@ -16,10 +16,13 @@ Modules (held against the folder by ``stateful_tests/tests/test_rooms.py``):
 - ``paths``: Paths of local hashes and the blocks they stand for: the one place prefix-derived hashes are made
 - ``process_guard``: Keep the servers the harness starts from outliving it, and say where they listen
 - ``profiles``: The profiles: how much each rule family explores, in one object per profile
+- ``protocol``: The wire protocol of a target in any language: its messages, as the one source of truth, and their JSON Schema
 - ``scenario``: The scenario format shared by the tree vectors and the sequence values
 - ``seeding``: One seed for every Hypothesis run kvproof starts, so that runs are reproducible everywhere
 - ``services``: Servers the harness starts and talks to on loopback: ports, the environment, keep-alive HTTP, start and stop
 - ``shards``: Shards: a campaign's work items split into independent, deterministic parts, and run in parallel
 - ``surface``: What a target's door cannot carry, so that a row checks the rest and says what it left out
 - ``targets``: Targets: the radix trees kvproof can check, behind the one API they share
+- ``wire_server``: ``kvproof serve``: any Python target answering the wire protocol, on stdio or loopback HTTP
+- ``wire_target``: A target in any language: ``--target exec:CMD`` or ``--target http://127.0.0.1:PORT``, over the wire protocol
 """

@@ -56,7 +56,8 @@ class PanicException(BaseException):
 class TargetFailure(ServiceFailure):
     """The target's process crashed, ran out of memory or hung: a finding about the target, never kvproof's death.
 
-    ``kind`` is ``crash``, ``memory`` or ``hang``; ``op`` the call that met it; ``log`` the tree's calls before
+    ``kind`` is ``crash``, ``memory``, ``hang``, or ``protocol`` (a wire target's garbage, ``harness.wire_target``);
+    ``op`` the call that met it; ``log`` the tree's calls before
     it, as log lines (``tree.log``), the failing call last.
     """
 
@@ -66,7 +67,7 @@ class TargetFailure(ServiceFailure):
         super().__init__(f"the target {target} {WHAT[kind]} in {op}: {detail}")
 
 
-WHAT = {"crash": "crashed", "memory": "ran out of memory", "hang": "hung"}
+WHAT = {"crash": "crashed", "memory": "ran out of memory", "hang": "hung", "protocol": "broke the wire protocol"}
 
 
 def rss_mb(pid: int) -> float:

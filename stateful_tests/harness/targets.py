@@ -23,7 +23,10 @@ Names accepted by ``load_target``:
 - ``reference@RULES``: the reference under the rule set ``RULES`` of ``spec.rules`` (e.g.
   ``reference@dynamo-1.4``), a stand-in for the release line that rule set describes;
 - ``module.path:Factory``: any zero-argument callable returning a tree, e.g. your own
-  implementation, or one of the deliberately broken trees in ``stateful_tests.tree.mutants``.
+  implementation, or one of the deliberately broken trees in ``stateful_tests.tree.mutants``;
+- ``exec:CMD`` and ``http://127.0.0.1:PORT``: a tree in any language, speaking the wire protocol
+  (``harness.protocol``, ``docs/protocol.md``) on a process's stdin and stdout or on loopback HTTP
+  (``harness.wire_target``); ``exec:kvproof serve --stdio --target T`` serves any of the above.
 """
 
 from __future__ import annotations
@@ -154,6 +157,11 @@ def rules_of_target(name: str) -> RuleSet:
 
 def load_target(name: str, rules: RuleSet = DEFAULT_RULES) -> Target:
     """Resolve a target name (see the module docstring); ``reference`` follows ``rules``."""
+    from .wire_target import is_remote, wire_factory
+
+    if is_remote(name):
+        factory, reason = wire_factory(name)
+        return Target(name, factory, reason)
     if name == "reference":
         from ...reference import RadixTree
 

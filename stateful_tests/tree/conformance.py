@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -105,7 +106,7 @@ class ConformMismatch:
 
     def replay_command(self, subject: str, oracle: str) -> str:
         """The command that regenerates this stream and compares it again."""
-        return f"kvproof conform tree --target {subject} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
+        return f"kvproof conform tree --target {shlex.quote(subject)} --oracle {oracle} --seed {self.seed} --stream {self.stream}{self.options}"
 
     def file_stem(self, oracle: str, subject: str = "") -> str:
         """A file name for this stream's files (``log.file_safe``)."""
@@ -136,7 +137,7 @@ class ConformMismatch:
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
-            lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}{extra}")
+            lines.append(f"  replay the events: kvproof replay {log_path} --target {shlex.quote(subject)} --oracle {oracle}{extra}")
         lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
         return "\n".join(lines)
 
@@ -788,7 +789,7 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
         stem = m.file_stem(report.oracle, report.subject)
         log = folder / f"{stem}.jsonl"
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}{extra}",
+        body = m.to_json() | {"replay": f"kvproof replay {log} --target {shlex.quote(report.subject)} --oracle {report.oracle}{extra}",
                               "regenerate": m.replay_command(report.subject, report.oracle) + extra, "rules": report.rules}
         summary = folder / f"{stem}.json"
         summary.write_text(json.dumps(body, indent=1))

@@ -10,6 +10,7 @@ each try in a fresh host process, within a time budget); ``finding`` writes it t
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ def finding(target_name: str, factory: Factory, failure: TargetFailure, seconds:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{file_safe(f'{failure.kind}-{target_name}-{failure.op}')}.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
-    return Finding(failure, lines, reproduced, path, f"kvproof replay {path} --target {target_name} --oracle reference")
+    return Finding(failure, lines, reproduced, path, f"kvproof replay {path} --target {shlex.quote(target_name)} --oracle reference")
 
 
 KNOWN = (

@@ -1,0 +1,323 @@
+"""`kvproof bench ...`: throughput side by side (benchmarks, never tests)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import report as out
+from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+from .app import main
+from .options import (
+    json_option,
+    seed_option,
+)
+
+# ----------------------------------------------------------------------------- bench
+
+
+@main.group()
+def bench() -> None:
+    """Throughput side by side in one run, as ratios (a benchmark, never a test)."""
+
+
+@bench.command("trees")
+@click.argument("trace", required=False, type=click.Path(dir_okay=False))
+@click.option("--requests", type=int, default=None, help="the trace's first N requests (default: all)")
+@click.option("--workers", type=int, default=8, show_default=True, help="workers of the router simulation")
+@click.option("--capacity", type=int, default=2000, show_default=True, help="blocks per worker before LRU eviction")
+@click.option("--streams", type=int, default=60, show_default=True, help="generated streams of the synthetic row (0: none)")
+@click.option("--no-trace", is_flag=True, help="only the synthetic workload")
+@click.option("--no-memory", is_flag=True, help="skip bytes per cached block (the child-process builds)")
+@seed_option()
+@click.option("--repeats", type=int, default=3, show_default=True, help="runs per tree (median reported)")
+@json_option
+def bench_trees(trace: str | None, requests: int | None, workers: int, capacity: int, streams: int, no_trace: bool,
+                no_memory: bool, seed: int, repeats: int, json_path: str | None) -> None:
+    """CPU time per event and per query, wall rates and bytes per cached block of every tree on the same JSON bytes.
+
+    CPU time is this process's (every thread, the binding's and the pool's included); the ratios
+    to the binding lead by CPU, since wall ratios swing on a shared machine.
+
+    The representative workload leads: TRACE (default: the project's Mooncake conversation trace)
+    through the router simulation. The synthetic streams follow as a labelled regression row.
+    """
+    from ..stateful_tests.tree.bench import BenchReport, run_bench
+    from ..stateful_tests.tree.traffic import default_trace
+
+    for name, value in (("--workers", workers), ("--capacity", capacity), ("--repeats", repeats)):
+        if value < 1:
+            raise click.BadParameter(f"must be at least 1, got {value}", param_hint=name)
+    if requests is not None and requests < 1:
+        raise click.BadParameter(f"must be at least 1, got {requests}", param_hint="--requests")
+    path = None if no_trace else Path(trace) if trace else default_trace()
+    if path is not None and not path.is_file():
+        raise click.BadParameter(f"no such trace file: {path}", param_hint="TRACE")
+    try:
+        reports = run_bench(path, requests, workers, capacity, streams, seed, repeats, memory=not no_memory)
+    except ValueError as exc:  # a trace that does not read (traffic.TraceFormatError)
+        raise click.ClickException(str(exc)) from None
+    for number, report in enumerate(reports, 1):
+        kind = "the representative one" if report.label == "trace" else "a regression row, not traffic"
+        click.echo(f"workload {number} ({report.label}; {kind}): {report.detail}; median of {report.repeats} runs")
+        out.print_table(BenchReport.HEADERS, report.table_rows(), numeric=(1, 2, 3, 4, 5))
+        for line in report.ratio_lines():
+            click.echo(line)
+        if report.decode_line():
+            click.echo(report.decode_line())
+        if report.label == "trace":
+            met = report.goals_met()
+            click.echo("goal (<= 1.5x the binding's bytes/block, for reference and impl): "
+                       + ("no binding to compare with" if met is None else "met" if met else "NOT met"))
+        click.echo("")
+    if json_path:
+        out.write_json(json_path, "bench-trees", {"workloads": [r.to_json() for r in reports]})
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("shards")
+@click.option("--streams", type=int, default=1000, show_default=True, help="conformance streams of the campaign")
+@click.option("--inputs", type=int, default=10000, show_default=True, help="fuzz cases of the campaign (40 blocks of 250)")
+@click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="the parallel run in a local process pool or as Ray tasks")
+@click.option("--suite", "suite_paths", default="stateful_tests/tree/tests", show_default=True,
+              help="test folders (space-separated, in the checkout) run by pytest alone and by pytest-xdist; '' for none")
+@json_option
+def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite_paths: str, json_path: str | None) -> None:
+    """The campaigns run whole in one process, then split over --processes, in one run: wall seconds and the speed-up.
+
+    Conformance (the concurrent tree against the reference, --streams streams) and fuzz (--inputs cases over
+    the reference and the concurrent tree); each parallel run must count exactly what the serial one counts.
+    Then part of the test suite (--suite), by pytest in one process and over --processes pytest-xdist
+    workers: the same tests must pass, skip and fail.
+    """
+    from ..stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
+    from ..stateful_tests.harness.shards import WHOLE, SuiteRunError, run_suite
+    from ..stateful_tests.tree.conformance import ConformTask, conform_sharded
+
+    conform_task = ConformTask("impl", "reference", "dynamo-1.6", streams, 1)
+    fuzz_task = FuzzTask(inputs, 1, ("reference", "impl"), None)
+    campaigns: list[tuple[str, Callable[[int], Any], Callable[[Any], Any]]] = [
+        ("conform tree", lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
+         lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches))),
+        ("fuzz", lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
+         lambda r: (r.inputs, r.outcomes, r.known, len(r.problems))),
+    ]
+    root = Path(__file__).resolve().parents[2]
+    folders = suite_paths.split()
+    if folders:
+        missing = [f for f in folders if not (root / f).is_dir()]
+        if missing:
+            raise click.BadParameter(f"{', '.join(missing)} is not a test folder of the checkout at {root}",
+                                     param_hint="--suite")
+        campaigns.append((f"pytest {' '.join(folders)}", lambda p: run_suite(root, folders, p), lambda r: r.counts))
+    rows, body, same = [], [], True
+    for name, run, counts in campaigns:
+        timed = []
+        for p in (1, processes):
+            started = time.perf_counter()
+            try:
+                result = run(p)
+            except SuiteRunError as exc:
+                raise click.ClickException(str(exc)) from None
+            timed.append((time.perf_counter() - started, counts(result)))
+        (one, a), (many, b) = timed
+        same &= a == b
+        rows.append((name, f"{one:.1f}", f"{many:.1f}", f"{one / many:.2f}x", "yes" if a == b else "NO"))
+        body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b,
+                     "serial_counts": repr(a), "parallel_counts": repr(b)})
+        if a != b:
+            click.echo(f"{name}: counts differ: 1 process {a!r}, {processes} processes {b!r}")
+    click.echo(f"machine: {os.cpu_count()} cores; parallel: {processes} processes ({executor}; the suite: pytest-xdist)")
+    out.print_table(("campaign", "1 process (s)", f"{processes} processes (s)", "speed-up", "same counts"), rows,
+                    numeric=(1, 2, 3))
+    if json_path:
+        out.write_json(json_path, "bench-shards", {"processes": processes, "executor": executor, "rows": body})
+    sys.exit(EXIT_PASS if same else EXIT_FAIL)
+
+
+@bench.command("services")
+@click.option("--target", "names", multiple=True,
+              help="a Dynamo target (repeatable; default: dynamo, dynamo-indexer@1, dynamo-indexer, dynamo-selection@1, "
+                   "dynamo-selection)")
+@click.option("--streams", type=int, default=20, show_default=True, help="generated streams, each on a fresh tree")
+@json_option
+def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) -> None:
+    """Events/s and queries/s each Dynamo door sustains, deterministic and concurrent, beside the binding in one run.
+
+    CPU per call counts this process (every thread) and the standalone indexer's own process; ratios
+    to the binding are by CPU.
+    """
+    from ..stateful_tests.explore import bench_services as bench_room
+
+    rows, missing = bench_room.bench_services(names or bench_room.DEFAULT_TARGETS, streams)
+    for name, why in missing.items():
+        click.echo(f"bench services: {name} left out: {why}")
+    if not rows:
+        click.echo("bench services: no target available", err=True)
+        sys.exit(EXIT_USAGE)
+    out.print_table(bench_room.HEADERS, bench_room.table(rows), numeric=(2, 3, 4, 6, 7, 8))
+    if json_path:
+        out.write_json(json_path, "bench-services", {"streams": streams, "rows": [r.to_json() for r in rows],
+                                                     "missing": missing})
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("crowd")
+@click.option("--ranks", "sizes", type=int, multiple=True,
+              help="crowd sizes (repeatable; default: 100, 1,000 and 10,000 ranks on one prefix)")
+@click.option("--tree", "names", type=click.Choice(["reference", "impl", "dynamo"]), multiple=True,
+              help="trees to measure (repeatable; default: all three)")
+@click.option("--repeats", type=click.IntRange(1), default=3, show_default=True,
+              help="runs of the whole workload, interleaved (the median of each figure is reported)")
+@json_option
+def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, json_path: str | None) -> None:
+    """Per-op cost of a store and of a removal when many ranks share one prefix, and its growth, beside Dynamo.
+
+    Ratios and exponents are by CPU time (this process); wall time is shown beside it.
+    """
+    from ..stateful_tests.tree import crowd
+
+    if any(n < 2 for n in sizes) or len(set(sizes)) == 1:
+        raise click.BadParameter("give at least two different sizes, each at least 2", param_hint="--ranks")
+    report = crowd.run_crowd(tuple(sorted(set(sizes))) or crowd.SIZES, names, repeats)
+    for name, why in report.missing.items():
+        click.echo(f"bench crowd: {name} left out: {why}")
+    click.echo(f"workload: n workers each store the same {crowd.PREFIX_BLOCKS}-block prefix (one node, n holders), "
+               f"then each is removed; per op = the phase's time / n; the median of {repeats} runs")
+    out.print_table(crowd.HEADERS, report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
+    for line in report.goal_lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-crowd", report.to_json())
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("ttd")
+@click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
+              help="the gate profile the broken changes are checked under")
+@click.option("--order", "orders", type=click.Choice(["declared", "cheapest"]), multiple=True,
+              help="the row orders to time (repeatable; default both)")
+@json_option
+def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> None:
+    """Time to detection: how long the gate takes, stopping at its first failing row, to report each of its own broken
+    changes (the gate's controls), rows as declared and cheapest first (``check --fail-fast``); median and p90."""
+    from ..gate.ttd import ORDERS, detect, distinct_controls, healthy_seconds, summary
+
+    chosen = orders or ORDERS
+    seconds = healthy_seconds(profile) if "cheapest" in chosen else {}
+    if seconds:
+        click.echo(f"bench ttd: the healthy embedded implementation's {len(seconds)} rows took {sum(seconds.values()):.1f} s")
+    detections = []
+    for control in distinct_controls():
+        for order in chosen:  # one line per broken change as it is done: a long run shows its progress
+            d = detect(control, profile, order, seconds)
+            detections.append(d)
+            click.echo(f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
+                       f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}")
+    for order in chosen:
+        click.echo(f"bench ttd: profile={profile} {summary(detections, order)}")
+    if json_path:
+        out.write_json(json_path, "bench-ttd", {"profile": profile, "detections": [d.to_json() for d in detections]})
+    sys.exit(EXIT_FAIL if any(d.first_failing is None for d in detections) else EXIT_PASS)
+
+
+@bench.command("memory")
+@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
+              help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")
+@click.option("--requests", type=int, default=12031, show_default=True, help="requests served (the Mooncake trace has 12,031 in its hour)")
+@seed_option()
+@click.option("--workers", type=int, default=8, show_default=True, help="workers in the fleet (one or two dp ranks each)")
+@click.option("--capacity", type=int, default=10**9, show_default=True, help="blocks per rank before LRU eviction (default: none)")
+@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+              help="a Mooncake-format trace (default: the project's copy if present, else synthetic chat traffic)")
+@click.option("--synthetic", is_flag=True, help="use synthetic chat traffic even when the trace is present")
+@click.option("--trees", default=None, help="comma-separated subset of: reference, impl (1 lane), impl (3 lanes), pool x4, dynamo")
+@json_option
+def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
+                 trees: str | None, json_path: str | None) -> None:
+    """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process.
+
+    With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
+    """
+    if family == "sequences":
+        from ..stateful_tests.sequences.memory import HEADERS as TRACKER_HEADERS
+        from ..stateful_tests.sequences.memory import run_tracker_memory_bench
+
+        tracked = run_tracker_memory_bench(requests, seed, workers)
+        click.echo(tracked.headline())
+        out.print_table(TRACKER_HEADERS, tracked.table_rows(), numeric=(1, 2, 3))
+        if json_path:
+            out.write_json(json_path, "bench-memory-sequences", tracked.to_json())
+        sys.exit(EXIT_PASS)
+    from ..stateful_tests.tree.memory import HEADERS, TREES, run_memory_bench
+    from ..stateful_tests.tree.traffic import MOONCAKE_TRACE
+
+    names = tuple(TREES) if trees is None else tuple(t.strip() for t in trees.split(",") if t.strip())
+    unknown = [n for n in names if n not in TREES]
+    if unknown:
+        raise click.BadParameter(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param_hint="--trees")
+    chosen = None if synthetic else Path(trace) if trace else MOONCAKE_TRACE
+    result = run_memory_bench(requests, seed, workers, capacity, chosen, names)
+    click.echo(result.headline())
+    out.print_table(HEADERS, result.table_rows(), numeric=(1, 2, 3))
+    for line in result.ratio_lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-memory", result.to_json())
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("explore")
+@click.option("--schedules", type=int, default=3000, show_default=True, help="schedules of the toy program per strategy")
+@click.option("--histories", type=int, default=200, show_default=True, help="50-call histories for the checker")
+@seed_option()
+@json_option
+def bench_explore(schedules: int, histories: int, seed: int, json_path: str | None) -> None:
+    """Schedules per second (3 threads x 10 yield points, one core) and milliseconds per 50-call linearizability check."""
+    from dataclasses import asdict
+
+    from ..stateful_tests.explore.bench import HEADERS, run_bench_explore, table_rows
+
+    result = run_bench_explore(schedules, histories, seed)
+    out.print_table(HEADERS, table_rows(result), numeric=(1, 2))
+    for line in result.lines():
+        click.echo(line)
+    if json_path:
+        out.write_json(json_path, "bench-explore", asdict(result))
+    sys.exit(EXIT_PASS)
+
+
+@bench.command("roundtrip")
+@click.option("--backends", default="numpy,torch,cuda,cupy", show_default=True, help="comma-separated subset of numpy,torch,cuda,cupy")
+@click.option("--repeats", type=int, default=41, show_default=True, help="timed repeats per operation (median reported)")
+@click.option("--warmup", type=int, default=3, show_default=True, help="untimed runs of each operation first")
+@click.option("--row-bytes", type=int, default=1024, show_default=True, help="bytes per ring row")
+@click.option("--stored-layers", type=int, default=40, show_default=True, help="stored SWA rings of the bench layout (each R = 134 rows)")
+@click.option("--dropped-layers", type=int, default=20, show_default=True, help="dropped rings of the bench layout")
+@click.option("--torch-threads", type=int, default=1, show_default=True,
+              help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)")
+@json_option
+def bench_roundtrip(backends: str, repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
+                    torch_threads: int, json_path: str | None) -> None:
+    """select/load GB/s of the state round trip against a plain copy of the same bytes, per backend."""
+    from ..stateful_tests.deepinfer.bench import HEADERS, run_bench_roundtrip, table_rows
+
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    try:
+        result = run_bench_roundtrip(names, repeats, warmup, row_bytes, stored_layers, dropped_layers, torch_threads)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--backends") from None
+    click.echo(f"$ {result.command}")
+    out.print_table(HEADERS, table_rows(result.rows), numeric=(2, 3, 4, 5))
+    click.echo("machine: " + ", ".join(f"{k}={v}" for k, v in result.machine.items()))
+    if json_path:
+        out.write_json(json_path, "bench-roundtrip", result.to_json())
+    sys.exit(EXIT_PASS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -24,6 +25,20 @@ class WorkflowGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         rank = {name: i for i, name in enumerate(WORKFLOW)}
         return sorted(self.commands, key=lambda name: (rank.get(name, len(rank)), name))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a room's refusal (``harness.errors``) becomes a usage error or an environment problem, exit 2."""
+        from ..stateful_tests.harness.errors import CampaignInputError, Unavailable
+        from .options import EnvironmentProblem
+
+        try:
+            return super().invoke(ctx)
+        except CampaignInputError as exc:
+            if exc.param:
+                raise click.BadParameter(str(exc), param_hint=exc.param) from None
+            raise click.UsageError(str(exc)) from None
+        except Unavailable as exc:
+            raise EnvironmentProblem(str(exc)) from None
 
 
 NETNS_COMMANDS = frozenset({"check", "conform", "vectors", "trace", "replay", "explain", "bench"})

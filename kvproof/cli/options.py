@@ -8,7 +8,16 @@ from typing import Any
 
 import click
 
+from ..report import EXIT_USAGE
+
 DEFAULT_TARGET = "impl"
+
+
+class EnvironmentProblem(click.ClickException):
+    """This machine lacks what the command needs (an extra, Chromium, Dynamo, a checkout): exit 2, never 1, which
+    the README keeps for a failed check."""
+
+    exit_code = EXIT_USAGE
 
 
 class TargetType(click.ParamType):

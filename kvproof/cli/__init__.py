@@ -8,7 +8,7 @@ option decorators, ``finish``) in ``options``; the group and the entry point in 
 
 from __future__ import annotations
 
-from . import bench, check, conform, deepinfer, docs, explore, fuzz, mutate, prove, releases, stress, trace  # noqa: F401
+from . import bench, check, conform, deepinfer, docs, explore, fuzz, mutate, prove, releases, replay, stress, trace  # noqa: F401
 from .app import entry, main
 from .options import TARGET, TargetType
 

@@ -19,26 +19,42 @@ WORKFLOW = ("check", "vectors", "conform", "replay", "explain", "explore", "stre
 DeepInfer, mutation testing, the benchmarks and the site."""
 
 
+def _refusals_as_exit_2(ctx: click.Context, invoke: Any) -> Any:
+    """Run ``invoke(ctx)``; a room's refusal (``harness.errors``) becomes a usage error or an environment problem
+    (exit 2, with the message), raised in the command's own context so the usage line is the command's."""
+    from ..stateful_tests.harness.errors import CampaignInputError, Unavailable
+    from .options import EnvironmentProblem, InputProblem
+
+    try:
+        return invoke(ctx)
+    except CampaignInputError as exc:
+        if exc.param:
+            raise click.BadParameter(str(exc), ctx=ctx, param_hint=exc.param) from None
+        raise InputProblem(str(exc)) from None
+    except Unavailable as exc:
+        raise EnvironmentProblem(str(exc)) from None
+
+
+class KvproofCommand(click.Command):
+    """A command whose room's refusals exit 2 with their message (``_refusals_as_exit_2``)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return _refusals_as_exit_2(ctx, super().invoke)
+
+
 class WorkflowGroup(click.Group):
-    """A click group that lists its commands in ``WORKFLOW`` order (any not named there last, by name)."""
+    """A click group that lists its commands in ``WORKFLOW`` order (any not named there last, by name); its commands
+    and subgroups map a room's refusals to exit 2 (``KvproofCommand``)."""
+
+    command_class = KvproofCommand
+    group_class = type  # a subgroup is a WorkflowGroup too
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         rank = {name: i for i, name in enumerate(WORKFLOW)}
         return sorted(self.commands, key=lambda name: (rank.get(name, len(rank)), name))
 
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; a room's refusal (``harness.errors``) becomes a usage error or an environment problem, exit 2."""
-        from ..stateful_tests.harness.errors import CampaignInputError, Unavailable
-        from .options import EnvironmentProblem
-
-        try:
-            return super().invoke(ctx)
-        except CampaignInputError as exc:
-            if exc.param:
-                raise click.BadParameter(str(exc), param_hint=exc.param) from None
-            raise click.UsageError(str(exc)) from None
-        except Unavailable as exc:
-            raise EnvironmentProblem(str(exc)) from None
+        return _refusals_as_exit_2(ctx, super().invoke)
 
 
 NETNS_COMMANDS = frozenset({"check", "conform", "vectors", "trace", "replay", "explain", "bench"})

@@ -1,4 +1,4 @@
-"""`kvproof conform tree|dynamo|selection|slot-tracker`, `kvproof explain` and the router-log `kvproof replay`."""
+"""`kvproof conform tree|dynamo|selection|slot-tracker` and `kvproof explain`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import click
 from .. import report as out
 from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from .app import main
-from .explore import _replay_schedule
 from .options import (
     TARGET,
     _sequence_model,
@@ -190,7 +189,7 @@ conform.add_command(click.Command(
 def explain(log_file: str | None, target: Any, rules: str | None, streams: int, seed: int, examples: int) -> None:
     """Search the rule variants (one switched, then two) for one under which the subject agrees exactly.
 
-    With LOG_FILE, explains that counterexample (a log as `kvproof replay` reads); without,
+    With LOG_FILE, explains that counterexample (a log as `kvproof replay log` reads); without,
     runs a conformance run against the reference under the detected rule set and explains
     its shrunk counterexamples. The last line is `explain: <verdict>`: "behaves like the spec
     with <variant> (<upstream reference>)" or "no variant explains it: likely a bug".
@@ -240,100 +239,6 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
     result = run_explain(target.factory, cases, base, reference)
     click.echo(result.report())
     sys.exit(EXIT_PASS if not result.evidence or result.explained_by else EXIT_FAIL)
-
-
-@main.command()
-@click.argument("log_file", metavar="LOG_FILE|TOKEN|SCHEDULE.json")
-@click.option("--target", type=TARGET, default=None,
-              help="the subject to replay the log through (default: only the reference and the contract)")
-@click.option("--oracle", type=TARGET, default="reference", show_default=True, help="the tree whose answers are taken as right")
-@rules_option()
-@strict_option
-@strict_shape_option
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="write the shrunk reproduction here as a log (default: next to LOG_FILE, .min.jsonl)")
-@json_option
-def replay(log_file: str, target: Any, oracle: Any, rules: str | None, strict: bool, strict_shape: bool,
-           out_path: str | None, json_path: str | None) -> None:
-    """Replay a log of router events, or a schedule (a token or a schedule file) of the interleaving explorer.
-
-    A log (RouterEvent JSON lines) goes through the contract and two trees side by side: the
-    lines the contract refuses, then the first difference of each kind with its log line, and
-    the worst one shrunk (same kind) written as a log replayable with this command. The last
-    line is `replay: events=E queries=Q differences=D failing=F`.
-
-    A schedule token (SCENARIO/TARGET/STRATEGY/DECISIONS, as `kvproof explore` prints it) or a
-    schedule file (.json) runs that exact interleaving again under the controlled scheduler and
-    prints its history and what it showed; `--target` runs it on another subject instead.
-    """
-    from ..stateful_tests.explore.token import looks_like_token
-    from ..stateful_tests.harness.isolation import TargetFailure
-    from ..stateful_tests.tree.target_failures import finding
-
-    if looks_like_token(log_file) or log_file.endswith(".json"):
-        _replay_schedule(log_file, target)
-        return
-    if not Path(log_file).is_file():
-        raise click.BadParameter(f"{log_file!r} is neither a file nor a schedule token", param_hint="LOG_FILE")
-    from ..stateful_tests.harness.targets import load_target, resolve_rules
-    from ..stateful_tests.tree.log import LogError, judging_options, ops_to_lines, read_log
-    from ..stateful_tests.tree.replay import replay_log
-
-    subject = target or load_target("reference")
-    if subject.name == oracle.name and target is not None:
-        raise click.BadParameter(f"the subject and the oracle are both {subject.name!r}", param_hint="--oracle")
-    rule_set, note = resolve_rules(subject.name, oracle.name, override=rules)
-    subject_t, oracle_t = _under(subject, rule_set), _under(oracle, rule_set)
-    subject_f, oracle_f = subject_t.factory, oracle_t.factory
-    try:
-        log = read_log(Path(log_file))
-    except LogError as exc:
-        click.echo(f"replay: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
-    click.echo(f"replay: {note}")
-    from ..stateful_tests.harness.targets import capabilities
-    from ..stateful_tests.tree.streams import RemoveWorkerDpRankOp
-
-    if any(isinstance(op, RemoveWorkerDpRankOp) for op in log.ops):
-        lacking = [t.name for t, f in ((subject_t, subject_f), (oracle_t, oracle_f)) if not capabilities(f).rank_removal]
-        if lacking:
-            click.echo(f"replay: the log calls remove_worker_dp_rank, which {', '.join(lacking)} does not have", err=True)
-            sys.exit(EXIT_USAGE)
-    try:
-        result = replay_log(log, subject_f, oracle_f, subject.name, oracle.name, rule_set, log_file,
-                            strict, strict_shape)
-    except TargetFailure as failure:  # the subject's (or the oracle's) process crashed, ran out of memory or hung
-        failed = subject_t if failure.target == subject.name else oracle_t
-        assert failed.factory is not None
-        found = finding(failed.name, failed.factory, failure)
-        click.echo(found.report())
-        click.echo(f"  replay: {found.replay}")
-        click.echo(f"replay: events={len(log.ops)} failing=1 (the target's process: {failure.kind})")
-        sys.exit(EXIT_FAIL)
-    click.echo(result.report())
-    if result.failing is not None:
-        target_path = Path(out_path) if out_path else Path(log_file).with_suffix(".min.jsonl")
-        try:
-            target_path.write_text("".join(line + "\n" for line in ops_to_lines(result.shrunk, result.shrunk_queries)))
-        except OSError as exc:
-            click.echo(f"replay: cannot write the shrunk log to {target_path}: {exc}", err=True)
-        else:
-            extra = judging_options(rules, strict, strict_shape)
-            click.echo(f"wrote {target_path}\n  replay: kvproof replay {target_path} --target {subject.name} "
-                       f"--oracle {oracle.name}{extra}")
-    if json_path:
-        out.write_json(json_path, "replay", {
-            "log": log_file, "subject": subject.name, "oracle": oracle.name, "rules": rule_set.name,
-            "events": result.events, "queries": result.queries, "refused_lines": result.refused_lines,
-            "differences": [{"kind": d.kind, "known": d.known, "line": result.line_of(d), "detail": d.detail}
-                            for d in result.differences],
-            "failing": result.failing.kind if result.failing else None,
-            "shrunk": ops_to_lines(result.shrunk, result.shrunk_queries)})
-    failing = 1 if result.failing is not None else 0
-    click.echo(f"replay: events={result.events} queries={result.queries} differences={len(result.differences)} "
-               f"failing={failing}")
-    sys.exit(EXIT_FAIL if failing else EXIT_PASS)
-
 
 
 @conform.command("selection")

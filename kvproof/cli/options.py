@@ -20,6 +20,12 @@ class EnvironmentProblem(click.ClickException):
     exit_code = EXIT_USAGE
 
 
+class InputProblem(click.ClickException):
+    """An input the command cannot use (a file that does not read, a token that does not parse): exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
 class TargetType(click.ParamType):
     """A tree target by name (``kvproof.stateful_tests.harness.targets``), loaded and checked to be available."""
 

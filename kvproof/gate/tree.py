@@ -138,7 +138,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
 
     With ``record``, the failing run's calls are written as a log of Dynamo events
     (``kvproof-failures/contract-<target>-seed<seed>.jsonl``) and the row prints them with the
-    ``kvproof replay`` command, instead of Hypothesis draws.
+    ``kvproof replay log`` command, instead of Hypothesis draws.
     """
     from pathlib import Path
 
@@ -158,7 +158,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
         path = Path("kvproof-failures") / f"{file_safe(f'contract-{ctx.target_name}-seed{ctx.seed}')}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in recording.last.lines))
-        row.replay = f"kvproof replay {path} --target {ctx.target_name}{_judging(ctx)}"
+        row.replay = f"kvproof replay log {path} --target {ctx.target_name}{_judging(ctx)}"
         lines = recording.last.lines
         events = "\n".join(f"    {line}" for line in lines[:12]) + (f"\n    ... {len(lines) - 12} more lines in the file"
                                                                    if len(lines) > 12 else "")

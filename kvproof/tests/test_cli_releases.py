@@ -43,21 +43,21 @@ def test_replay_finds_the_difference_at_its_line_and_writes_a_shrunk_log(kvproof
                             "--oracle", "reference", "--streams", "20", "--failures", "out")
     assert conformed.code == EXIT_FAIL and "[contract]" in conformed.out
     log = sorted(Path("out").glob("*.jsonl"))[0]
-    ran = kvproof_cli("replay", str(log), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
+    ran = kvproof_cli("replay", "log", str(log), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
     assert ran.code == EXIT_FAIL and "FAIL [contract] at line" in ran.out
     assert ran.last.startswith("replay: events=") and ran.last.endswith("failing=1")
     shrunk = log.with_suffix(".min.jsonl")
     assert shrunk.exists()
-    again = kvproof_cli("replay", str(shrunk), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
+    again = kvproof_cli("replay", "log", str(shrunk), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
     assert again.code == EXIT_FAIL and "FAIL [contract]" in again.out
-    clean = kvproof_cli("replay", str(shrunk))  # the reference against itself under the contract
+    clean = kvproof_cli("replay", "log", str(shrunk))  # the reference against itself under the contract
     assert clean.code == EXIT_PASS and clean.last.endswith("failing=0")
 
 
 def test_replay_refuses_a_bad_log_with_the_line(kvproof_cli, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"remove_worker": 1}\nnot json\n')
-    ran = kvproof_cli("replay", str(bad))
+    ran = kvproof_cli("replay", "log", str(bad))
     assert ran.code == EXIT_USAGE and "line 2: not JSON" in ran.out
 
 

@@ -14,7 +14,7 @@ A stream *fails* when it shows a difference that is not early-exit (unless
 none fails its worst tolerated one, is shrunk by ``shrink`` to a minimal list of operations
 that still shows a difference **of the same kind** (dropping chunks, single operations,
 hashes of removals and blocks at the ends of stores), and ``ConformMismatch.report`` prints it as
-Dynamo events with the command that replays it (``kvproof replay``) and the command that
+Dynamo events with the command that replays it (``kvproof replay log``) and the command that
 regenerates the stream. ``kvproof conform tree`` is the command-line front end.
 """
 
@@ -135,7 +135,7 @@ class ConformMismatch:
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
-            lines.append(f"  replay the events: kvproof replay {log_path} --target {subject} --oracle {oracle}{extra}")
+            lines.append(f"  replay the events: kvproof replay log {log_path} --target {subject} --oracle {oracle}{extra}")
         lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
         return "\n".join(lines)
 
@@ -511,7 +511,7 @@ def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[
 
     Returns ``(operations, queries, reproduces)``: when ``reproduces``, replaying the
     operations and asking the queries at the end shows a difference of the same kind
-    (``kvproof replay`` does exactly that). When the difference cannot be shown that way
+    (``kvproof replay log`` does exactly that). When the difference cannot be shown that way
     (it needed a query asked mid-stream whose answer later changed), the operations come
     back unshrunk and ``reproduces`` is False: the report says so.
     """
@@ -762,7 +762,7 @@ def conform_sharded(task: ConformTask, shard: Shard = WHOLE, processes: int = 1,
 
 def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[FilePath]:
     """Write, per failing stream and for the first tolerated one: the events (``.jsonl``,
-    replayable with ``kvproof replay``), a JSON summary, and a ready pytest regression test."""
+    replayable with ``kvproof replay log``), a JSON summary, and a ready pytest regression test."""
     from .log import write_regression
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -772,7 +772,7 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
         stem = m.file_stem(report.oracle, report.subject)
         log = folder / f"{stem}.jsonl"
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        body = m.to_json() | {"replay": f"kvproof replay {log} --target {report.subject} --oracle {report.oracle}{extra}",
+        body = m.to_json() | {"replay": f"kvproof replay log {log} --target {report.subject} --oracle {report.oracle}{extra}",
                               "regenerate": m.replay_command(report.subject, report.oracle) + extra, "rules": report.rules}
         summary = folder / f"{stem}.json"
         summary.write_text(json.dumps(body, indent=1))
@@ -781,3 +781,14 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
                          report.strict, report.strict_shape)
         written += [log, summary, test]
     return written
+
+
+def with_rules(target: targets.Target, rule_set: RuleSet) -> targets.Target:
+    """``target`` with its factory: the plain ``reference`` re-made under ``rule_set`` (it follows the rule set it is
+    given), any other as it is; one without a factory here is refused (exit 2 in the command)."""
+    from ..harness.errors import CampaignInputError
+
+    chosen = targets.load_target(target.name, rule_set) if target.name == "reference" else target
+    if chosen.factory is None:
+        raise CampaignInputError(f"{target.name} is unavailable: {chosen.reason}")
+    return chosen

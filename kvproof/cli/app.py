@@ -21,8 +21,10 @@ DeepInfer, mutation testing, the benchmarks and the site."""
 
 def _refusals_as_exit_2(ctx: click.Context, invoke: Any) -> Any:
     """Run ``invoke(ctx)``; a room's refusal (``harness.errors``) becomes a usage error or an environment problem
-    (exit 2, with the message), raised in the command's own context so the usage line is the command's."""
+    (exit 2, with the message), raised in the command's own context so the usage line is the command's; a campaign
+    whose shard died is a failed run (exit 1)."""
     from ..stateful_tests.harness.errors import CampaignInputError, Unavailable
+    from ..stateful_tests.harness.shards import ShardError
     from .options import EnvironmentProblem, InputProblem
 
     try:
@@ -33,6 +35,8 @@ def _refusals_as_exit_2(ctx: click.Context, invoke: Any) -> Any:
         raise InputProblem(str(exc)) from None
     except Unavailable as exc:
         raise EnvironmentProblem(str(exc)) from None
+    except ShardError as exc:  # a shard's process died: the run failed (exit 1), and says which shard to rerun
+        raise click.ClickException(str(exc)) from None
 
 
 class KvproofCommand(click.Command):

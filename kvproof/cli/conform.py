@@ -10,12 +10,11 @@ from typing import Any
 import click
 
 from .. import report as out
-from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Progress, finish
 from .app import main
 from .options import (
     TARGET,
     _sequence_model,
-    _under,
     json_option,
     rules_option,
     seed_option,
@@ -28,7 +27,15 @@ from .options import (
 # ----------------------------------------------------------------------------- conform
 
 
-@main.group()
+@main.group(epilog="""
+\b
+Examples:
+  kvproof conform tree --streams 200 --seed 1                  (impl against the installed Dynamo)
+  kvproof conform tree --target reference@dynamo-1.4 --oracle reference --rules dynamo-1.6
+  kvproof conform tree --concurrent --target dynamo-indexer@4
+  kvproof conform slot-tracker --scenarios 20
+  kvproof conform selection --model impl
+""")
 def conform() -> None:
     """Differential conformance: a subject against an oracle, every outcome and score compared."""
 
@@ -64,102 +71,16 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
     with --strict-shape). Known findings pass as known unless --strict. The last line is
     `conform: streams=N events=E queries=Q mismatches=M tolerated=T (<count per kind> known=...)`.
     """
-    from ..stateful_tests.harness.targets import capabilities, resolve_rules
-    from ..stateful_tests.tree.conformance import conform as run_conform
-    from ..stateful_tests.tree.conformance import write_failure_files
-    from ..stateful_tests.tree.streams import StreamProfile
+    from ..stateful_tests.tree.conformance import ConformOptions, run_conform_tree
 
     if concurrent:
-        _conform_concurrent(target, streams, seed, stream, rules, json_path)
-    if target.name == oracle.name:
-        raise click.BadParameter(f"the subject and the oracle are both {target.name!r}: a tree always agrees with itself",
-                                 param_hint="--oracle")
-    rule_set, note = resolve_rules(target.name, oracle.name, override=rules)
-    subject_t, oracle_t = _under(target, rule_set), _under(oracle, rule_set)
-    subject_f, oracle_f = subject_t.factory, oracle_t.factory
-    click.echo(f"conform tree: {note}")
-    caps = {t.name: capabilities(f) for t, f in ((subject_t, subject_f), (oracle_t, oracle_f))}
-    if dp_ranks is None:
-        plain = [name for name, c in caps.items() if not c.dp_ranks]
-        dp_ranks = 1 if plain else 2
-        if plain:
-            click.echo(f"conform tree: {', '.join(plain)} keys scores by plain worker id: streams use dp rank 0 only")
-    for name, c in caps.items():
-        if not c.dump:
-            click.echo(f"conform tree: {name} has no dump_tree_as_events: dumps are not compared")
+        from ..stateful_tests.explore.production import run_concurrent
 
-    from ..stateful_tests.tree.log import judging_options
-
-    extra = judging_options(rules, strict, strict_shape)
-
-    def on_mismatch(m: Any) -> None:
-        from ..stateful_tests.harness.targets import dynamo_component
-        from ..stateful_tests.tree.verdicts import ORACLE_CONTRACT, named_finding
-
-        click.echo(m.report(target.name, oracle.name, str(Path(failures_dir) / f"{m.file_stem(oracle.name, target.name)}.jsonl"),
-                            extra))
-        named = named_finding(dynamo_component(oracle.name if m.kind == ORACLE_CONTRACT else target.name), m.detail)
-        if named:
-            click.echo(f"  {named}")
-
-    profile = StreamProfile(events=events, rank_removal=rank_removal, max_dp_ranks=dp_ranks)
-    if stream is None and (processes > 1 or executor != "local"):
-        from ..stateful_tests.harness.shards import ShardError
-        from ..stateful_tests.tree.conformance import ConformTask, conform_sharded
-
-        task = ConformTask(target.name, oracle.name, rule_set.name, streams, seed, profile, strict, strict_shape)
-        click.echo(f"conform tree: shard {shard} of {streams} streams in {processes} parts ({executor})")
-        try:
-            result = conform_sharded(task, shard, processes, executor)
-        except ShardError as exc:
-            raise click.ClickException(str(exc)) from None
-        for m in result.mismatches + result.tolerated[:1]:
-            on_mismatch(m)
-    else:
-        result = run_conform(subject_f, oracle_f, streams, seed, profile,
-                             only_stream=stream,
-                             subject_name=target.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
-                             on_progress=out.Progress("conform tree", "streams"), strict=strict, strict_shape=strict_shape,
-                             rules=rule_set.name, shard=shard)
-    if result.mismatches or result.tolerated:
-        for path in write_failure_files(result, Path(failures_dir)):
-            click.echo(f"wrote {path}")
-    click.echo(f"seconds={result.seconds:.1f} seed={seed} subject={target.name} oracle={oracle.name} rules={rule_set.name}")
-    for line in result.left_out.lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "conform-tree", result.to_json())
-    click.echo(result.summary_line())
-    sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
-
-
-def _conform_concurrent(target: Any, streams: int, seed: int, stream: int | None, rules: str | None,
-                        json_path: str | None) -> None:
-    """``conform tree --concurrent``: production mode (stateful_tests/explore/production.py)."""
-    from ..stateful_tests.explore.production import feed, feeds_concurrently
-    from ..stateful_tests.harness.targets import production_factory, resolve_rules
-
-    factory = production_factory(target.name)
-    probe = factory() if factory is not None else None
-    takes_many = probe is not None and feeds_concurrently(probe)
-    if probe is not None:
-        from ..stateful_tests.harness.targets import dispose
-
-        dispose(probe)
-    if not takes_many:
-        raise click.UsageError(f"--concurrent needs a target that takes events of several ranks at once (send_many); "
-                               f"{target.name} does not")
-    rule_set, note = resolve_rules(target.name, override=rules)
-    click.echo(f"conform tree --concurrent: {note}")
-    assert factory is not None
-    report = feed(factory, target.name, rule_set, streams, seed, stream, on_failure=click.echo)
-    click.echo(f"seconds={report.seconds:.1f} seed={seed} subject={target.name} rules={rule_set.name}")
-    for line in report.left_out.lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "conform-concurrent", report.to_json())
-    click.echo(report.summary_line())
-    sys.exit(EXIT_PASS if report.ok else EXIT_FAIL)
+        finish(run_concurrent(target.name, streams, seed, stream, rules, say=click.echo), json_path)
+    options = ConformOptions(streams, seed, stream, events, rank_removal, dp_ranks, rules, strict, strict_shape, failures_dir,
+                             shard, processes, executor)
+    report = run_conform_tree(target, oracle, options, say=click.echo, progress=Progress("conform tree", "streams"))
+    finish(report, json_path)
 
 
 def _conform_dynamo(**options: Any) -> None:

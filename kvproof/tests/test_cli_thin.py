@@ -17,7 +17,6 @@ COMMAND_DECORATORS = {"command", "group"}
 NOT_YET_THIN: set[str] = {
     "bench:bench_trees",
     "bench:bench_shards",
-    "conform:conform_tree",
     "conform:explain",
     "conform:conform_slot_tracker",
     "deepinfer:roundtrip",

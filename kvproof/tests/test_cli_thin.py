@@ -20,7 +20,6 @@ NOT_YET_THIN: set[str] = {
     "conform:explain",
     "conform:conform_slot_tracker",
     "deepinfer:roundtrip",
-    "fuzz:fuzz",
     "mutate:mutate",
     "releases:releases",
     "stress:stress_tree",

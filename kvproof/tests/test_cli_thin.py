@@ -22,8 +22,6 @@ NOT_YET_THIN: set[str] = {
     "deepinfer:roundtrip",
     "mutate:mutate",
     "releases:releases",
-    "stress:stress_tree",
-    "stress:soak",
     "trace:trace",
 }
 

@@ -24,7 +24,7 @@ def _refusals_as_exit_2(ctx: click.Context, invoke: Any) -> Any:
     (exit 2, with the message), raised in the command's own context so the usage line is the command's; a campaign
     whose shard died is a failed run (exit 1)."""
     from ..stateful_tests.harness.errors import CampaignInputError, Unavailable
-    from ..stateful_tests.harness.shards import ShardError
+    from ..stateful_tests.harness.shards import ShardError, SuiteRunError
     from .options import EnvironmentProblem, InputProblem
 
     try:
@@ -35,7 +35,7 @@ def _refusals_as_exit_2(ctx: click.Context, invoke: Any) -> Any:
         raise InputProblem(str(exc)) from None
     except Unavailable as exc:
         raise EnvironmentProblem(str(exc)) from None
-    except ShardError as exc:  # a shard's process died: the run failed (exit 1), and says which shard to rerun
+    except (ShardError, SuiteRunError) as exc:  # a shard's process died, pytest did not run: the run failed (exit 1)
         raise click.ClickException(str(exc)) from None
 
 

@@ -2,41 +2,46 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
 from .. import report as out
-from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
+from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, finish
 from .app import main
 from .options import (
     json_option,
     seed_option,
+    trace_option,
 )
 
 # ----------------------------------------------------------------------------- bench
 
 
-@main.group()
+@main.group(epilog="""
+\b
+Examples:
+  kvproof bench trees --requests 300
+  kvproof bench trees --trace ../shared/data/mooncake/conversation_trace.jsonl
+  kvproof bench shards --processes 2 --suite stateful_tests/tree/tests
+  kvproof bench roundtrip --backend numpy --backend torch
+  kvproof bench crowd --ranks 100 --ranks 1000
+""")
 def bench() -> None:
     """Throughput side by side in one run, as ratios (a benchmark, never a test)."""
 
 
 @bench.command("trees")
-@click.argument("trace", required=False, type=click.Path(dir_okay=False))
-@click.option("--requests", type=int, default=None, help="the trace's first N requests (default: all)")
-@click.option("--workers", type=int, default=8, show_default=True, help="workers of the router simulation")
-@click.option("--capacity", type=int, default=2000, show_default=True, help="blocks per worker before LRU eviction")
+@trace_option()
+@click.option("--requests", type=click.IntRange(1), default=None, help="the trace's first N requests (default: all)")
+@click.option("--workers", type=click.IntRange(1), default=8, show_default=True, help="workers of the router simulation")
+@click.option("--capacity", type=click.IntRange(1), default=2000, show_default=True, help="blocks per worker before LRU eviction")
 @click.option("--streams", type=int, default=60, show_default=True, help="generated streams of the synthetic row (0: none)")
 @click.option("--no-trace", is_flag=True, help="only the synthetic workload")
 @click.option("--no-memory", is_flag=True, help="skip bytes per cached block (the child-process builds)")
 @seed_option()
-@click.option("--repeats", type=int, default=3, show_default=True, help="runs per tree (median reported)")
+@click.option("--repeats", type=click.IntRange(1), default=3, show_default=True, help="runs per tree (median reported)")
 @json_option
 def bench_trees(trace: str | None, requests: int | None, workers: int, capacity: int, streams: int, no_trace: bool,
                 no_memory: bool, seed: int, repeats: int, json_path: str | None) -> None:
@@ -45,40 +50,15 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
     CPU time is this process's (every thread, the binding's and the pool's included); the ratios
     to the binding lead by CPU, since wall ratios swing on a shared machine.
 
-    The representative workload leads: TRACE (default: the project's Mooncake conversation trace)
-    through the router simulation. The synthetic streams follow as a labelled regression row.
+    The representative workload leads: the Mooncake trace (the shipped 1,000-request slice, or the
+    file --trace names) through the router simulation. The synthetic streams follow as a labelled
+    regression row.
     """
-    from ..stateful_tests.tree.bench import BenchReport, run_bench
-    from ..stateful_tests.tree.traffic import default_trace
+    from ..stateful_tests.tree.bench import run_bench_trees
+    from ..stateful_tests.tree.traffic import SHIPPED_TRACE
 
-    for name, value in (("--workers", workers), ("--capacity", capacity), ("--repeats", repeats)):
-        if value < 1:
-            raise click.BadParameter(f"must be at least 1, got {value}", param_hint=name)
-    if requests is not None and requests < 1:
-        raise click.BadParameter(f"must be at least 1, got {requests}", param_hint="--requests")
-    path = None if no_trace else Path(trace) if trace else default_trace()
-    if path is not None and not path.is_file():
-        raise click.BadParameter(f"no such trace file: {path}", param_hint="TRACE")
-    try:
-        reports = run_bench(path, requests, workers, capacity, streams, seed, repeats, memory=not no_memory)
-    except ValueError as exc:  # a trace that does not read (traffic.TraceFormatError)
-        raise click.ClickException(str(exc)) from None
-    for number, report in enumerate(reports, 1):
-        kind = "the representative one" if report.label == "trace" else "a regression row, not traffic"
-        click.echo(f"workload {number} ({report.label}; {kind}): {report.detail}; median of {report.repeats} runs")
-        out.print_table(BenchReport.HEADERS, report.table_rows(), numeric=(1, 2, 3, 4, 5))
-        for line in report.ratio_lines():
-            click.echo(line)
-        if report.decode_line():
-            click.echo(report.decode_line())
-        if report.label == "trace":
-            met = report.goals_met()
-            click.echo("goal (<= 1.5x the binding's bytes/block, for reference and impl): "
-                       + ("no binding to compare with" if met is None else "met" if met else "NOT met"))
-        click.echo("")
-    if json_path:
-        out.write_json(json_path, "bench-trees", {"workloads": [r.to_json() for r in reports]})
-    sys.exit(EXIT_PASS)
+    path = None if no_trace else Path(trace) if trace else SHIPPED_TRACE
+    finish(run_bench_trees(path, requests, workers, capacity, streams, seed, repeats, memory=not no_memory), json_path)
 
 
 @bench.command("shards")
@@ -87,10 +67,10 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
 @click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="the parallel run in a local process pool or as Ray tasks")
-@click.option("--suite", "suite_paths", default="stateful_tests/tree/tests", show_default=True,
-              help="test folders (space-separated, in the checkout) run by pytest alone and by pytest-xdist; '' for none")
+@click.option("--suite", "suite", multiple=True, default=("stateful_tests/tree/tests",), show_default=True, metavar="FOLDER",
+              help="a test folder of the checkout run by pytest alone and by pytest-xdist (repeatable; '' for none)")
 @json_option
-def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite_paths: str, json_path: str | None) -> None:
+def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite: tuple[str, ...], json_path: str | None) -> None:
     """The campaigns run whole in one process, then split over --processes, in one run: wall seconds and the speed-up.
 
     Conformance (the concurrent tree against the reference, --streams streams) and fuzz (--inputs cases over
@@ -98,49 +78,10 @@ def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite
     Then part of the test suite (--suite), by pytest in one process and over --processes pytest-xdist
     workers: the same tests must pass, skip and fail.
     """
-    from ..stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
-    from ..stateful_tests.harness.shards import WHOLE, SuiteRunError, run_suite
-    from ..stateful_tests.tree.conformance import ConformTask, conform_sharded
+    from ..campaigns import run_bench_shards
 
-    conform_task = ConformTask("impl", "reference", "dynamo-1.6", streams, 1)
-    fuzz_task = FuzzTask(inputs, 1, ("reference", "impl"), None)
-    campaigns: list[tuple[str, Callable[[int], Any], Callable[[Any], Any]]] = [
-        ("conform tree", lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
-         lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches))),
-        ("fuzz", lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
-         lambda r: (r.inputs, r.outcomes, r.known, len(r.problems))),
-    ]
-    root = Path(__file__).resolve().parents[2]
-    folders = suite_paths.split()
-    if folders:
-        missing = [f for f in folders if not (root / f).is_dir()]
-        if missing:
-            raise click.BadParameter(f"{', '.join(missing)} is not a test folder of the checkout at {root}",
-                                     param_hint="--suite")
-        campaigns.append((f"pytest {' '.join(folders)}", lambda p: run_suite(root, folders, p), lambda r: r.counts))
-    rows, body, same = [], [], True
-    for name, run, counts in campaigns:
-        timed = []
-        for p in (1, processes):
-            started = time.perf_counter()
-            try:
-                result = run(p)
-            except SuiteRunError as exc:
-                raise click.ClickException(str(exc)) from None
-            timed.append((time.perf_counter() - started, counts(result)))
-        (one, a), (many, b) = timed
-        same &= a == b
-        rows.append((name, f"{one:.1f}", f"{many:.1f}", f"{one / many:.2f}x", "yes" if a == b else "NO"))
-        body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b,
-                     "serial_counts": repr(a), "parallel_counts": repr(b)})
-        if a != b:
-            click.echo(f"{name}: counts differ: 1 process {a!r}, {processes} processes {b!r}")
-    click.echo(f"machine: {os.cpu_count()} cores; parallel: {processes} processes ({executor}; the suite: pytest-xdist)")
-    out.print_table(("campaign", "1 process (s)", f"{processes} processes (s)", "speed-up", "same counts"), rows,
-                    numeric=(1, 2, 3))
-    if json_path:
-        out.write_json(json_path, "bench-shards", {"processes": processes, "executor": executor, "rows": body})
-    sys.exit(EXIT_PASS if same else EXIT_FAIL)
+    folders = tuple(f for f in suite if f.strip())
+    finish(run_bench_shards(streams, inputs, processes, executor, folders, say=click.echo), json_path)
 
 
 @bench.command("services")
@@ -296,7 +237,8 @@ def bench_explore(schedules: int, histories: int, seed: int, json_path: str | No
 
 
 @bench.command("roundtrip")
-@click.option("--backends", default="numpy,torch,cuda,cupy", show_default=True, help="comma-separated subset of numpy,torch,cuda,cupy")
+@click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch", "cuda", "cupy"]),
+              help="an array backend to measure (repeatable); default: numpy, torch, cuda and cupy")
 @click.option("--repeats", type=int, default=41, show_default=True, help="timed repeats per operation (median reported)")
 @click.option("--warmup", type=int, default=3, show_default=True, help="untimed runs of each operation first")
 @click.option("--row-bytes", type=int, default=1024, show_default=True, help="bytes per ring row")
@@ -305,16 +247,16 @@ def bench_explore(schedules: int, histories: int, seed: int, json_path: str | No
 @click.option("--torch-threads", type=int, default=1, show_default=True,
               help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)")
 @json_option
-def bench_roundtrip(backends: str, repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
+def bench_roundtrip(backends: tuple[str, ...], repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
                     torch_threads: int, json_path: str | None) -> None:
     """select/load GB/s of the state round trip against a plain copy of the same bytes, per backend."""
     from ..stateful_tests.deepinfer.bench import HEADERS, run_bench_roundtrip, table_rows
 
-    names = [b.strip() for b in backends.split(",") if b.strip()]
+    names = list(backends or ("numpy", "torch", "cuda", "cupy"))
     try:
         result = run_bench_roundtrip(names, repeats, warmup, row_bytes, stored_layers, dropped_layers, torch_threads)
     except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--backends") from None
+        raise click.BadParameter(str(exc), param_hint="--backend") from None
     click.echo(f"$ {result.command}")
     out.print_table(HEADERS, table_rows(result.rows), numeric=(2, 3, 4, 5))
     click.echo("machine: " + ", ".join(f"{k}={v}" for k, v in result.machine.items()))

@@ -19,6 +19,7 @@ from .options import (
     strict_option,
     strict_shape_option,
     target_option,
+    trace_option,
 )
 
 # ----------------------------------------------------------------------------- check
@@ -49,9 +50,11 @@ Examples:
 @click.option("--fail-fast", is_flag=True,
               help="stop at the first failing row, running the rows cheapest first by what each took here last time "
                    "(.kvproof-cache/gate-seconds.json); the rows not reached are listed as not run")
+@trace_option("the Mooncake trace the traffic row replays (its first requests, by profile: quick 150, ci 1,000, deep "
+              "12,031); default: the full trace beside the checkout (../shared/data/mooncake), else the shipped slice")
 def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int | None, only: str | None,
           json_path: str | None, junit_path: str | None, allow_skip: bool, rules: str | None, strict: bool,
-          strict_shape: bool, shard: Any, processes: int, executor: str, fail_fast: bool) -> None:
+          strict_shape: bool, shard: Any, processes: int, executor: str, fail_fast: bool, trace: str | None) -> None:
     """Run the gate: every check against one target, one row per check.
 
     Against Dynamo the reference follows the rule set of the installed release (printed at the
@@ -60,7 +63,8 @@ def check(target: Any, profile: str | None, families: tuple[str, ...], seed: int
     """
     from ..gate.run import CheckPlan, run_check
 
-    options = CheckPlan(profile, families, seed, only, rules, strict, strict_shape, shard, processes, executor, fail_fast)
+    options = CheckPlan(profile, families, seed, only, rules, strict, strict_shape, shard, processes, executor, fail_fast,
+                        trace)
     finish(run_check(target, options, say=click.echo), json_path, junit_path, allow_skip)
 
 

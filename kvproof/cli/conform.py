@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .. import report as out
 from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Progress, finish
 from .app import main
 from .options import (
     TARGET,
-    _sequence_model,
     json_option,
+    model_option,
     rules_option,
     seed_option,
     shard_options,
@@ -168,9 +166,9 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
 @click.option("--scenario", type=int, default=None, help="replay only scenario K of the run")
 @click.option("--trace", "trace_requests", type=int, default=None, metavar="REQUESTS",
               help="also replay the tracker calls a router makes on this many requests of the shipped Mooncake slice")
-@click.option("--model", default="reference", show_default=True, help="the model compared: reference, impl, spec, or module:Class")
+@model_option("reference", "the model compared: reference, impl, spec, a broken twin's name, or module.path:Class")
 @json_option
-def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, model: str,
+def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, model: Any,
                       json_path: str | None) -> None:
     """A sequence tracker against the Rust ActiveSequences inside Dynamo's selection service (in process).
 
@@ -178,33 +176,9 @@ def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_req
     load and potential load compared exactly. Ends with `conform selection: scenarios=N ...
     mismatches=M`; what the service's surface cannot carry is listed as left out.
     """
-    from ..gate.sequences import trace_calls
-    from ..stateful_tests.sequences.selection_oracle import conform_selection as run_conform
-    from ..stateful_tests.sequences.selection_oracle import conform_selection_trace, unavailable
+    from ..campaigns import run_conform_selection
 
-    reason = unavailable()
-    if reason:
-        click.echo(f"kvproof: the selection service is unavailable: {reason}", err=True)
-        sys.exit(EXIT_USAGE)
-    factory = _sequence_model(model)
-    report = run_conform(scenarios, seed, scenario, on_mismatch=lambda m: click.echo(m.report(seed, scenarios)),
-                         model_factory=factory)
-    reports = [report]
-    if trace_requests:
-        trace = conform_selection_trace(trace_calls(trace_requests), factory)
-        for m in trace.mismatches:
-            click.echo(m.report(seed, scenarios, trace=True))
-        click.echo(f"trace: {trace.summary_line()}")
-        reports.append(trace)
-    for r in reports[1:]:
-        report.left_out.merge(r.left_out)
-    for line in report.left_out.lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "conform-selection", {"scenarios": report.to_json(),
-                                                        "trace": reports[1].to_json() if len(reports) > 1 else None})
-    click.echo(report.summary_line())
-    sys.exit(EXIT_FAIL if any(r.mismatches for r in reports) else EXIT_PASS)
+    finish(run_conform_selection(scenarios, seed, scenario, trace_requests, model.factory, say=click.echo), json_path)
 
 
 @conform.command("slot-tracker")
@@ -214,13 +188,13 @@ def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_req
 @click.option("--jitter-ms", type=int, default=25, show_default=True,
               help="pacing unit (ms): operations are 2-6 units apart; the time windows themselves are measured")
 @click.option("--parallel", type=int, default=8, show_default=True, help="scenarios run at once, each on its own model name")
-@click.option("--model", default="reference", show_default=True, help="the model compared: reference, impl, spec, or module:Class")
+@model_option("reference", "the model compared: reference, impl, spec, a broken twin's name, or module.path:Class")
 @json_option
 @click.option("--log", "log_path", default=None, help="append the slot tracker's own log to this file")
 @click.option("--netns", is_flag=True,
               help="run the whole conformance run (tracker and clients) in a private network namespace "
                    "(unshare --net --map-root-user); the tracker otherwise listens on all interfaces")
-def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter_ms: int, parallel: int, model: str,
+def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter_ms: int, parallel: int, model: Any,
                          json_path: str | None, log_path: str | None, netns: bool) -> None:
     """The sequence trackers against the real `python -m dynamo.slot_tracker` (HTTP routes and replica sync).
 
@@ -230,59 +204,15 @@ def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter
     binds 0.0.0.0; with --netns the run is re-executed inside a private network namespace.
     """
     from ..stateful_tests.harness import process_guard
-    from ..stateful_tests.sequences.oracle import OracleStartError, SlotTrackerProcess, oracle_unavailable
-    from ..stateful_tests.sequences.oracle import conform_slot_tracker as run_conform
+    from ..stateful_tests.sequences.oracle import run_conform_slot_tracker
 
-    reason = oracle_unavailable()
-    if reason:
-        click.echo(f"kvproof: the slot-tracker oracle is unavailable: {reason}", err=True)
-        sys.exit(EXIT_USAGE)
-    factory = _sequence_model(model)
     if netns and not process_guard.in_private_netns():
-        why = process_guard.netns_unavailable()
-        if why:
-            click.echo(f"kvproof: --netns: cannot make a private network namespace: {why}", err=True)
-            sys.exit(EXIT_USAGE)
         args = ["conform", "slot-tracker", "--scenarios", str(scenarios), "--seed", str(seed), "--jitter-ms", str(jitter_ms),
-                "--parallel", str(parallel), "--model", model, "--netns"]
+                "--parallel", str(parallel), "--model", model.name, "--netns"]
         args += ["--scenario", str(scenario)] if scenario is not None else []
         args += ["--json", str(Path(json_path).resolve())] if json_path else []
         args += ["--log", str(Path(log_path).resolve())] if log_path else []
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.environ[process_guard.NETNS_ENV] = "1"
-        argv = [*process_guard.netns_prefix(), sys.executable, "-m", "kvproof", *args]
-        os.execvp(argv[0], argv)  # the same pid, inside the namespace; does not return
-
-    oracle = SlotTrackerProcess(log_path)
-    click.echo(oracle.release.banner())
-    try:
-        oracle.start()
-    except OracleStartError as exc:
-        click.echo(f"FAIL: the slot tracker of ai-dynamo-runtime {oracle.release.version} could not be driven: {exc}")
-        click.echo("conform: scenarios=0 reads=0 mismatches=0 (not run)")
-        sys.exit(EXIT_FAIL)
-    try:
-        if process_guard.in_private_netns():
-            click.echo("network: the tracker runs in a private network namespace (--netns)")
-        else:
-            notice = oracle.bind_notice()
-            if notice:
-                click.echo(notice)
-
-        def on_mismatch(m: Any) -> None:
-            click.echo(m.report(seed, scenarios))
-
-        result = run_conform(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=scenario, on_mismatch=on_mismatch,
-                             model_factory=lambda: factory(), oracle=oracle,
-                             on_progress=out.Progress("conform slot-tracker", "scenarios"))
-    finally:
-        oracle.close()
-    for line in result.unexpressible:
-        click.echo(f"cut short: {line}")
-    click.echo(f"seconds={result.seconds:.1f} seed={seed} model={model} jitter_ms={jitter_ms} "
-               f"ops={result.ops} writes={result.writes} modeled_adds={result.modeled_adds} release={result.release}")
-    if json_path:
-        out.write_json(json_path, "conform-slot-tracker", result.to_json())
-    click.echo(result.summary_line())
-    sys.exit(EXIT_FAIL if result.mismatches else EXIT_PASS)
+        process_guard.rerun_in_private_netns(args)  # the same pid, inside the namespace; does not return
+    report = run_conform_slot_tracker(scenarios, seed, scenario, jitter_ms, parallel, model.name, model.factory, log_path,
+                                      say=click.echo, progress=Progress("conform slot-tracker", "scenarios"))
+    finish(report, json_path)

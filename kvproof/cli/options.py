@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -127,13 +127,48 @@ strict_shape_option = click.option("--strict-shape", is_flag=True,
 
 
 
-def _sequence_model(value: str) -> Callable[..., Any]:
-    from ..stateful_tests.harness.targets import import_factory
-    from ..stateful_tests.sequences.model import TARGETS
+class NamedTracker(NamedTuple):
+    """A slot tracker as the commands take it: the name it was given by and its factory."""
 
-    if value in TARGETS:
-        return TARGETS[value]
-    factory, reason = import_factory(value)
-    if factory is None:
-        raise click.BadParameter(f"{reason}; use {', '.join(TARGETS)} or module.path:Class", param_hint="--model")
-    return factory
+    name: str
+    factory: Callable[..., Any]
+
+
+class TrackerType(click.ParamType):
+    """A slot tracker by name: ``spec``, ``reference``, ``impl``, a broken twin of ``stateful_tests/sequences/mutants.py``
+    by its class name (``NoSpillover``), or ``module.path:Class``; converted to a ``NamedTracker``."""
+
+    name = "TRACKER"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, NamedTracker):
+            return value
+        from ..stateful_tests.harness.targets import import_factory
+        from ..stateful_tests.sequences.model import TARGETS
+        from ..stateful_tests.sequences.mutants import FAULT_MUTANTS, MUTANTS
+
+        twins = {m.__name__: m for m in (*MUTANTS, *FAULT_MUTANTS)}
+        if value in TARGETS:
+            return NamedTracker(value, TARGETS[value])
+        if value in twins:
+            return NamedTracker(value, twins[value])
+        factory, reason = import_factory(value)
+        if factory is None:
+            self.fail(f"{reason}; use {', '.join(TARGETS)}, a broken twin ({', '.join(sorted(twins)[:3])}, ...) "
+                      "or module.path:Class", param, ctx)
+        return NamedTracker(value, factory)
+
+
+TRACKER = TrackerType()
+
+
+def model_option(default: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--model TRACKER``: the slot tracker a sequence campaign runs (``TrackerType``)."""
+    return click.option("--model", type=TRACKER, default=default, show_default=True, help=help_text)
+
+
+def trace_option(help_text: str = "a Mooncake-format trace (default: the 1,000-request slice shipped with kvproof; the "
+                                  "full conversation trace only when named, e.g. ../shared/data/mooncake/conversation_trace.jsonl)"
+                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--trace PATH``: the one spelling of a Mooncake trace, for every command that replays one."""
+    return click.option("--trace", "trace", type=click.Path(dir_okay=False), default=None, metavar="PATH", help=help_text)

@@ -10,8 +10,8 @@ import click
 from ..report import EXIT_FAIL, EXIT_PASS, finish
 from .app import main
 from .options import (
-    _sequence_model,
     json_option,
+    model_option,
     seed_option,
     shard_options,
 )
@@ -58,15 +58,15 @@ def stress_tree(ops: int, seed: int, mode: str, writers: int, readers: int, chec
 @click.option("--ops", type=int, default=400, show_default=True, help="operations per thread and round")
 @seed_option(1, "the first round's seed; round k uses seed + k")
 @click.option("--rounds", type=int, default=1, show_default=True, help="rounds, each on a fresh tracker")
-@click.option("--model", default="impl", show_default=True, help="the tracker stressed: impl, or module:Class")
-def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str) -> None:
+@model_option("impl", "the tracker stressed: impl, a broken twin's name, or module.path:Class")
+def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: Any) -> None:
     """The concurrent slot tracker under racing adds, marks and frees; audited at quiescence.
 
     The last line is `stress sequences: rounds=R ops=N problems=P`.
     """
     from ..stateful_tests.sequences.stress import stress as run_stress
 
-    factory = _sequence_model(model)
+    factory = model.factory
     total_ops, problems = 0, 0
     for k in range(rounds):
         result = run_stress(factory, threads=threads, ops=ops, seed=seed + k)
@@ -76,7 +76,7 @@ def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: str)
         for p in result.problems[:5]:
             click.echo(f"  problem: {p}")
     if problems:
-        click.echo(f"replay: kvproof stress sequences --threads {threads} --ops {ops} --seed {seed} --rounds {rounds} --model {model}")
+        click.echo(f"replay: kvproof stress sequences --threads {threads} --ops {ops} --seed {seed} --rounds {rounds} --model {model.name}")
     click.echo(f"stress sequences: rounds={rounds} ops={total_ops} problems={problems}")
     sys.exit(EXIT_FAIL if problems else EXIT_PASS)
 

@@ -35,6 +35,7 @@ class CheckPlan:
     processes: int | None
     executor: str
     fail_fast: bool
+    trace: str | None = None
 
 
 @dataclass
@@ -124,7 +125,8 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
         factory = load_target("reference", rule_set_named(options.rules)).factory
     wanted = FAMILIES if "all" in options.families else options.families or None
     o = options
-    ctx, selection = plan(target.name, factory, chosen, o.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.shard)
+    ctx, selection = plan(target.name, factory, chosen, o.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.shard,
+                          o.trace)
     say(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}"
         + ("" if o.shard.whole else f" shard={o.shard} ({len(selection.checks)} rows)"))
     say(f"kvproof check: {ctx.rules_note}")
@@ -136,7 +138,7 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
     processes = o.processes or int(os.environ.get("KVPROOF_PROCESSES") or 0) or os.cpu_count() or 1
     seconds = recorded_seconds(target.name, chosen.name)
     progress = _progress_printer(selection, seconds, processes, started, say)
-    task = GateTask(target.name, chosen.name, ctx.seed, o.only, wanted, o.rules, o.strict, o.strict_shape)
+    task = GateTask(target.name, chosen.name, ctx.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.trace)
     report = _run_rows(task, ctx, selection, o, processes, seconds, progress, say)
     if o.executor == "local":
         record_seconds(report)

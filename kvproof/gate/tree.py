@@ -464,6 +464,8 @@ TRACE_WORKERS, TRACE_CAPACITY = 8, 500
 
 
 def _trace(ctx: Context, row: Row) -> None:
+    from pathlib import Path
+
     from ..stateful_tests.tree.router import RouterPlan
     from ..stateful_tests.tree.trace_check import check_trace
     from ..stateful_tests.tree.traffic import default_trace, mooncake_requests
@@ -471,7 +473,7 @@ def _trace(ctx: Context, row: Row) -> None:
     oracle_name, oracle, why = conformance_oracle(ctx)
     if oracle is None:
         raise Skip(why)
-    path, limit = default_trace(), ctx.profile.tree.trace_requests
+    path, limit = (Path(ctx.trace) if ctx.trace else default_trace()), ctx.profile.tree.trace_requests
     subject = ctx.target_name if ctx.target_name != oracle_name else f"{ctx.target_name} (target)"
     report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(workers=TRACE_WORKERS, capacity=TRACE_CAPACITY), {subject: ctx.factory, oracle_name: oracle},
                          {}, oracle=oracle_name)
@@ -481,7 +483,7 @@ def _trace(ctx: Context, row: Row) -> None:
     if verdict.tolerated:
         row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
     if not verdict.ok:
-        row.replay = (f"kvproof trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
+        row.replay = (f"kvproof trace --trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
                       f"--requests {limit} --trees {ctx.target_name},{oracle_name} --oracle {oracle_name} --trackers ''")
         raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
                      f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")

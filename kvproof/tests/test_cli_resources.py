@@ -90,7 +90,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
 
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "trees", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
+    ran = kvproof_cli("bench", "trees", "--trace", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
                       "--json", str(out))
     assert ran.code == EXIT_PASS, ran.out
     first, second = ran.out.split("\n\n")[:2]
@@ -113,7 +113,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
 
 
 def test_bench_trees_refuses_a_missing_trace_and_bad_counts(kvproof_cli):
-    assert kvproof_cli("bench", "trees", "/nonexistent/trace.jsonl").code == EXIT_USAGE
+    assert kvproof_cli("bench", "trees", "--trace", "/nonexistent/trace.jsonl").code == EXIT_USAGE
     assert kvproof_cli("bench", "trees", "--workers", "0").code == EXIT_USAGE
     assert kvproof_cli("bench", "trees", "--requests", "0").code == EXIT_USAGE
 

@@ -253,7 +253,7 @@ def run_bench_roundtrip(
     for name in names:
         rows += _bench_backend(name, row_bytes, stored, dropped, repeats, warmup)
     command = (
-        f"kvproof bench roundtrip --backends {','.join(names)} --repeats {repeats} --warmup {warmup} "
+        "kvproof bench roundtrip" + "".join(f" --backend {name}" for name in names) + f" --repeats {repeats} --warmup {warmup} "
         f"--row-bytes {row_bytes} --stored-layers {stored} --dropped-layers {dropped} --torch-threads {threads}"
     )
     return RoundTripBench(command, machine(), rows)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Progress, finish
+from ..report import Progress, finish
 from .app import main
 from .options import (
     TARGET,
@@ -113,51 +112,9 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
     its shrunk counterexamples. The last line is `explain: <verdict>`: "behaves like the spec
     with <variant> (<upstream reference>)" or "no variant explains it: likely a bug".
     """
-    from ..stateful_tests.harness.targets import load_target, resolve_rules
-    from ..stateful_tests.tree.conformance import conform as run_conform
-    from ..stateful_tests.tree.explain import Counterexample
-    from ..stateful_tests.tree.explain import explain as run_explain
-    from ..stateful_tests.tree.log import LogError, read_log
-    from ..stateful_tests.tree.replay import queries_of
+    from ..stateful_tests.tree.explain import explain_command
 
-    if target.name == "reference" and rules is None:
-        raise click.BadParameter("the reference follows the rule set it is given; explain another tree", param_hint="--target")
-    base, note = resolve_rules(target.name, override=rules)
-    click.echo(f"explain: {note}")
-
-    def reference(rule_set: Any) -> Any:
-        return load_target("reference", rule_set).factory
-
-    cases: list[Any] = []
-    if log_file:
-        try:
-            log = read_log(Path(log_file))
-        except LogError as exc:
-            click.echo(f"explain: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
-        after, final = queries_of(log)
-        cases.append(Counterexample(log_file, log.ops, final, after))
-    else:
-        from ..stateful_tests.harness.targets import capabilities
-        from ..stateful_tests.tree.streams import DEFAULT_PROFILE, StreamProfile
-
-        profile = DEFAULT_PROFILE if capabilities(target.factory).dp_ranks else StreamProfile(max_dp_ranks=1)
-        report = run_conform(target.factory, reference(base), streams, seed, profile, subject_name=target.name,
-                             oracle_name="reference", max_reported=examples, shrunk_tolerated=examples, strict_shape=True,
-                             rules=base.name)
-        click.echo(report.summary_line())
-        for m in (report.mismatches + report.tolerated)[:examples]:
-            if m.is_shrunk:
-                cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
-            else:
-                click.echo(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
-                           f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})")
-        if report.mismatches and not cases:
-            click.echo("explain: the run differs, but no counterexample could be shrunk to explain; nothing was explained")
-            sys.exit(EXIT_FAIL)
-    result = run_explain(target.factory, cases, base, reference)
-    click.echo(result.report())
-    sys.exit(EXIT_PASS if not result.evidence or result.explained_by else EXIT_FAIL)
+    finish(explain_command(log_file, target, rules, streams, seed, examples, say=click.echo))
 
 
 @conform.command("selection")

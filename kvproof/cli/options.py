@@ -13,17 +13,23 @@ from ..report import EXIT_USAGE
 DEFAULT_TARGET = "impl"
 
 
-class EnvironmentProblem(click.ClickException):
+class InputProblem(click.ClickException):
+    """An input the command cannot use (a file that does not read, a token that does not parse): exit 2, the message
+    on stderr as the room wrote it (it names the command and the line)."""
+
+    exit_code = EXIT_USAGE
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+class EnvironmentProblem(InputProblem):
     """This machine lacks what the command needs (an extra, Chromium, Dynamo, a checkout): exit 2, never 1, which
     the README keeps for a failed check."""
 
-    exit_code = EXIT_USAGE
-
-
-class InputProblem(click.ClickException):
-    """An input the command cannot use (a file that does not read, a token that does not parse): exit 2."""
-
-    exit_code = EXIT_USAGE
+    def show(self, file: Any = None) -> None:
+        message = self.format_message()
+        click.echo(message if message.startswith("kvproof") else f"kvproof: {message}", err=True)
 
 
 class TargetType(click.ParamType):

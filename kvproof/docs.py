@@ -21,7 +21,7 @@ PROOFS_HEADERS = ("Property", "Spec function", "Method", "Bounds", "Result", "Ne
 README_HEAD = """# proofs/
 
 Proofs, for all inputs in the stated bounds rather than sampled ones, of the laws `spec/`
-states. **This file is generated** by `kvproof prove --write-readme` from the same table
+states. **This file is generated** by `kvproof docs --write` from the same table
 `kvproof prove` prints; `test_proofs.py` fails if it drifts.
 
 - **Z3** proofs are about the spec's own kernels (`spec/arith.py`): the functions the
@@ -85,7 +85,7 @@ def proofs_readme(rows: list) -> str:
     return README_HEAD + markdown_table(PROOFS_HEADERS, proofs_readme_cells(rows)) + "\n" + README_TAIL
 
 
-GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `python -m kvproof.docs`; a test fails on drift -->"
+GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `kvproof docs --write`; a test fails on drift -->"
 GATE_END = "<!-- /gate-rows -->"
 GATE_HEADERS = ("Family", "Layer", "Row", "What it checks", "Fails on (its control)")
 

@@ -101,6 +101,6 @@ def main() -> None:
     """kvproof: the executable specification and verification suite for a KV-cache-aware router's state.
 
     Run `kvproof check` for the gate on the embedded implementation, or point it at your own tree
-    with `--target module.path:Factory`. Exit codes: 0 pass, 1 fail, 2 usage error or unavailable
-    target, 3 something was skipped (without --allow-skip).
+    with `--target module.path:Factory`. Exit codes: 0 pass, 1 fail, 2 usage error or an environment
+    problem (a missing extra, no Chromium, no Dynamo), 3 something was skipped (without --allow-skip).
     """

@@ -180,10 +180,12 @@ def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> N
 @click.option("--trace", type=click.Path(dir_okay=False), default=None,
               help="a Mooncake-format trace (default: the project's copy if present, else synthetic chat traffic)")
 @click.option("--synthetic", is_flag=True, help="use synthetic chat traffic even when the trace is present")
-@click.option("--trees", default=None, help="comma-separated subset of: reference, impl (1 lane), impl (3 lanes), pool x4, dynamo")
+@click.option("--tree", "trees", multiple=True, metavar="NAME",
+              help="a tree to measure (repeatable): reference, 'impl (1 lane)', 'impl (3 lanes)', 'pool x4' or dynamo; "
+                   "default: all five")
 @json_option
 def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
-                 trees: str | None, json_path: str | None) -> None:
+                 trees: tuple[str, ...], json_path: str | None) -> None:
     """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process.
 
     With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
@@ -201,10 +203,10 @@ def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: 
     from ..stateful_tests.tree.memory import HEADERS, TREES, run_memory_bench
     from ..stateful_tests.tree.traffic import MOONCAKE_TRACE
 
-    names = tuple(TREES) if trees is None else tuple(t.strip() for t in trees.split(",") if t.strip())
+    names = trees or tuple(TREES)
     unknown = [n for n in names if n not in TREES]
     if unknown:
-        raise click.BadParameter(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param_hint="--trees")
+        raise click.BadParameter(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param_hint="--tree")
     chosen = None if synthetic else Path(trace) if trace else MOONCAKE_TRACE
     result = run_memory_bench(requests, seed, workers, capacity, chosen, names)
     click.echo(result.headline())

@@ -484,7 +484,7 @@ def _trace(ctx: Context, row: Row) -> None:
         row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
     if not verdict.ok:
         row.replay = (f"kvproof trace --trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
-                      f"--requests {limit} --trees {ctx.target_name},{oracle_name} --oracle {oracle_name} --trackers ''")
+                      f"--requests {limit} --tree {ctx.target_name} --tree {oracle_name} --oracle {oracle_name} --no-trackers")
         raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
                      f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")
 

@@ -10,7 +10,7 @@ SHORT_SOAK = ("--epochs", "6", "--epoch-s", "30", "--capacity", "50", "--untrace
 def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
     """A smoke run of the benchmark's code path (synthetic traffic, two trees); nothing about size is asserted."""
     out = tmp_path / "memory.json"
-    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--trees", "reference,dynamo", "--json", str(out))
+    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--tree", "reference", "--tree", "dynamo", "--json", str(out))
     body = json.loads(out.read_text())
     assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory/1"
     assert ran.out.startswith("workload: synthetic chat traffic, 120 requests")
@@ -22,7 +22,7 @@ def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
 
 
 def test_bench_memory_refuses_an_unknown_tree(kvproof_cli):
-    assert kvproof_cli("bench", "memory", "--trees", "nosuch").code == EXIT_USAGE
+    assert kvproof_cli("bench", "memory", "--tree", "nosuch").code == EXIT_USAGE
 
 
 def test_soak_prints_a_line_per_epoch_and_exits_1_on_a_leaking_twin(tmp_path, kvproof_cli):

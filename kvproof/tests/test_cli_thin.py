@@ -76,3 +76,21 @@ def test_negative_control_a_31_line_body_is_caught(lines, caught):
 def test_a_plain_helper_is_not_a_command():
     source = "def helper():\n" + "\n".join(f"    x{i} = {i}" for i in range(40)) + "\n"
     assert command_bodies(source, "control") == {}
+
+
+def test_help_lists_the_commands_in_workflow_order(kvproof_cli):
+    from kvproof.cli import main
+    from kvproof.cli.app import WORKFLOW
+
+    assert set(main.commands) == set(WORKFLOW), "add a new command to WORKFLOW in kvproof/cli/app.py"
+    ran = kvproof_cli("--help")
+    listed = [line.split()[0] for line in ran.out.split("Commands:")[1].splitlines() if line.startswith("  ") and line.split()]
+    assert listed == list(WORKFLOW) and listed[0] == "check"
+
+
+def test_every_group_shows_examples(kvproof_cli):
+    """Each command group (and the front-door commands) shows a few invocations in its help."""
+    for args in (("conform",), ("replay",), ("stress",), ("bench",), ("check",), ("explore",), ("fuzz",), ("trace",),
+                 ("releases",), ("docs",)):
+        ran = kvproof_cli(*args, "--help")
+        assert ran.code == 0 and "Examples:" in ran.out and f"kvproof {args[0]} " in ran.out.split("Examples:")[1], args

@@ -98,7 +98,7 @@ class MutatePlan:
     gate_sample: int | None
 
 
-def _checked(plan: MutatePlan) -> tuple[list[Any], Any, Any]:
+def _checked(plan: MutatePlan) -> tuple[Any, Any, Any]:
     """The plan's targets, reviewed equivalents and the earlier report to rejudge, each refused when it cannot be used."""
     from .driver import mutmut_unavailable
     from .equivalents import EquivalentsError, load_equivalents

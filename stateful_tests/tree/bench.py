@@ -345,8 +345,9 @@ class TreeBenchRun:
             table(BenchReport.HEADERS, report.table_rows(), numeric=(1, 2, 3, 4, 5))
             for line in report.ratio_lines():
                 say(line)
-            if report.decode_line():
-                say(report.decode_line())
+            decode = report.decode_line()
+            if decode:
+                say(decode)
             if report.label == "trace":
                 met = report.goals_met()
                 say("goal (<= 1.5x the binding's bytes/block, for reference and impl): "

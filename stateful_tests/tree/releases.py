@@ -373,8 +373,11 @@ def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, ti
     profile_name = profile or "quick"
     command = ("kvproof releases" + "".join(f" --version {v}" for v in versions) + (f" --profile {profile}" if profile else "")
                + "".join(f" --component {c}" for c in components))
-    results = survey(chosen, cache.resolve(), profile_name, timeout, lambda r: [say(line) for line in release_line(r)],
-                     components or None)
+    def said(result: ReleaseResult) -> None:
+        for line in release_line(result):
+            say(line)
+
+    results = survey(chosen, cache.resolve(), profile_name, timeout, said, components or None)
     report = ReleaseSurvey(profile_name, results)
     if markdown_path:
         report.wrote = str(write_between_markers(Path(markdown_path), markdown(results, command)))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from .. import report as out
-from ..report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE, finish
+from ..report import finish
 from .app import main
 from .options import (
     json_option,
@@ -96,19 +94,9 @@ def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) 
     CPU per call counts this process (every thread) and the standalone indexer's own process; ratios
     to the binding are by CPU.
     """
-    from ..stateful_tests.explore import bench_services as bench_room
+    from ..stateful_tests.explore.bench_services import run_bench_services
 
-    rows, missing = bench_room.bench_services(names or bench_room.DEFAULT_TARGETS, streams)
-    for name, why in missing.items():
-        click.echo(f"bench services: {name} left out: {why}")
-    if not rows:
-        click.echo("bench services: no target available", err=True)
-        sys.exit(EXIT_USAGE)
-    out.print_table(bench_room.HEADERS, bench_room.table(rows), numeric=(2, 3, 4, 6, 7, 8))
-    if json_path:
-        out.write_json(json_path, "bench-services", {"streams": streams, "rows": [r.to_json() for r in rows],
-                                                     "missing": missing})
-    sys.exit(EXIT_PASS)
+    finish(run_bench_services(names, streams, say=click.echo), json_path)
 
 
 @bench.command("crowd")
@@ -124,21 +112,9 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, js
 
     Ratios and exponents are by CPU time (this process); wall time is shown beside it.
     """
-    from ..stateful_tests.tree import crowd
+    from ..stateful_tests.tree.crowd import run_crowd_command
 
-    if any(n < 2 for n in sizes) or len(set(sizes)) == 1:
-        raise click.BadParameter("give at least two different sizes, each at least 2", param_hint="--ranks")
-    report = crowd.run_crowd(tuple(sorted(set(sizes))) or crowd.SIZES, names, repeats)
-    for name, why in report.missing.items():
-        click.echo(f"bench crowd: {name} left out: {why}")
-    click.echo(f"workload: n workers each store the same {crowd.PREFIX_BLOCKS}-block prefix (one node, n holders), "
-               f"then each is removed; per op = the phase's time / n; the median of {repeats} runs")
-    out.print_table(crowd.HEADERS, report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
-    for line in report.goal_lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "bench-crowd", report.to_json())
-    sys.exit(EXIT_PASS)
+    finish(run_crowd_command(sizes, names, repeats, say=click.echo), json_path)
 
 
 @bench.command("ttd")
@@ -150,24 +126,9 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, js
 def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> None:
     """Time to detection: how long the gate takes, stopping at its first failing row, to report each of its own broken
     changes (the gate's controls), rows as declared and cheapest first (``check --fail-fast``); median and p90."""
-    from ..gate.ttd import ORDERS, detect, distinct_controls, healthy_seconds, summary
+    from ..gate.ttd import run_ttd_bench
 
-    chosen = orders or ORDERS
-    seconds = healthy_seconds(profile) if "cheapest" in chosen else {}
-    if seconds:
-        click.echo(f"bench ttd: the healthy embedded implementation's {len(seconds)} rows took {sum(seconds.values()):.1f} s")
-    detections = []
-    for control in distinct_controls():
-        for order in chosen:  # one line per broken change as it is done: a long run shows its progress
-            d = detect(control, profile, order, seconds)
-            detections.append(d)
-            click.echo(f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
-                       f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}")
-    for order in chosen:
-        click.echo(f"bench ttd: profile={profile} {summary(detections, order)}")
-    if json_path:
-        out.write_json(json_path, "bench-ttd", {"profile": profile, "detections": [d.to_json() for d in detections]})
-    sys.exit(EXIT_FAIL if any(d.first_failing is None for d in detections) else EXIT_PASS)
+    finish(run_ttd_bench(profile, orders, say=click.echo), json_path)
 
 
 @bench.command("memory")
@@ -191,31 +152,12 @@ def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: 
     With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
     """
     if family == "sequences":
-        from ..stateful_tests.sequences.memory import HEADERS as TRACKER_HEADERS
         from ..stateful_tests.sequences.memory import run_tracker_memory_bench
 
-        tracked = run_tracker_memory_bench(requests, seed, workers)
-        click.echo(tracked.headline())
-        out.print_table(TRACKER_HEADERS, tracked.table_rows(), numeric=(1, 2, 3))
-        if json_path:
-            out.write_json(json_path, "bench-memory-sequences", tracked.to_json())
-        sys.exit(EXIT_PASS)
-    from ..stateful_tests.tree.memory import HEADERS, TREES, run_memory_bench
-    from ..stateful_tests.tree.traffic import MOONCAKE_TRACE
+        finish(run_tracker_memory_bench(requests, seed, workers), json_path)
+    from ..stateful_tests.tree.memory import run_memory_command
 
-    names = trees or tuple(TREES)
-    unknown = [n for n in names if n not in TREES]
-    if unknown:
-        raise click.BadParameter(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param_hint="--tree")
-    chosen = None if synthetic else Path(trace) if trace else MOONCAKE_TRACE
-    result = run_memory_bench(requests, seed, workers, capacity, chosen, names)
-    click.echo(result.headline())
-    out.print_table(HEADERS, result.table_rows(), numeric=(1, 2, 3))
-    for line in result.ratio_lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "bench-memory", result.to_json())
-    sys.exit(EXIT_PASS)
+    finish(run_memory_command(requests, seed, workers, capacity, trace, synthetic, trees), json_path)
 
 
 @bench.command("explore")
@@ -225,17 +167,9 @@ def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: 
 @json_option
 def bench_explore(schedules: int, histories: int, seed: int, json_path: str | None) -> None:
     """Schedules per second (3 threads x 10 yield points, one core) and milliseconds per 50-call linearizability check."""
-    from dataclasses import asdict
+    from ..stateful_tests.explore.bench import run_bench_explore
 
-    from ..stateful_tests.explore.bench import HEADERS, run_bench_explore, table_rows
-
-    result = run_bench_explore(schedules, histories, seed)
-    out.print_table(HEADERS, table_rows(result), numeric=(1, 2))
-    for line in result.lines():
-        click.echo(line)
-    if json_path:
-        out.write_json(json_path, "bench-explore", asdict(result))
-    sys.exit(EXIT_PASS)
+    finish(run_bench_explore(schedules, histories, seed), json_path)
 
 
 @bench.command("roundtrip")
@@ -252,16 +186,7 @@ def bench_explore(schedules: int, histories: int, seed: int, json_path: str | No
 def bench_roundtrip(backends: tuple[str, ...], repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
                     torch_threads: int, json_path: str | None) -> None:
     """select/load GB/s of the state round trip against a plain copy of the same bytes, per backend."""
-    from ..stateful_tests.deepinfer.bench import HEADERS, run_bench_roundtrip, table_rows
+    from ..stateful_tests.deepinfer.bench import run_bench_roundtrip
 
     names = list(backends or ("numpy", "torch", "cuda", "cupy"))
-    try:
-        result = run_bench_roundtrip(names, repeats, warmup, row_bytes, stored_layers, dropped_layers, torch_threads)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--backend") from None
-    click.echo(f"$ {result.command}")
-    out.print_table(HEADERS, table_rows(result.rows), numeric=(2, 3, 4, 5))
-    click.echo("machine: " + ", ".join(f"{k}={v}" for k, v in result.machine.items()))
-    if json_path:
-        out.write_json(json_path, "bench-roundtrip", result.to_json())
-    sys.exit(EXIT_PASS)
+    finish(run_bench_roundtrip(names, repeats, warmup, row_bytes, stored_layers, dropped_layers, torch_threads), json_path)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from ..report import EXIT_FAIL, EXIT_PASS, EXIT_SKIPPED, finish
+from ..report import finish
 from .app import main
 from .options import (
     allow_skip_option,
@@ -80,17 +79,6 @@ def vectors(target: Any) -> None:
     concurrent tree) each vector is a differential stream against the reference under it; calls the target's
     surface cannot carry are listed as left out.
     """
-    from ..gate import Result, make_context, run_check
-    from ..gate.tree import CHECKS
-    from ..stateful_tests.harness.profiles import profile_named
-    from ..stateful_tests.tree.vectors import SCENARIOS
+    from ..gate.run import run_vectors
 
-    ctx = make_context(target.name, target.factory, profile_named("quick"), 1)
-    click.echo(f"vectors: {ctx.rules_note}")
-    row = run_check(next(c for c in CHECKS if c.layer == "vectors"), ctx)
-    for line in row.left_out + row.notes:
-        click.echo(line)
-    if row.result is not Result.PASS:
-        click.echo(f"{row.result.value}: {row.detail}")
-    click.echo(f"vectors: {len(SCENARIOS)} scenarios, {row.checks} steps, {row.result.value} (target={target.name})")
-    sys.exit({Result.PASS: EXIT_PASS, Result.FAIL: EXIT_FAIL}.get(row.result, EXIT_SKIPPED))
+    finish(run_vectors(target, say=click.echo))

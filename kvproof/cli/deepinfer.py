@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from ..report import EXIT_FAIL, EXIT_PASS, finish
+from ..report import finish
 from .app import main
 from .options import (
     allow_skip_option,
@@ -36,15 +34,6 @@ def roundtrip(backend: str, seed: int, count: int, case: int | None, controls: b
 @main.command("deepinfer-labs")
 def deepinfer_labs() -> None:
     """The DeepInfer chapter 11 lab outputs as the spec computes them, line by line against the book."""
-    from ..stateful_tests.deepinfer.golden import GOLDENS, golden_problems
+    from ..stateful_tests.deepinfer.golden import run_labs
 
-    bad = 0
-    for golden in GOLDENS:
-        compared, problems = golden_problems(golden)
-        bad += len(problems)
-        click.echo(f"== {golden.name} ({golden.source}): {compared} lines, {len(problems)} differ")
-        for line in golden.render():
-            click.echo(f"   {line}")
-        for p in problems:
-            click.echo(f"   DIFFERS: {p}")
-    sys.exit(EXIT_FAIL if bad else EXIT_PASS)
+    finish(run_labs())

@@ -51,16 +51,6 @@ class TargetType(click.ParamType):
 TARGET = TargetType()
 
 
-def _under(target: Any, rule_set: Any) -> Any:
-    """The target with its factory: the plain ``reference`` re-made under ``rule_set``, any other as it is."""
-    from ..stateful_tests.harness.targets import load_target
-
-    chosen = load_target(target.name, rule_set) if target.name == "reference" else target
-    if chosen.factory is None:
-        raise click.UsageError(f"{target.name} is unavailable: {chosen.reason}")
-    return chosen
-
-
 def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option("--target", "target", type=TARGET, default=default, show_default=True,
                         help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "

@@ -12,7 +12,7 @@ from .options import TARGET, json_option, rules_option, strict_option, strict_sh
 
 
 @main.group(epilog="""
-\\b
+\b
 Examples:
   kvproof replay log kvproof-failures/contract-impl-vs-dynamo-s1-k3.jsonl --target impl --oracle dynamo
   kvproof replay log events.jsonl                      (the reference under the contract alone)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
-from ..report import EXIT_FAIL, EXIT_PASS, finish
+from ..report import finish
 from .app import main
 from .options import (
     json_option,
@@ -64,22 +63,9 @@ def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: Any)
 
     The last line is `stress sequences: rounds=R ops=N problems=P`.
     """
-    from ..stateful_tests.sequences.stress import stress as run_stress
+    from ..stateful_tests.sequences.stress import run_stress_command
 
-    factory = model.factory
-    total_ops, problems = 0, 0
-    for k in range(rounds):
-        result = run_stress(factory, threads=threads, ops=ops, seed=seed + k)
-        total_ops += result.ops
-        problems += len(result.problems)
-        click.echo(f"round {k + 1}/{rounds} seed={seed + k}: {result.summary_line()}")
-        for p in result.problems[:5]:
-            click.echo(f"  problem: {p}")
-    if problems:
-        click.echo(f"replay: kvproof stress sequences --threads {threads} --ops {ops} --seed {seed} --rounds {rounds} --model {model.name}")
-    click.echo(f"stress sequences: rounds={rounds} ops={total_ops} problems={problems}")
-    sys.exit(EXIT_FAIL if problems else EXIT_PASS)
-
+    finish(run_stress_command(model.factory, model.name, threads, ops, seed, rounds, say=click.echo))
 
 
 # ----------------------------------------------------------------------------- soak

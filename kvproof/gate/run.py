@@ -190,3 +190,47 @@ def _progress_printer(selection: GateSelection, seconds: dict[str, float], proce
             f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
     return progress
+
+
+@dataclass
+class VectorsRun:
+    """``kvproof vectors``: the gate's vectors row alone, with what it left out and its notes."""
+
+    target: str
+    row: Row
+    scenarios: int
+    kind = "vectors"
+
+    @property
+    def ok(self) -> bool:
+        return self.row.result is not Result.FAIL
+
+    @property
+    def skipped(self) -> str:
+        return "vectors: a skipped check is not a pass" if self.row.result is Result.SKIP else ""
+
+    def render(self, say: Say, table: Callable[..., None]) -> None:
+        for line in self.row.left_out + self.row.notes:
+            say(line)
+        if self.row.result is not Result.PASS:
+            say(f"{self.row.result.value}: {self.row.detail}")
+
+    def summary_line(self) -> str:
+        return f"vectors: {self.scenarios} scenarios, {self.row.checks} steps, {self.row.result.value} (target={self.target})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "scenarios": self.scenarios, "row": self.row.to_json()}
+
+
+def run_vectors(target: Any, say: Say) -> VectorsRun:
+    """Replay the observed-behaviour vectors against ``target``, judged as the gate's vectors row judges them."""
+    from ..stateful_tests.harness.profiles import profile_named
+    from ..stateful_tests.tree.vectors import SCENARIOS
+    from . import make_context
+    from . import run_check as run_row
+    from .tree import CHECKS
+
+    ctx = make_context(target.name, target.factory, profile_named("quick"), 1)
+    say(f"vectors: {ctx.rules_note}")
+    row = run_row(next(c for c in CHECKS if c.layer == "vectors"), ctx)
+    return VectorsRun(target.name, row, len(SCENARIOS))

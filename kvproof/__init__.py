@@ -7,3 +7,8 @@ The layers live in the repository's top-level folders and are installed as subpa
 """
 
 __version__ = "0.1.0"
+
+PYTEST_COLLECTS_FOLDERS = False
+"""Set by the suite's root ``conftest.py`` before collection: pytest (``--import-mode=importlib``) then imports the
+folders ``proofs/`` and ``stateful_tests/`` under their bare names to hold their test files, which their guards
+otherwise refuse (a second copy of every module). One flag, read by both guards, instead of each walking the stack."""

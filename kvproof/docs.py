@@ -1,12 +1,18 @@
-"""The documents kvproof generates from its own tables: ``proofs/README.md`` and the gate table of ``docs/gate.md``.
+"""The documents kvproof generates from its own tables, and the one way to regenerate them all.
 
-Both are written from the same rows the commands print, through ``report.markdown_table``; the
-suite fails when a committed copy drifts (``proofs/test_proofs.py``, ``kvproof/tests/test_docs.py``).
+``GENERATED`` lists them: the gate table of ``docs/gate.md`` (from the checks and their controls),
+``docs/figures.md`` (from ``docs/figures.json``, ``kvproof.figures``) and ``proofs/README.md`` (from a run of
+every proof, ``kvproof prove``). ``kvproof docs --write`` (or ``python -m kvproof.docs``) rewrites every one;
+``kvproof/tests/test_docs.py`` fails when a committed copy drifts (``proofs/README.md``, whose witnesses vary from
+run to run, by its stable cells in ``proofs/test_proofs.py``, where the proofs are run anyway).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .report import markdown_table
 
@@ -15,7 +21,7 @@ PROOFS_HEADERS = ("Property", "Spec function", "Method", "Bounds", "Result", "Ne
 README_HEAD = """# proofs/
 
 Proofs, for all inputs in the stated bounds rather than sampled ones, of the laws `spec/`
-states. **This file is generated** by `kvproof prove --write-readme` from the same table
+states. **This file is generated** by `kvproof docs --write` from the same table
 `kvproof prove` prints; `test_proofs.py` fails if it drifts.
 
 - **Z3** proofs are about the spec's own kernels (`spec/arith.py`): the functions the
@@ -79,7 +85,7 @@ def proofs_readme(rows: list) -> str:
     return README_HEAD + markdown_table(PROOFS_HEADERS, proofs_readme_cells(rows)) + "\n" + README_TAIL
 
 
-GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `python -m kvproof.docs`; a test fails on drift -->"
+GATE_BEGIN = "<!-- gate-rows: generated from kvproof.gate by `kvproof docs --write`; a test fails on drift -->"
 GATE_END = "<!-- /gate-rows -->"
 GATE_HEADERS = ("Family", "Layer", "Row", "What it checks", "Fails on (its control)")
 
@@ -107,7 +113,86 @@ def gate_page_path() -> Path:
     return Path(__file__).resolve().parent.parent / "docs" / "gate.md"
 
 
+@dataclass(frozen=True)
+class GeneratedDocument:
+    """A document kvproof writes: where it lies, and ``regenerate`` (its committed text -> what it should be)."""
+
+    name: str
+    path: Callable[[], Path]
+    regenerate: Callable[[str], str]
+    runs_proofs: bool = False  # regenerating it runs every proof (a minute or two), so the drift test leaves it out
+
+
+def _figures_page(_: str) -> str:
+    from . import figures
+
+    return figures.render(figures.load())
+
+
+def _figures_path() -> Path:
+    from . import figures
+
+    return figures.PAGE
+
+
+def _proofs_readme_now(_: str) -> str:
+    from .gate.proofs import budget_of
+    from .proofs.registry import run_all
+    from .stateful_tests.harness.profiles import profile_named
+
+    return proofs_readme(run_all(budget_of(profile_named(None))))
+
+
+GENERATED = (
+    GeneratedDocument("the gate table of docs/gate.md", gate_page_path, with_gate_table),
+    GeneratedDocument("docs/figures.md", _figures_path, _figures_page),
+    GeneratedDocument("proofs/README.md", proofs_readme_path, _proofs_readme_now, runs_proofs=True),
+)
+
+
+def stale(documents: Iterable[GeneratedDocument]) -> list[str]:
+    """The names of the documents whose committed text is not what regenerating them writes."""
+    return [d.name for d in documents if d.regenerate(d.path().read_text()) != d.path().read_text()]
+
+
+@dataclass
+class WrittenDocuments:
+    """``kvproof docs --write``: the generated documents rewritten (the ``report.CommandReport`` shape)."""
+
+    written: list[tuple[str, Path, bool]] = field(default_factory=list)  # name, path, changed
+    kind = "docs-write"
+    ok = True
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for name, path, changed in self.written:
+            say(f"{'wrote' if changed else 'unchanged'} {path} ({name})")
+
+    def summary_line(self) -> str:
+        return f"docs: generated={len(self.written)} changed={sum(changed for _, _, changed in self.written)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"documents": [{"name": n, "path": str(p), "changed": c} for n, p, c in self.written]}
+
+
+def write_generated(proofs: bool = True) -> WrittenDocuments:
+    """Regenerate every generated document (``proofs``: also ``proofs/README.md``, which runs every proof)."""
+    done = WrittenDocuments()
+    for document in GENERATED:
+        if document.runs_proofs and not proofs:
+            continue
+        path = document.path()
+        before = path.read_text()
+        after = document.regenerate(before)
+        if after != before:
+            path.write_text(after)
+        done.written.append((document.name, path, after != before))
+    return done
+
+
 if __name__ == "__main__":
-    path = gate_page_path()
-    path.write_text(with_gate_table(path.read_text()))
-    print(f"wrote the gate table into {path}")
+    import sys
+
+    written = write_generated(proofs="--no-proofs" not in sys.argv[1:])
+    written.render(print, lambda *args, **kwargs: None)
+    print(written.summary_line())

@@ -29,8 +29,8 @@ DATE = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2})?$")
 HEAD = """# Figures
 
 What kvproof's commands measured, each with its command and date. **This page is generated** by
-`python -m kvproof.figures` from `docs/figures.json` (each entry the summary of the command's `--json`
-report, or its printed line where that run kept no report); `kvproof/tests/test_figures.py` fails when
+`kvproof docs --write` from `docs/figures.json` (each entry the summary of the command's `--json`
+report, or its printed line where that run kept no report); `kvproof/tests/test_docs.py` fails when
 it drifts. Unless a row says otherwise: a 2-core machine shared with other sessions, Python 3.11,
 ai-dynamo-runtime 1.6.1; the machine's speed varied by day (early on 2026-12-02 it ran every unchanged
 gate row about 2x slower than on 2026-12-01, later that day about 3x faster than early on), so wall

@@ -12,15 +12,18 @@ Exit codes of every ``kvproof`` command (``EXIT_*``):
 - 1: a check failed (a law falsified, a mismatch, a caught bug);
 - 2: usage error, or a target or oracle that cannot be loaded here;
 - 3: nothing failed but something was skipped, and ``--allow-skip`` was not given.
+
+Every command ends the same way: the room's ``run_*()`` returns a ``CommandReport`` and ``finish`` prints it, writes its
+JSON (and JUnit, for the gate) and exits with the code above.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 from rich.console import Console
 from rich.table import Table
@@ -103,3 +106,68 @@ def write_junit(path: str | Path, suite: str, cases: Iterable[dict[str, Any]]) -
     xml = JUnitXml()
     xml.add_testsuite(test_suite)
     xml.write(str(path), pretty=True)
+
+
+Say = Callable[[str], None]
+"""Where a report's lines go (``click.echo`` on a terminal, a list in a test)."""
+
+DrawTable = Callable[..., None]
+"""Where a report's tables go: called as ``print_table`` is, ``(headers, rows, numeric=..., title=...)``."""
+
+
+class CommandReport(Protocol):
+    """What a campaign returns, whichever room runs it: the one protocol ``finish`` ends every command with.
+
+    The rooms' report classes satisfy it by their shape (they may not import this module: the layering rules);
+    ``render`` takes where to print and where to draw tables, so a room never draws with rich itself.
+    """
+
+    @property
+    def kind(self) -> str:
+        """The JSON schema's kind: the file says ``kvproof.<kind>/1``."""
+
+    @property
+    def ok(self) -> bool:
+        """Nothing failed (a skip is not a failure, and not a pass either: see ``skipped``)."""
+
+    @property
+    def skipped(self) -> str:
+        """Empty when nothing was skipped, else the line said before exiting 3 (unless ``--allow-skip``)."""
+
+    def summary_line(self) -> str:
+        """The last line of the output, in the form the command's docs promise."""
+
+    def render(self, say: Say, table: DrawTable) -> None:
+        """Everything printed before the summary line that was not already said while the campaign ran."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The body of the ``--json`` file (``write_json`` adds the schema tag)."""
+
+
+def draw_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
+               title: str | None = None) -> None:
+    """``print_table`` on stdout, in the argument order a report's ``render`` calls its ``table`` with."""
+    print_table(headers, rows, title=title, numeric=numeric)
+
+
+def finish(report: CommandReport, json_path: str | Path | None = None, junit_path: str | Path | None = None,
+           allow_skip: bool = False) -> NoReturn:
+    """End a command: print the report and its summary line, write its JSON (and JUnit), exit with its code.
+
+    Exit 1 when the report is not ok; 3 when something was skipped and ``allow_skip`` is not set (the report's
+    ``skipped`` line said last); else 0. JUnit needs a report with ``junit()``: the suite name and its cases.
+    """
+    import click
+
+    report.render(click.echo, draw_table)
+    if json_path:
+        write_json(json_path, report.kind, report.to_json())
+    if junit_path:
+        write_junit(junit_path, *report.junit())  # type: ignore[attr-defined]
+    click.echo(report.summary_line())
+    if not report.ok:
+        sys.exit(EXIT_FAIL)
+    if report.skipped and not allow_skip:
+        click.echo(report.skipped)
+        sys.exit(EXIT_SKIPPED)
+    sys.exit(EXIT_PASS)

@@ -39,5 +39,5 @@ def test_every_crosshair_check_passes_and_every_control_is_refuted(all_rows):
 def test_proofs_readme_is_generated_from_the_table(all_rows):
     committed = proofs_readme_path().read_text()
     for row in proofs_readme_rows(all_rows):
-        assert row in committed, f"proofs/README.md is stale (run kvproof prove --write-readme): missing {row}"
+        assert row in committed, f"proofs/README.md is stale (run kvproof docs --write): missing {row}"
     assert committed.count("\n| ") == len(all_rows) + 1  # header + one row per check, nothing else

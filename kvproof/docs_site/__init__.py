@@ -5,7 +5,8 @@
 - ``ext``: the Sphinx extension that places both in the pages (``docs/site/*.md``);
 - ``examples``: the pages' ``{doctest}`` blocks, run with the standard ``doctest`` module;
 - ``build``: the html and doctest builds and ``links``, the internal link check;
-- ``browser``: every page opened in headless Chromium, its pictures and console checked.
+- ``browser``: every page opened in headless Chromium, its pictures and console checked;
+- ``run``: ``kvproof docs`` as a library call: the build, then the browser check, as one report.
 
 ``kvproof docs`` builds it; the docs extra (``pip install -e '.[docs]'``) brings Sphinx,
 myst-parser, matplotlib and playwright.

@@ -84,6 +84,7 @@ class Context:
     rules_note: str = ""  # how the rule set was chosen, printed at the start of a run
     strict: bool = False  # known findings fail too
     strict_shape: bool = False  # early_exit differences fail too
+    trace: str | None = None  # the Mooncake trace of the traffic row (None: the full trace beside the checkout, else the slice)
 
 
 def _always(ctx: Context) -> str | None:
@@ -196,8 +197,10 @@ class GateReport:
 
 
 def make_context(target_name: str, factory: Callable[[], Any], profile: Profile, seed: int | None,
-                 rules: str | None = None, strict: bool = False, strict_shape: bool = False) -> Context:
-    """The run's context; ``rules`` overrides the rule set ``resolve_rules`` would pick (``--rules``)."""
+                 rules: str | None = None, strict: bool = False, strict_shape: bool = False,
+                 trace: str | None = None) -> Context:
+    """The run's context; ``rules`` overrides the rule set ``resolve_rules`` would pick (``--rules``), ``trace`` the
+    Mooncake trace the traffic row replays (``--trace``)."""
     from ..stateful_tests.harness.targets import resolve_rules
 
     if seed is None:
@@ -207,7 +210,8 @@ def make_context(target_name: str, factory: Callable[[], Any], profile: Profile,
     command += f" --rules {rules}" if rules else ""
     command += " --strict" if strict else ""
     command += " --strict-shape" if strict_shape else ""
-    return Context(target_name, factory, profile, seed, command, rule_set, note, strict, strict_shape)
+    command += f" --trace {trace}" if trace else ""
+    return Context(target_name, factory, profile, seed, command, rule_set, note, strict, strict_shape, trace)
 
 
 def run_check(check: Check, ctx: Context) -> Row:
@@ -262,10 +266,11 @@ def plan(
     strict: bool = False,
     strict_shape: bool = False,
     shard: Shard = WHOLE,
+    trace: str | None = None,
 ) -> tuple[Context, GateSelection]:
     """The run's context and its rows: the families (default: ``default_families``), then those whose
     family, layer or name contains ``only``, then those ``shard`` owns."""
-    ctx = make_context(target_name, factory, profile, seed, rules, strict, strict_shape)
+    ctx = make_context(target_name, factory, profile, seed, rules, strict, strict_shape, trace)
     return ctx, shard_of(select(ctx, families or default_families(target_name), only), shard)
 
 
@@ -290,6 +295,7 @@ class GateTask:
     rules: str | None = None
     strict: bool = False
     strict_shape: bool = False
+    trace: str | None = None
 
     def plan(self, shard: Shard = WHOLE) -> tuple[Context, GateSelection]:
         """The run's context and ``shard``'s rows, planned in this process (``plan``)."""
@@ -302,7 +308,7 @@ class GateTask:
         if target.factory is None:
             raise RuntimeError(f"{self.target_name} is unavailable: {target.reason}")
         return plan(self.target_name, target.factory, profile_named(self.profile), self.seed, self.only,
-                    self.families, self.rules, self.strict, self.strict_shape, shard)
+                    self.families, self.rules, self.strict, self.strict_shape, shard, self.trace)
 
     def __call__(self, shard: Shard) -> GateReport:
         return run_gate(*self.plan(shard))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..stateful_tests.harness.profiles import Profile
 from . import Check, Context, Failed, Row
@@ -46,3 +48,53 @@ CHECKS = [
     Check("proofs", "proofs", "CrossHair contracts and diffs", _crosshair,
           what='CrossHair contracts and diffbehavior on the kernels hold, and their broken twins are refuted'),
 ]
+
+
+@dataclass
+class ProveRun:
+    """``kvproof prove``: every Z3 proof and CrossHair check with its negative control, as one table."""
+
+    rows: list[Any]  # proofs.registry rows
+    verbose: bool
+    wrote: str = ""
+    kind = "prove"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.rows)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        from ..proofs.registry import HEADERS, table_rows
+
+        table(HEADERS, table_rows(self.rows), numeric=(4,))
+        for r in self.rows if self.verbose else []:
+            say(f"\n{r.property}\n  {r.method} on {r.function}; bounds: {r.bounds}\n  {r.result}; control {r.control}: "
+                f"{r.counterexample}")
+        if self.wrote:
+            say(f"wrote {self.wrote}")
+        for r in self.rows:
+            if not r.ok:
+                say(f"FAILED: {r.property} ({r.method}): {r.result}; control {r.control}; {r.counterexample}")
+
+    def summary_line(self) -> str:
+        from ..proofs.registry import summary_line
+
+        return str(summary_line(self.rows))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": [asdict(r) | {"ok": r.ok} for r in self.rows]}
+
+
+def run_prove(profile: str | None, crosshair: bool, write_readme: bool, verbose: bool) -> ProveRun:
+    """Run every proof under the profile's budgets; with ``write_readme``, rewrite ``proofs/README.md`` from the rows."""
+    from .. import docs
+    from ..proofs.registry import run_all
+    from ..stateful_tests.harness.profiles import profile_named
+
+    run = ProveRun(run_all(budget_of(profile_named(profile)), crosshair=crosshair), verbose)
+    if write_readme:
+        path = docs.proofs_readme_path()
+        path.write_text(docs.proofs_readme(run.rows))
+        run.wrote = str(path)
+    return run

@@ -139,7 +139,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
 
     With ``record``, the failing run's calls are written as a log of Dynamo events
     (``kvproof-failures/contract-<target>-seed<seed>.jsonl``) and the row prints them with the
-    ``kvproof replay`` command, instead of Hypothesis draws.
+    ``kvproof replay log`` command, instead of Hypothesis draws.
     """
     from pathlib import Path
 
@@ -159,7 +159,7 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
         path = Path("kvproof-failures") / f"{file_safe(f'contract-{ctx.target_name}-seed{ctx.seed}')}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in recording.last.lines))
-        row.replay = f"kvproof replay {path} --target {shlex.quote(ctx.target_name)}{_judging(ctx)}"
+        row.replay = f"kvproof replay log {path} --target {shlex.quote(ctx.target_name)}{_judging(ctx)}"
         lines = recording.last.lines
         events = "\n".join(f"    {line}" for line in lines[:12]) + (f"\n    ... {len(lines) - 12} more lines in the file"
                                                                    if len(lines) > 12 else "")
@@ -473,6 +473,8 @@ TRACE_WORKERS, TRACE_CAPACITY = 8, 500
 
 
 def _trace(ctx: Context, row: Row) -> None:
+    from pathlib import Path
+
     from ..stateful_tests.tree.router import RouterPlan
     from ..stateful_tests.tree.trace_check import check_trace
     from ..stateful_tests.tree.traffic import default_trace, mooncake_requests
@@ -480,7 +482,7 @@ def _trace(ctx: Context, row: Row) -> None:
     oracle_name, oracle, why = conformance_oracle(ctx)
     if oracle is None:
         raise Skip(why)
-    path, limit = default_trace(), ctx.profile.tree.trace_requests
+    path, limit = (Path(ctx.trace) if ctx.trace else default_trace()), ctx.profile.tree.trace_requests
     subject = ctx.target_name if ctx.target_name != oracle_name else f"{ctx.target_name} (target)"
     report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(workers=TRACE_WORKERS, capacity=TRACE_CAPACITY), {subject: ctx.factory, oracle_name: oracle},
                          {}, oracle=oracle_name)
@@ -490,8 +492,8 @@ def _trace(ctx: Context, row: Row) -> None:
     if verdict.tolerated:
         row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
     if not verdict.ok:
-        row.replay = (f"kvproof trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
-                      f"--requests {limit} --trees {ctx.target_name},{oracle_name} --oracle {oracle_name} --trackers ''")
+        row.replay = (f"kvproof trace --trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
+                      f"--requests {limit} --tree {ctx.target_name} --tree {oracle_name} --oracle {oracle_name} --no-trackers")
         raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
                      f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")
 

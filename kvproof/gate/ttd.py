@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pytest import MonkeyPatch
 
@@ -91,3 +93,45 @@ def summary(detections: list[Detection], order: str) -> str:
     return (f"{order}: {len(caught)} of {len(mine)} broken changes reported; time to the first failing row: median "
             f"{statistics.median(walls):.1f} s wall / {statistics.median(cpus):.1f} s CPU, 90th percentile "
             f"{p90(walls):.1f} s / {p90(cpus):.1f} s")
+
+
+@dataclass
+class TtdBench:
+    """``kvproof bench ttd``: each broken change's detection (said as it is timed), then each order's median and p90."""
+
+    profile: str
+    orders: tuple[str, ...]
+    detections: list[Detection]
+    kind = "bench-ttd"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        """Every broken change was detected by some row."""
+        return all(d.first_failing is not None for d in self.detections)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for order in self.orders[:-1]:
+            say(f"bench ttd: profile={self.profile} {summary(self.detections, order)}")
+
+    def summary_line(self) -> str:
+        return f"bench ttd: profile={self.profile} {summary(self.detections, self.orders[-1])}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"profile": self.profile, "detections": [d.to_json() for d in self.detections]}
+
+
+def run_ttd_bench(profile: str, orders: tuple[str, ...], say: Callable[[str], None]) -> TtdBench:
+    """Time how long the gate takes to report each of its own broken changes, in each row order (default both)."""
+    chosen = orders or ORDERS
+    seconds = healthy_seconds(profile) if "cheapest" in chosen else {}
+    if seconds:
+        say(f"bench ttd: the healthy embedded implementation's {len(seconds)} rows took {sum(seconds.values()):.1f} s")
+    bench = TtdBench(profile, chosen, [])
+    for control in distinct_controls():
+        for order in chosen:  # one line per broken change as it is done: a long run shows its progress
+            d = detect(control, profile, order, seconds)
+            bench.detections.append(d)
+            say(f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
+                f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}")
+    return bench

@@ -24,7 +24,7 @@ def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     ran = kvproof_cli("conform", "tree", "--target", "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs", "--streams", "20")
     assert ran.code == EXIT_FAIL and "regenerate the stream: kvproof conform tree --target" in ran.out
-    assert "replay the events: kvproof replay " in ran.out and "mismatches=0" not in ran.last
+    assert "replay the events: kvproof replay log " in ran.out and "mismatches=0" not in ran.last
     assert list((tmp_path / "kvproof-failures").glob("*.json"))
 
 

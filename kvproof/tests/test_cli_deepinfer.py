@@ -47,7 +47,7 @@ def test_labs_reproduce_the_book(kvproof_cli):
 def test_bench_runs_side_by_side_and_writes_json(tmp_path, kvproof_cli):
     """A smoke run of the benchmark's code path: tiny sizes; nothing about speed is asserted."""
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "roundtrip", "--backends", "numpy,torch,cuda", "--repeats", "2", "--warmup", "0",
+    ran = kvproof_cli("bench", "roundtrip", "--backend", "numpy", "--backend", "torch", "--backend", "cuda", "--repeats", "2", "--warmup", "0",
                       "--row-bytes", "8", "--stored-layers", "2", "--dropped-layers", "1", "--json", str(out))
     assert ran.code == EXIT_PASS
     body = json.loads(out.read_text())
@@ -63,7 +63,7 @@ def test_bench_runs_side_by_side_and_writes_json(tmp_path, kvproof_cli):
 def test_bench_roundtrip_takes_its_repeats(tmp_path, kvproof_cli):
     """``--repeats N`` reaches the benchmark (argparse's nested subparsers once reset it to 41)."""
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "roundtrip", "--backends", "numpy", "--repeats", "5", "--warmup", "0", "--row-bytes", "8",
+    ran = kvproof_cli("bench", "roundtrip", "--backend", "numpy", "--repeats", "5", "--warmup", "0", "--row-bytes", "8",
                       "--stored-layers", "1", "--dropped-layers", "1", "--json", str(out))
     assert ran.code == EXIT_PASS and "--repeats 5 " in ran.out
     assert {r["repeats"] for r in json.loads(out.read_text())["rows"]} == {5}

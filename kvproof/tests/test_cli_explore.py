@@ -19,17 +19,17 @@ def test_explore_finds_a_broken_tree_saves_the_schedule_and_its_token_replays(kv
     token = next(line.split()[-1] for line in ran.out.splitlines() if line.strip().startswith("token:"))
     assert token.startswith("fanout-vs-split/FanoutWithoutGate/pct.d3.s1#") and len(list(saved.glob("*.json"))) == 1
     assert json.loads((tmp_path / "e.json").read_text())["found"][0]["token"] == token
-    again = kvproof_cli("replay", token)
+    again = kvproof_cli("replay", "schedule", token)
     assert again.code == EXIT_FAIL and "not linearizable" in again.out and again.last.startswith("replay: outcome=failed")
-    file_again = kvproof_cli("replay", str(next(saved.glob("*.json"))))
+    file_again = kvproof_cli("replay", "schedule", str(next(saved.glob("*.json"))))
     assert file_again.code == EXIT_FAIL and "shows 'not linearizable' as recorded" in file_again.out
-    clean = kvproof_cli("replay", token, "--target", "impl")
+    clean = kvproof_cli("replay", "schedule", token, "--target", "impl")
     assert clean.code == EXIT_PASS and clean.last.startswith("replay: outcome=ok")
 
 
 def test_a_malformed_token_or_unknown_scenario_is_a_usage_error(kvproof_cli):
-    assert kvproof_cli("replay", "fanout-vs-split/impl/x/b5%").code == EXIT_USAGE
-    assert kvproof_cli("replay", "no-such-scenario/impl/x/b").code == EXIT_USAGE
+    assert kvproof_cli("replay", "schedule", "fanout-vs-split/impl/x/b5%").code == EXIT_USAGE
+    assert kvproof_cli("replay", "schedule", "no-such-scenario/impl/x/b").code == EXIT_USAGE
     assert kvproof_cli("explore", "no-such-scenario").code == EXIT_USAGE
 
 

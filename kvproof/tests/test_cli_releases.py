@@ -43,21 +43,21 @@ def test_replay_finds_the_difference_at_its_line_and_writes_a_shrunk_log(kvproof
                             "--oracle", "reference", "--streams", "20", "--failures", "out")
     assert conformed.code == EXIT_FAIL and "[contract]" in conformed.out
     log = sorted(Path("out").glob("*.jsonl"))[0]
-    ran = kvproof_cli("replay", str(log), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
+    ran = kvproof_cli("replay", "log", str(log), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
     assert ran.code == EXIT_FAIL and "FAIL [contract] at line" in ran.out
     assert ran.last.startswith("replay: events=") and ran.last.endswith("failing=1")
     shrunk = log.with_suffix(".min.jsonl")
     assert shrunk.exists()
-    again = kvproof_cli("replay", str(shrunk), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
+    again = kvproof_cli("replay", "log", str(shrunk), "--target", "kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection")
     assert again.code == EXIT_FAIL and "FAIL [contract]" in again.out
-    clean = kvproof_cli("replay", str(shrunk))  # the reference against itself under the contract
+    clean = kvproof_cli("replay", "log", str(shrunk))  # the reference against itself under the contract
     assert clean.code == EXIT_PASS and clean.last.endswith("failing=0")
 
 
 def test_replay_refuses_a_bad_log_with_the_line(kvproof_cli, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"remove_worker": 1}\nnot json\n')
-    ran = kvproof_cli("replay", str(bad))
+    ran = kvproof_cli("replay", "log", str(bad))
     assert ran.code == EXIT_USAGE and "line 2: not JSON" in ran.out
 
 
@@ -104,7 +104,7 @@ def test_releases_runs_the_gate_on_an_unpacked_release_in_a_child(dynamo_tree, k
     for info in source.parent.glob("ai_dynamo_runtime-1.6.1*.dist-info"):
         shutil.copytree(info, site / info.name)
     table = tmp_path / "releases.md"
-    ran = kvproof_cli("releases", "--versions", "1.6.1", "--component", "tree", "--cache", str(tmp_path / "cache"),
+    ran = kvproof_cli("releases", "--version", "1.6.1", "--component", "tree", "--cache", str(tmp_path / "cache"),
                       "--markdown", str(table), "--json", str(tmp_path / "r.json"))
     assert ran.code == EXIT_PASS, ran.out
     assert ran.last == "releases: 1 releases: 1 pass, 0 upstream bug, 0 differs, 0 not checkable"
@@ -145,6 +145,6 @@ def test_a_vector_that_depends_on_a_variant_is_judged_under_the_rule_set(kvproof
 
 
 def test_a_release_that_is_no_version_is_a_usage_error_naming_it(kvproof_cli, tmp_path):
-    ran = kvproof_cli("releases", "--versions", "1.6.1,latest", "--cache", str(tmp_path / "cache"))
-    assert ran.code == EXIT_USAGE and "--versions: 'latest' is not a release (PEP 440)" in ran.out
+    ran = kvproof_cli("releases", "--version", "1.6.1", "--version", "latest", "--cache", str(tmp_path / "cache"))
+    assert ran.code == EXIT_USAGE and "--version: 'latest' is not a release (PEP 440)" in ran.out
     assert "Traceback" not in ran.out and not (tmp_path / "cache").exists()  # refused before anything is fetched

@@ -10,7 +10,7 @@ SHORT_SOAK = ("--epochs", "6", "--epoch-s", "30", "--capacity", "50", "--untrace
 def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
     """A smoke run of the benchmark's code path (synthetic traffic, two trees); nothing about size is asserted."""
     out = tmp_path / "memory.json"
-    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--trees", "reference,dynamo", "--json", str(out))
+    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--tree", "reference", "--tree", "dynamo", "--json", str(out))
     body = json.loads(out.read_text())
     assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory/1"
     assert ran.out.startswith("workload: synthetic chat traffic, 120 requests")
@@ -22,7 +22,7 @@ def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
 
 
 def test_bench_memory_refuses_an_unknown_tree(kvproof_cli):
-    assert kvproof_cli("bench", "memory", "--trees", "nosuch").code == EXIT_USAGE
+    assert kvproof_cli("bench", "memory", "--tree", "nosuch").code == EXIT_USAGE
 
 
 def test_soak_prints_a_line_per_epoch_and_exits_1_on_a_leaking_twin(tmp_path, kvproof_cli):
@@ -90,7 +90,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
 
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "trees", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
+    ran = kvproof_cli("bench", "trees", "--trace", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
                       "--json", str(out))
     assert ran.code == EXIT_PASS, ran.out
     first, second = ran.out.split("\n\n")[:2]
@@ -113,7 +113,7 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
 
 
 def test_bench_trees_refuses_a_missing_trace_and_bad_counts(kvproof_cli):
-    assert kvproof_cli("bench", "trees", "/nonexistent/trace.jsonl").code == EXIT_USAGE
+    assert kvproof_cli("bench", "trees", "--trace", "/nonexistent/trace.jsonl").code == EXIT_USAGE
     assert kvproof_cli("bench", "trees", "--workers", "0").code == EXIT_USAGE
     assert kvproof_cli("bench", "trees", "--requests", "0").code == EXIT_USAGE
 

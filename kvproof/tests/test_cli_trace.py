@@ -7,12 +7,12 @@ import pytest
 from kvproof.report import EXIT_FAIL, EXIT_PASS, EXIT_USAGE
 from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
 
-SMALL = (str(SHIPPED_TRACE), "--workers", "2", "--capacity", "100", "--requests", "150")
+SMALL = ("--trace", str(SHIPPED_TRACE), "--workers", "2", "--capacity", "100", "--requests", "150")
 
 
 def test_trace_prints_the_summary_and_every_verdict_and_exits_0(tmp_path, kvproof_cli):
     out = tmp_path / "trace.json"
-    ran = kvproof_cli("trace", *SMALL, "--trees", "reference,impl,impl-lanes", "--json", str(out))
+    ran = kvproof_cli("trace", *SMALL, "--tree", "reference", "--tree", "impl", "--tree", "impl-lanes", "--json", str(out))
     assert ran.code == EXIT_PASS, ran.out
     assert "requests 150; events: stored" in ran.out and "hit rate" in ran.out and "peak active" in ran.out
     assert "reference (oracle)" in ran.out and "impl-lanes" in ran.out and "spec" in ran.out
@@ -23,26 +23,26 @@ def test_trace_prints_the_summary_and_every_verdict_and_exits_0(tmp_path, kvproo
 
 
 def test_trace_exits_1_on_a_broken_tree_and_names_the_over_credit(kvproof_cli):
-    ran = kvproof_cli("trace", *SMALL[:-1], "300", "--trees", "reference,kvproof.stateful_tests.tree.mutants:IgnoresRemovalBatches",
-                      "--trackers", "")
+    ran = kvproof_cli("trace", *SMALL[:-1], "300", "--tree", "reference", "--tree",
+                      "kvproof.stateful_tests.tree.mutants:IgnoresRemovalBatches", "--no-trackers")
     assert ran.code == EXIT_FAIL and "over-credits" in ran.out and "overcredits=0" not in ran.last
 
 
 def test_trace_exits_1_on_a_broken_tracker(kvproof_cli):
-    ran = kvproof_cli("trace", *SMALL, "--trees", "", "--trackers", "reference,kvproof.stateful_tests.sequences.mutants:NoSpillover")
+    ran = kvproof_cli("trace", *SMALL, "--no-trees", "--tracker", "reference", "--tracker", "NoSpillover")
     assert ran.code == EXIT_FAIL and "mismatches=0" not in ran.last
 
 
 def test_a_bad_trace_file_is_a_usage_error_naming_the_line(tmp_path, kvproof_cli):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"timestamp": 0, "hash_ids": [0]}\n{"timestamp": 1, "hash_ids": "x"}\n')
-    ran = kvproof_cli("trace", str(bad))
+    ran = kvproof_cli("trace", "--trace", str(bad))
     assert ran.code == EXIT_USAGE and f"{bad}: line 2: hash_ids must be a list" in ran.out and "Traceback" not in ran.out
 
 
 def test_the_plot_is_written_or_skipped_with_the_reason(tmp_path, kvproof_cli):
     image = tmp_path / "load.png"
-    ran = kvproof_cli("trace", *SMALL, "--trees", "reference", "--trackers", "", "--plot", str(image))
+    ran = kvproof_cli("trace", *SMALL, "--tree", "reference", "--no-trackers", "--plot", str(image))
     assert ran.code == EXIT_PASS
     assert (image.is_file() and f"wrote {image}" in ran.out) or "plot skipped: matplotlib is not installed" in ran.out
 
@@ -64,7 +64,7 @@ def test_without_matplotlib_the_plot_is_skipped_not_a_crash(tmp_path, monkeypatc
     assert "matplotlib is not installed" in why and not (tmp_path / "x.png").exists()
 
 
-@pytest.mark.parametrize("args", [("--oracle", "dynamo-nope"), ("--policy", "tree", "--trees", "")])
+@pytest.mark.parametrize("args", [("--oracle", "dynamo-nope"), ("--policy", "tree", "--no-trees"), ("--tracker", "NoSuchTwin")])
 def test_inconsistent_options_are_usage_errors(args, kvproof_cli):
     assert kvproof_cli("trace", *SMALL, *args).code == EXIT_USAGE
 
@@ -92,7 +92,7 @@ def test_binned_means_keep_the_integral_on_awkward_slice_edges() -> None:
 
 @pytest.mark.dynamo
 def test_the_real_slot_tracker_is_a_tracker_row(kvproof_cli, slot_tracker_oracle):
-    ran = kvproof_cli("trace", *SMALL[:-1], "60", "--trees", "", "--trackers", "reference", "--stress-writers", "0",
+    ran = kvproof_cli("trace", *SMALL[:-1], "60", "--no-trees", "--tracker", "reference", "--stress-writers", "0",
                       "--real-tracker", "20")
     assert ran.code == EXIT_PASS, ran.out
     assert "dynamo.slot_tracker (x20)" in ran.out and ran.last.startswith("trace: requests=60 ")
@@ -102,5 +102,5 @@ def test_without_the_real_slot_tracker_its_row_is_skipped_with_the_reason(kvproo
     from kvproof.stateful_tests.sequences import oracle
 
     monkeypatch.setattr(oracle, "oracle_unavailable", lambda: "needs dynamo.slot_tracker")
-    ran = kvproof_cli("trace", *SMALL[:-1], "20", "--trees", "reference", "--real-tracker", "20")
+    ran = kvproof_cli("trace", *SMALL[:-1], "20", "--tree", "reference", "--real-tracker", "20")
     assert ran.code == EXIT_PASS and "real slot tracker skipped: needs dynamo.slot_tracker" in ran.out

@@ -5,9 +5,30 @@ import pytest
 from kvproof import docs
 
 
-def test_the_gate_pages_table_is_generated_from_the_checks():
-    text = docs.gate_page_path().read_text()
-    assert docs.with_gate_table(text) == text, "docs/gate.md's gate table is stale: run python -m kvproof.docs"
+def test_no_generated_document_drifts():
+    """The one drift test: every generated document is what ``kvproof docs --write`` writes (``proofs/README.md`` by its
+    stable cells in proofs/test_proofs.py, where every proof runs anyway)."""
+    cheap = [d for d in docs.GENERATED if not d.runs_proofs]
+    assert {d.name for d in cheap} >= {"the gate table of docs/gate.md", "docs/figures.md"}
+    assert docs.stale(cheap) == [], "stale: run kvproof docs --write"
+
+
+def test_the_drift_test_catches_each_kind_of_stale_document(tmp_path):
+    """Negative control: a copy of each generated document with its last table row dropped is reported stale."""
+    for d in docs.GENERATED:
+        if d.runs_proofs:
+            continue
+        text = d.path().read_text()
+        row = [line for line in text.splitlines() if line.startswith("| ")][-1]
+        copy = tmp_path / d.path().name
+        copy.write_text(text.replace(row + "\n", "", 1))
+        moved = docs.GeneratedDocument(d.name, lambda copy=copy: copy, d.regenerate)
+        assert docs.stale([moved]) == [d.name]
+
+
+def test_write_regenerates_every_cheap_document_and_leaves_them_as_committed(kvproof_cli):
+    ran = kvproof_cli("docs", "--write", "--no-proofs")
+    assert ran.code == 0 and ran.last == "docs: generated=2 changed=0", ran.out
 
 
 def test_every_gate_row_says_what_it_checks():

@@ -223,9 +223,21 @@ def table_rows(rows: list[RoundTripBenchRow]) -> list[tuple[str, ...]]:
 
 @dataclass
 class RoundTripBench:
+    """``kvproof bench roundtrip``: select/load GB/s against a plain copy, per backend, and the machine it ran on."""
+
     command: str
     machine: dict
     rows: list[RoundTripBenchRow]
+    kind = "bench-roundtrip"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        say(f"$ {self.command}")
+        table(HEADERS, table_rows(self.rows), numeric=(2, 3, 4, 5))
+
+    def summary_line(self) -> str:
+        return "machine: " + ", ".join(f"{k}={v}" for k, v in self.machine.items())
 
     def to_json(self) -> dict:
         return {"command": self.command, "machine": self.machine, "rows": [asdict(r) for r in self.rows]}
@@ -253,7 +265,7 @@ def run_bench_roundtrip(
     for name in names:
         rows += _bench_backend(name, row_bytes, stored, dropped, repeats, warmup)
     command = (
-        f"kvproof bench roundtrip --backends {','.join(names)} --repeats {repeats} --warmup {warmup} "
+        "kvproof bench roundtrip" + "".join(f" --backend {name}" for name in names) + f" --repeats {repeats} --warmup {warmup} "
         f"--row-bytes {row_bytes} --stored-layers {stored} --dropped-layers {dropped} --torch-threads {threads}"
     )
     return RoundTripBench(command, machine(), rows)

@@ -85,3 +85,36 @@ def golden_problems(golden: Golden) -> tuple[int, list[str]]:
     if len(want) != len(got):
         problems.append(f"{golden.name}: book has {len(want)} lines, spec {len(got)}")
     return len(want), problems
+
+
+@dataclass
+class LabsRun:
+    """``kvproof deepinfer-labs``: each lab's output as the spec computes it, with the lines that differ from the book."""
+
+    results: list[tuple[Golden, int, list[str]]]  # the lab, lines compared, lines that differ
+    kind = "deepinfer-labs"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return not any(problems for _, _, problems in self.results)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for golden, compared, problems in self.results:
+            say(f"== {golden.name} ({golden.source}): {compared} lines, {len(problems)} differ")
+            for line in golden.render():
+                say(f"   {line}")
+            for p in problems:
+                say(f"   DIFFERS: {p}")
+
+    def summary_line(self) -> str:
+        return (f"deepinfer-labs: labs={len(self.results)} lines={sum(c for _, c, _ in self.results)} "
+                f"differ={sum(len(p) for _, _, p in self.results)}")
+
+    def to_json(self) -> dict[str, object]:
+        return {"labs": [{"name": g.name, "source": g.source, "lines": c, "differ": p} for g, c, p in self.results]}
+
+
+def run_labs() -> LabsRun:
+    """Every lab of chapter 11 as the spec computes it, line by line against the book."""
+    return LabsRun([(golden, *golden_problems(golden)) for golden in GOLDENS])

@@ -1028,3 +1028,75 @@ def catches(factory: Factory, law_names: Sequence[str], cases: Sequence[Case], b
         backend_name, factory=factory, laws=[LAW_BY_NAME[n] for n in law_names], cases=cases, stop_at_first=True
     )
     return bool(report.failed)
+
+
+@dataclass
+class RoundTripRun:
+    """``kvproof roundtrip``: the laws' table on one backend, the failures with their replay lines, and (when asked)
+    the negative controls with their catch rates. A skipped backend, or a skipped control, is not a pass."""
+
+    backend: str
+    seed: int
+    count: int
+    case: int | None
+    result: SuiteReport
+    controls: list[Any] = field(default_factory=list)  # mutants.ControlResult
+    kind = "roundtrip"
+
+    @property
+    def ok(self) -> bool:
+        return not self.result.failed and not any(not c.ok and not c.skipped for c in self.controls)
+
+    @property
+    def skipped(self) -> str:
+        if self.result.skipped:
+            return "kvproof roundtrip: a skipped backend is not a pass; pass --allow-skip to accept it"
+        if any(c.skipped for c in self.controls):
+            return "kvproof roundtrip: a skipped control is not a pass; pass --allow-skip to accept it"
+        return ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        r = self.result
+        say(f"kvproof roundtrip: backend={self.backend} seed={self.seed} cases={r.cases}"
+            + (f" (case {self.case} only)" if self.case is not None else ""))
+        table(SuiteReport.HEADERS, r.table_rows(), numeric=(2, 3))
+        for law_result in r.failed:
+            for c, message in law_result.problems[:3]:
+                say(f"\nFAIL {law_result.law.name} ({law_result.law.title}) case {c.index} [{c.name}]\n  {message}")
+                say(f"  replay: {r.replay(c)} --count {self.count}")
+        if self.controls:
+            say(f"\nnegative controls (seed {self.seed}, {self.count} cases; caught = cases where a listed law fails)")
+        for control in self.controls:
+            rate = f"{control.caught_cases:>3}/{control.cases:<3}" if control.cases else "   -   "
+            verdict = "pass" if control.ok else "SKIP" if control.skipped else "FAIL"
+            say(f"  {verdict}  {rate}  {control.name}: {control.detail}")
+        skipped_controls = [c for c in self.controls if c.skipped]
+        if skipped_controls and not r.skipped:
+            say(f"kvproof roundtrip: {len(skipped_controls)} controls skipped: {skipped_controls[0].skipped}")
+
+    def summary_line(self) -> str:
+        r = self.result
+        if r.skipped:
+            return f"\nkvproof roundtrip: SKIP backend={self.backend}: {r.skipped}"
+        return (f"\nkvproof roundtrip: {len(r.results) - len(r.failed)} laws passed, {len(r.failed)} failed, {r.checks} checks "
+                f"(backend={self.backend} seed={self.seed} cases={r.cases})")
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.result
+        return {"backend": self.backend, "seed": self.seed, "cases": r.cases, "skipped": r.skipped,
+                "laws": [{"law": x.law.name, "title": x.law.title, "cases": x.cases, "checks": x.checks,
+                          "result": "pass" if x.passed else "FAIL", "problems": [f"case {c.index}: {m}" for c, m in x.problems[:5]]}
+                         for x in r.results],
+                "controls": [c.__dict__ for c in self.controls]}
+
+
+def run_roundtrip(backend: str, seed: int, count: int, case: int | None, controls: bool) -> RoundTripRun:
+    """The round-trip laws on ``backend`` (one ``case``, or ``count`` cases); with ``controls``, the negative controls
+    on numpy and this backend (numpy and torch for numpy), with catch rates."""
+    from .mutants import run_controls
+
+    run = RoundTripRun(backend, seed, count, case, run_suite(backend, seed=seed, count=count, only_case=case))
+    if controls and not run.result.skipped:
+        backends = ("numpy", backend) if backend != "numpy" else ("numpy", "torch")
+        run.controls = run_controls(seed=seed, count=count, backends=backends, rates=True)
+    return run

@@ -19,6 +19,7 @@ Modules (held against the folder by ``stateful_tests/tests/test_rooms.py``):
 - ``removal_race``: A worker's removal racing its own queued events, on any indexer that queues events (a pool, the standalone indexer)
 - ``real_threads``: The uncontrolled mode: a scenario's threads as real threads, its history checked the same way
 - ``replay``: Replay: the recorded decisions, in order; past their end, no preemption (the running thread, else the lowest id)
+- ``runs``: The explorer's campaigns as ``kvproof explore`` and ``kvproof replay schedule`` run them, each returning a report
 - ``scheduler``: The controlled scheduler: exactly one logical thread runs at a time, and a strategy picks who runs next
 - ``specs``: The sequential specifications the linearizability checker holds histories to: the reference layers
 - ``token``: Schedule tokens and schedule files: how a failing interleaving is printed, saved and replayed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,22 @@ HEADERS = ("measure", "value", "runs")
 
 @dataclass
 class BenchExplore:
+    """``kvproof bench explore``: schedules per second of each strategy on a toy, and the checker's milliseconds."""
+
     rows: list[tuple[str, float, int]] = field(default_factory=list)
+    kind = "bench-explore"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        table(HEADERS, table_rows(self), numeric=(1, 2))
+
+    def summary_line(self) -> str:
+        lines = self.lines()
+        return lines[-1] if lines else f"bench explore: measures={len(self.rows)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": [list(r) for r in self.rows]}
 
     def lines(self) -> list[str]:
         toy = [v for name, v, _ in self.rows if name.startswith("toy")]

@@ -162,3 +162,37 @@ def table(rows: list[ServiceRow]) -> list[tuple[Any, ...]]:
 
 HEADERS = ("target", "mode", "events", "events/s", "CPU us/event", "CPU vs binding", "queries", "queries/s",
            "CPU us/query", "CPU vs binding")
+
+
+@dataclass
+class ServicesBench:
+    """``kvproof bench services``: each Dynamo door's rates beside the binding, and the doors left out (with why)."""
+
+    streams: int
+    rows: list[ServiceRow]
+    missing: dict[str, str]
+    kind = "bench-services"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], draw: Callable[..., None]) -> None:
+        draw(HEADERS, table(self.rows), numeric=(2, 3, 4, 6, 7, 8))
+
+    def summary_line(self) -> str:
+        return f"bench services: doors={len(self.rows)} streams={self.streams} left_out={len(self.missing)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"streams": self.streams, "rows": [r.to_json() for r in self.rows], "missing": self.missing}
+
+
+def run_bench_services(names: tuple[str, ...], streams: int, say: Callable[[str], None]) -> ServicesBench:
+    """The doors named (default: every Dynamo door), each left out with its reason when it cannot run here; none at
+    all is ``harness.errors.Unavailable`` (exit 2)."""
+    from ..harness.errors import Unavailable
+
+    rows, missing = bench_services(names or DEFAULT_TARGETS, streams)
+    for name, why in missing.items():
+        say(f"bench services: {name} left out: {why}")
+    if not rows:
+        raise Unavailable("bench services: no target available")
+    return ServicesBench(streams, rows, missing)

@@ -196,7 +196,7 @@ class Found:
 
     @property
     def replay(self) -> str:
-        return f"kvproof replay {self.token}"
+        return f"kvproof replay schedule {self.token}"
 
 
 @dataclass

@@ -462,10 +462,18 @@ class ProductionReport:
     left_out: LeftOut = field(default_factory=LeftOut)
     race: RaceReport | None = None  # the removal race's rounds, for a target that queues events (removal_race)
     seconds: float = 0.0
+    kind = "conform-concurrent"
+    skipped = ""
 
     @property
     def ok(self) -> bool:
         return not self.failures and not self.not_linearizable and (self.race is None or self.race.ok)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        """The run's figures and what the target's surface left out (the failures were said as they were found)."""
+        say(f"seconds={self.seconds:.1f} seed={self.seed} subject={self.subject} rules={self.rules}")
+        for line in self.left_out.lines():
+            say(line)
 
     def summary_line(self) -> str:
         return (f"concurrent: streams={self.streams} rounds={self.rounds} events={self.events} reads={self.reads} "
@@ -541,3 +549,22 @@ def queues_events(subject: Factory) -> bool:
         return takes_submissions(tree)
     finally:
         targets.dispose(tree)
+
+
+def run_concurrent(target_name: str, streams: int, seed: int, stream: int | None, rules: str | None,
+                   say: Callable[[str], None]) -> ProductionReport:
+    """``kvproof conform tree --concurrent``: the target fed as production feeds it; a target that cannot take the
+    events of several ranks at once (no ``send_many``) is refused."""
+    from ..harness.errors import CampaignInputError
+
+    factory = targets.production_factory(target_name)
+    probe = factory() if factory is not None else None
+    takes_many = probe is not None and feeds_concurrently(probe)
+    if probe is not None:
+        targets.dispose(probe)
+    if factory is None or not takes_many:
+        raise CampaignInputError(f"--concurrent needs a target that takes events of several ranks at once (send_many); "
+                                 f"{target_name} does not")
+    rule_set, note = targets.resolve_rules(target_name, override=rules)
+    say(f"conform tree --concurrent: {note}")
+    return feed(factory, target_name, rule_set, streams, seed, stream, on_failure=say)

@@ -9,7 +9,7 @@ A token is one shell-safe word, ``SCENARIO/TARGET/STRATEGY/DECISIONS``:
 - ``DECISIONS``: the thread chosen at each decision, threads as letters (``a`` is thread 0),
   runs compressed by a count (``a3b2c`` is ``a a a b b c``); ``-`` when empty.
 
-``kvproof replay TOKEN`` runs it again with ``replay.Replay`` (past the recorded decisions
+``kvproof replay schedule TOKEN`` runs it again with ``replay.Replay`` (past the recorded decisions
 nothing preempts, so a token is also valid cut short). A workload that a seed cannot name (one
 Hypothesis drew) travels in a schedule *file* instead: JSON with the same fields plus
 ``workload``, written atomically (a temporary file, then a rename) so an interrupted run never

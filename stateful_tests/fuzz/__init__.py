@@ -12,4 +12,5 @@
   kvproof tree deciding alike, Dynamo deciding alike except for the recorded differences
   (docs/hostile-input.md); crashes saved under ``kvproof-failures/fuzz/`` and replayed by
   ``kvproof fuzz --replay FILE``.
+- ``runs``: ``kvproof fuzz`` as library calls: a campaign over the fleet, or one saved case run again, each as a report
 """

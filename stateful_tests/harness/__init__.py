@@ -6,6 +6,7 @@ Modules (held against the folder by ``stateful_tests/tests/test_rooms.py``):
 - ``controls``: Negative controls that count only the failure they expect
 - ``dynamo_indexer``: Dynamo's standalone KV indexer, ``python -m dynamo.indexer --threads N``, as a tree target
 - ``dynamo_selection``: Dynamo's in-process selection service, ``dynamo._core.SelectionService(indexer_threads=N)``, as a tree target
+- ``errors``: The two ways a campaign refuses to run, as the command reports them: bad input, or a machine that lacks something
 - ``files``: Files the checks write for a maintainer to replay: written whole or not at all
 - ``host``: The child side of an isolated target: ``python -m kvproof.stateful_tests.harness.host TARGET``
 - ``interleave``: Force one interleaving with real threads: pause a thread at a named yield point

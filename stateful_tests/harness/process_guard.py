@@ -283,3 +283,20 @@ def netns_prefix() -> list[str]:
     """The argv prefix that runs a command in a fresh user + network namespace with ``lo`` up."""
     path = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
     return ["unshare", "--net", "--map-root-user", "sh", "-c", f'PATH="{path}"; ip link set lo up && exec "$@"', "kvproof-netns"]
+
+
+def rerun_in_private_netns(args: list[str]) -> None:
+    """Re-execute ``python -m kvproof ARGS`` (same pid) inside a private network namespace; does not return. A machine
+    that cannot make one is ``errors.Unavailable`` (exit 2 in the command)."""
+    import sys
+
+    from .errors import Unavailable
+
+    why = netns_unavailable()
+    if why:
+        raise Unavailable(f"--netns: cannot make a private network namespace: {why}")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.environ[NETNS_ENV] = "1"
+    argv = [*netns_prefix(), sys.executable, "-m", "kvproof", *args]
+    os.execvp(argv[0], argv)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...spec.errors import KvProofError
+from .errors import Unavailable
 
 R = TypeVar("R")
 
@@ -133,10 +134,14 @@ def ray_unavailable() -> str | None:
     return None
 
 
+class ExecutorUnavailable(ShardError, Unavailable):
+    """The executor asked for cannot run here (``ray`` is not installed): an environment problem, exit 2."""
+
+
 def _run_on_ray(task: Callable[[Shard], R], parts: Sequence[Shard]) -> list[R]:
     why = ray_unavailable()
     if why:
-        raise ShardError(why)
+        raise ExecutorUnavailable(why)
     import logging
     import os
 

@@ -12,7 +12,8 @@ reach the changed function; a failing test *kills* the mutant, passing tests let
 - ``stall``: the pytest plugin that ends a mutant's session as a timeout when one test file runs far past its cost;
 - ``equivalents``: the reviewed list of mutants that change nothing (docs/mutation-equivalents.toml);
 - ``scores``: the score per module, the survivors with their diffs, the gaps, and the JSON.
-- ``verdicts``: the verdicts of record, one compact file per module group (docs/mutation-runs/).
+- ``verdicts``: the verdicts of record, one compact file per module group (docs/mutation-runs/);
+- ``runs``: ``kvproof mutate`` as library calls: a run (fresh or rejudged) or a matrix's merge, as a report.
 
 Source: docs/sources.md#kvproof-mutation ("Mutation testing").
 """

@@ -81,6 +81,19 @@ class TrackerMemoryRow:
 
 @dataclass
 class TrackerMemoryReport:
+    """``kvproof bench memory --family sequences``: bytes per active request block of each slot tracker."""
+
+    kind = "bench-memory-sequences"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        say(self.headline())
+        table(HEADERS, self.table_rows(), numeric=(1, 2, 3))
+
+    def summary_line(self) -> str:
+        return f"bench memory: family=sequences trackers={len(self.rows)}"
+
     requests: int
     blocks: int
     ranks: int

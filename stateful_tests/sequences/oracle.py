@@ -908,3 +908,66 @@ def conform_slot_tracker(
         if res.unexpressible:
             report.unexpressible.append(f"scenario {res.index}: {res.unexpressible}")
     return report
+
+
+@dataclass
+class SlotTrackerConformRun:
+    """``kvproof conform slot-tracker``: the run's report, or why the tracker could not be driven (exit 1)."""
+
+    report: SlotTrackerConformReport | None
+    model: str
+    seed: int
+    jitter_ms: int
+    start_failure: str = ""
+    kind = "conform-slot-tracker"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.report is not None and not self.report.mismatches
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        if self.report is None:
+            say(self.start_failure)
+            return
+        r = self.report
+        for line in r.unexpressible:
+            say(f"cut short: {line}")
+        say(f"seconds={r.seconds:.1f} seed={self.seed} model={self.model} jitter_ms={self.jitter_ms} "
+            f"ops={r.ops} writes={r.writes} modeled_adds={r.modeled_adds} release={r.release}")
+
+    def summary_line(self) -> str:
+        return self.report.summary_line() if self.report else "conform: scenarios=0 reads=0 mismatches=0 (not run)"
+
+    def to_json(self) -> dict:
+        return self.report.to_json() if self.report else {"seed": self.seed, "not_run": self.start_failure}
+
+
+def run_conform_slot_tracker(scenarios: int, seed: int, only: int | None, jitter_ms: int, parallel: int, model: str,
+                             factory: Callable[[], Any], log_path: str | None, say: Callable[[str], None],
+                             progress: Callable[[int, int, float], None] | None = None) -> SlotTrackerConformRun:
+    """Start the real slot tracker, drive the scenarios against ``factory``'s model, stop it; say its release and
+    where it listens first. No Dynamo here is ``harness.errors.Unavailable`` (exit 2)."""
+    from ..harness.errors import Unavailable
+
+    reason = oracle_unavailable()
+    if reason:
+        raise Unavailable(f"the slot-tracker oracle is unavailable: {reason}")
+    oracle = SlotTrackerProcess(log_path)
+    say(oracle.release.banner())
+    try:
+        oracle.start()
+    except OracleStartError as exc:
+        why = f"FAIL: the slot tracker of ai-dynamo-runtime {oracle.release.version} could not be driven: {exc}"
+        return SlotTrackerConformRun(None, model, seed, jitter_ms, why)
+    try:
+        if process_guard.in_private_netns():
+            say("network: the tracker runs in a private network namespace (--netns)")
+        elif notice := oracle.bind_notice():
+            say(notice)
+        result = conform_slot_tracker(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=only,
+                                      on_mismatch=lambda m: say(m.report(seed, scenarios)),
+                                      model_factory=lambda: factory(), oracle=oracle, on_progress=progress)
+    finally:
+        oracle.close()
+    return SlotTrackerConformRun(result, model, seed, jitter_ms)

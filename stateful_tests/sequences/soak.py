@@ -211,6 +211,29 @@ class TrackerSoakReport(GrowthVerdict):
     sizes: dict[str, str] = field(default_factory=dict)
     trends: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    kind = "soak-sequences"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.grew
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for line in self.growth_lines():
+            say(line)
+
+    def summary_line(self) -> str:
+        p = self.plan
+        verdict = (f"GROWTH: {len(self.sizes)} size laws broken, {len(self.trends)} figures trend up" if self.grew
+                   else "growth=none")
+        return (f"soak: family=sequences target={self.target} epochs={p.epochs} sim={p.epochs * p.epoch_s / 3600:.2f}h "
+                f"{verdict} ({self.seconds:.0f} s)")
+
+    def to_json(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"target": self.target, "plan": asdict(self.plan), "sizes": self.sizes, "trends": self.trends,
+                "samples": [asdict(s) for s in self.samples]}
 
     def line(self, s: TrackerSample) -> str:
         records = _figure(s.figures, SIZE_LAWS[0].pattern)
@@ -306,3 +329,13 @@ LEAKY: dict[str, tuple[Callable[[], Any], str]] = {
 
 TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ConcurrentSlotTracker,
                                           **{name: f for name, (f, _) in LEAKY.items()}}
+
+
+def run_soak_command(target_name: str, plan: TrackerPlan, seed: int, say: Callable[[str], None]) -> TrackerSoakReport:
+    """``kvproof soak --family sequences``: a tracker (or a leaking twin) by name, one line per epoch said as it ends."""
+    from ..harness.errors import CampaignInputError
+
+    factory = TRACKERS.get(target_name)
+    if factory is None:
+        raise CampaignInputError(f"unknown tracker {target_name!r}: use {', '.join(TRACKERS)}", param="--target")
+    return run_tracker_soak(factory, target_name, plan, seed, each=lambda r, s: say(r.line(s)))

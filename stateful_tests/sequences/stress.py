@@ -240,3 +240,49 @@ def lost_marks(state: Any, log: list[tuple[str, str, int, int]]) -> list[str]:
             problems.append(f"{rid}: marked at tick {marked[0]} after its add returned at tick {booked_at}, "
                             "but its prefill is still queued (a lost mark)")
     return problems
+
+
+@dataclass
+class SequenceStressRun:
+    """``kvproof stress sequences``: the rounds' lines (said as each ends), their problems, and the replay line."""
+
+    threads: int
+    ops: int
+    seed: int
+    model: str
+    rounds: list[SequenceStressReport] = field(default_factory=list)
+    kind = "stress-sequences"
+    skipped = ""
+
+    @property
+    def problems(self) -> int:
+        return sum(len(r.problems) for r in self.rounds)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        if self.problems:
+            say(f"replay: kvproof stress sequences --threads {self.threads} --ops {self.ops} --seed {self.seed} "
+                f"--rounds {len(self.rounds)} --model {self.model}")
+
+    def summary_line(self) -> str:
+        return f"stress sequences: rounds={len(self.rounds)} ops={sum(r.ops for r in self.rounds)} problems={self.problems}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "rounds": [{"seed": r.seed, "summary": r.summary_line(), "problems": r.problems}
+                                                for r in self.rounds]}
+
+
+def run_stress_command(factory: Callable[..., Any], model: str, threads: int, ops: int, seed: int, rounds: int,
+                       say: Callable[[str], None]) -> SequenceStressRun:
+    """``rounds`` rounds (seeds ``seed``, ``seed + 1``, ...), each on a fresh tracker of ``factory``."""
+    run = SequenceStressRun(threads, ops, seed, model)
+    for k in range(rounds):
+        result = stress(factory, threads=threads, ops=ops, seed=seed + k)
+        run.rounds.append(result)
+        say(f"round {k + 1}/{rounds} seed={seed + k}: {result.summary_line()}")
+        for p in result.problems[:5]:
+            say(f"  problem: {p}")
+    return run

@@ -327,3 +327,50 @@ def run_bench(trace: Path | None, requests: int | None = None, workers: int = 8,
     if streams:
         reports.append(run_workload(synthetic_workload(streams, seed), repeats, memory=False))
     return reports
+
+
+@dataclass
+class TreeBenchRun:
+    """``kvproof bench trees``: each workload's table, its ratios to the binding, the decoder's cost and the memory goal."""
+
+    reports: list[BenchReport]
+    kind = "bench-trees"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for number, report in enumerate(self.reports, 1):
+            kind = "the representative one" if report.label == "trace" else "a regression row, not traffic"
+            say(f"workload {number} ({report.label}; {kind}): {report.detail}; median of {report.repeats} runs")
+            table(BenchReport.HEADERS, report.table_rows(), numeric=(1, 2, 3, 4, 5))
+            for line in report.ratio_lines():
+                say(line)
+            decode = report.decode_line()
+            if decode:
+                say(decode)
+            if report.label == "trace":
+                met = report.goals_met()
+                say("goal (<= 1.5x the binding's bytes/block, for reference and impl): "
+                    + ("no binding to compare with" if met is None else "met" if met else "NOT met"))
+            say("")
+
+    def summary_line(self) -> str:
+        return f"bench trees: workloads={len(self.reports)} ({', '.join(r.label for r in self.reports)})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"workloads": [r.to_json() for r in self.reports]}
+
+
+def run_bench_trees(trace: Path | None, requests: int | None, workers: int, capacity: int, streams: int, seed: int,
+                    repeats: int, memory: bool) -> TreeBenchRun:
+    """``kvproof bench trees``: the trace workload (``trace``: None for the synthetic one only), then the synthetic one;
+    a trace that is missing or does not read is refused."""
+    from ..harness.errors import CampaignInputError
+    from .traffic import TraceFormatError
+
+    if trace is not None and not trace.is_file():
+        raise CampaignInputError(f"no such trace file: {trace}", param="--trace")
+    try:
+        return TreeBenchRun(run_bench(trace, requests, workers, capacity, streams, seed, repeats, memory=memory))
+    except TraceFormatError as exc:
+        raise CampaignInputError(str(exc)) from None

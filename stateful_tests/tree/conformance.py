@@ -14,7 +14,7 @@ A stream *fails* when it shows a difference that is not early-exit (unless
 none fails its worst tolerated one, is shrunk by ``shrink`` to a minimal list of operations
 that still shows a difference **of the same kind** (dropping chunks, single operations,
 hashes of removals and blocks at the ends of stores), and ``ConformMismatch.report`` prints it as
-Dynamo events with the command that replays it (``kvproof replay``) and the command that
+Dynamo events with the command that replays it (``kvproof replay log``) and the command that
 regenerates the stream. ``kvproof conform tree`` is the command-line front end.
 """
 
@@ -137,7 +137,7 @@ class ConformMismatch:
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
-            lines.append(f"  replay the events: kvproof replay {log_path} --target {shlex.quote(subject)} --oracle {oracle}{extra}")
+            lines.append(f"  replay the events: kvproof replay log {log_path} --target {shlex.quote(subject)} --oracle {oracle}{extra}")
         lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
         return "\n".join(lines)
 
@@ -528,7 +528,7 @@ def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[
 
     Returns ``(operations, queries, reproduces)``: when ``reproduces``, replaying the
     operations and asking the queries at the end shows a difference of the same kind
-    (``kvproof replay`` does exactly that). When the difference cannot be shown that way
+    (``kvproof replay log`` does exactly that). When the difference cannot be shown that way
     (it needed a query asked mid-stream whose answer later changed), the operations come
     back unshrunk and ``reproduces`` is False: the report says so.
     """
@@ -779,7 +779,7 @@ def conform_sharded(task: ConformTask, shard: Shard = WHOLE, processes: int = 1,
 
 def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[FilePath]:
     """Write, per failing stream and for the first tolerated one: the events (``.jsonl``,
-    replayable with ``kvproof replay``), a JSON summary, and a ready pytest regression test."""
+    replayable with ``kvproof replay log``), a JSON summary, and a ready pytest regression test."""
     from .log import write_regression
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -789,7 +789,7 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
         stem = m.file_stem(report.oracle, report.subject)
         log = folder / f"{stem}.jsonl"
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        body = m.to_json() | {"replay": f"kvproof replay {log} --target {shlex.quote(report.subject)} --oracle {report.oracle}{extra}",
+        body = m.to_json() | {"replay": f"kvproof replay log {log} --target {shlex.quote(report.subject)} --oracle {report.oracle}{extra}",
                               "regenerate": m.replay_command(report.subject, report.oracle) + extra, "rules": report.rules}
         summary = folder / f"{stem}.json"
         summary.write_text(json.dumps(body, indent=1))
@@ -798,3 +798,114 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
                          report.strict, report.strict_shape)
         written += [log, summary, test]
     return written
+
+
+def with_rules(target: targets.Target, rule_set: RuleSet) -> targets.Target:
+    """``target`` with its factory: the plain ``reference`` re-made under ``rule_set`` (it follows the rule set it is
+    given), any other as it is; one without a factory here is refused (exit 2 in the command)."""
+    from ..harness.errors import CampaignInputError
+
+    chosen = targets.load_target(target.name, rule_set) if target.name == "reference" else target
+    if chosen.factory is None:
+        raise CampaignInputError(f"{target.name} is unavailable: {chosen.reason}")
+    return chosen
+
+
+@dataclass
+class ConformTreeRun:
+    """``kvproof conform tree``: a finished run, with what it wrote and what the trees' surfaces left out."""
+
+    report: TreeConformReport
+    lines: list[str]  # said after the run: the files written, the run's figures, what was left out
+    kind = "conform-tree"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.report.mismatches
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for line in self.lines:
+            say(line)
+
+    def summary_line(self) -> str:
+        return self.report.summary_line()
+
+    def to_json(self) -> dict:
+        return self.report.to_json()
+
+
+@dataclass(frozen=True)
+class ConformOptions:
+    """How ``kvproof conform tree`` was asked to run: the streams, how they are judged, where the failures go."""
+
+    streams: int
+    seed: int
+    stream: int | None
+    events: int
+    rank_removal: float
+    dp_ranks: int | None
+    rules: str | None
+    strict: bool
+    strict_shape: bool
+    failures_dir: str
+    shard: Shard
+    processes: int
+    executor: str
+
+
+def _stream_profile(subject: targets.Target, oracle: targets.Target, o: ConformOptions,
+                    say: Callable[[str], None]) -> StreamProfile:
+    """The streams' shape: dp rank 0 only when a tree keys scores by plain worker id; says what is not compared."""
+    caps = {t.name: targets.capabilities(t.factory) for t in (subject, oracle)}  # type: ignore[arg-type]
+    dp_ranks = o.dp_ranks
+    if dp_ranks is None:
+        plain = [name for name, c in caps.items() if not c.dp_ranks]
+        dp_ranks = 1 if plain else 2
+        if plain:
+            say(f"conform tree: {', '.join(plain)} keys scores by plain worker id: streams use dp rank 0 only")
+    for name, c in caps.items():
+        if not c.dump:
+            say(f"conform tree: {name} has no dump_tree_as_events: dumps are not compared")
+    return StreamProfile(events=o.events, rank_removal=o.rank_removal, max_dp_ranks=dp_ranks)
+
+
+def run_conform_tree(subject: targets.Target, oracle: targets.Target, o: ConformOptions, say: Callable[[str], None],
+                     progress: Callable[[int, int, float], None] | None = None) -> ConformTreeRun:
+    """Random streams through ``subject`` and ``oracle`` (here, or split over processes), each difference said as it
+    is found with the named finding it matches; the failure files written (``kvproof conform tree``)."""
+    from ..harness.errors import CampaignInputError
+    from .verdicts import ORACLE_CONTRACT, named_finding
+
+    if subject.name == oracle.name:
+        raise CampaignInputError(f"the subject and the oracle are both {subject.name!r}: a tree always agrees with itself",
+                                 param="--oracle")
+    rule_set, note = targets.resolve_rules(subject.name, oracle.name, override=o.rules)
+    subject_t, oracle_t = with_rules(subject, rule_set), with_rules(oracle, rule_set)
+    say(f"conform tree: {note}")
+    profile = _stream_profile(subject_t, oracle_t, o, say)
+    extra = judging_options(o.rules, o.strict, o.strict_shape)
+
+    def on_mismatch(m: ConformMismatch) -> None:
+        log = str(FilePath(o.failures_dir) / f"{m.file_stem(oracle.name, subject.name)}.jsonl")
+        say(m.report(subject.name, oracle.name, log, extra))
+        named = named_finding(targets.dynamo_component(oracle.name if m.kind == ORACLE_CONTRACT else subject.name), m.detail)
+        if named:
+            say(f"  {named}")
+
+    if o.stream is None and (o.processes > 1 or o.executor != "local"):
+        task = ConformTask(subject.name, oracle.name, rule_set.name, o.streams, o.seed, profile, o.strict, o.strict_shape)
+        say(f"conform tree: shard {o.shard} of {o.streams} streams in {o.processes} parts ({o.executor})")
+        result = conform_sharded(task, o.shard, o.processes, o.executor)
+        for m in result.mismatches + result.tolerated[:1]:
+            on_mismatch(m)
+    else:
+        result = conform(subject_t.factory, oracle_t.factory, o.streams, o.seed, profile, only_stream=o.stream,  # type: ignore[arg-type]
+                         subject_name=subject.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
+                         on_progress=progress, strict=o.strict, strict_shape=o.strict_shape, rules=rule_set.name,
+                         shard=o.shard)
+    lines = []
+    if result.mismatches or result.tolerated:
+        lines += [f"wrote {path}" for path in write_failure_files(result, FilePath(o.failures_dir))]
+    lines.append(f"seconds={result.seconds:.1f} seed={o.seed} subject={subject.name} oracle={oracle.name} rules={rule_set.name}")
+    return ConformTreeRun(result, lines + list(result.left_out.lines()))

@@ -240,3 +240,40 @@ def _per_op(op: Callable[[int], None], ranks: int) -> Work:
     finally:
         tracemalloc.stop()
     return Work(lines, allocated)
+
+
+@dataclass
+class CrowdRun:
+    """``kvproof bench crowd``: the per-op cost at each crowd size, beside Dynamo, and the growth goal."""
+
+    report: CrowdReport
+    repeats: int
+    kind = "bench-crowd"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        say(f"workload: n workers each store the same {PREFIX_BLOCKS}-block prefix (one node, n holders), "
+            f"then each is removed; per op = the phase's time / n; the median of {self.repeats} runs")
+        table(HEADERS, self.report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
+        for line in self.report.goal_lines()[:-1]:
+            say(line)
+
+    def summary_line(self) -> str:
+        lines = self.report.goal_lines()
+        return lines[-1] if lines else f"bench crowd: points={len(self.report.points)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return self.report.to_json()
+
+
+def run_crowd_command(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, say: Callable[[str], None]) -> CrowdRun:
+    """``kvproof bench crowd``: the sizes given (at least two different, each at least 2; default ``SIZES``)."""
+    from ..harness.errors import CampaignInputError
+
+    if any(n < 2 for n in sizes) or len(set(sizes)) == 1:
+        raise CampaignInputError("give at least two different sizes, each at least 2", param="--ranks")
+    report = run_crowd(tuple(sorted(set(sizes))) or SIZES, names, repeats)
+    for name, why in report.missing.items():
+        say(f"bench crowd: {name} left out: {why}")
+    return CrowdRun(report, repeats)

@@ -43,6 +43,27 @@ class Explanation:
     explained_by: list[frozenset[Variant]] = field(default_factory=list)
     evidence: list[tuple[str, Difference]] = field(default_factory=list)  # under the base rule set
     contract: bool = False
+    unexplained: str = ""  # the run differed, but nothing could be shrunk to explain (exit 1)
+    kind = "explain"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        """Nothing differed, or a variant explains every difference."""
+        return not self.unexplained and (not self.evidence or bool(self.explained_by))
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        if not self.unexplained:
+            for line in self.report().splitlines()[:-1]:  # the last one is the summary line
+                say(line)
+
+    def summary_line(self) -> str:
+        return self.unexplained or self.report().splitlines()[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": self.base.name, "verdict": self.unexplained or self.verdict(),
+                "explained_by": [sorted(str(v) for v in vs) for vs in self.explained_by],
+                "evidence": [{"case": name, "kind": d.kind, "detail": d.detail} for name, d in self.evidence]}
 
     def verdict(self) -> str:
         if not self.evidence:
@@ -115,3 +136,60 @@ def explain(subject: Factory, examples: list[Counterexample], base: RuleSet,
             result.explained_by.append(frozenset(variants))
             size_found = size
     return result
+
+
+def explain_command(log_file: str | None, target: Any, rules: str | None, streams: int, seed: int, examples: int,
+                    say: Callable[[str], None]) -> Explanation:
+    """``kvproof explain``: the counterexample of a log, or the shrunk ones of a conformance run against the reference
+    under the detected rule set, explained by the rule variants. The plain reference (which follows whatever rule
+    set it is given) or a log that does not read is refused."""
+    from pathlib import Path
+
+    from ..harness import targets
+    from ..harness.errors import CampaignInputError
+    from .log import LogError, read_log
+    from .replay import queries_of
+
+    if target.name == "reference" and rules is None:
+        raise CampaignInputError("the reference follows the rule set it is given; explain another tree", param="--target")
+    base, note = targets.resolve_rules(target.name, override=rules)
+    say(f"explain: {note}")
+
+    def reference(rule_set: RuleSet) -> Factory:
+        return targets.load_target("reference", rule_set).factory  # type: ignore[return-value]
+
+    if log_file:
+        try:
+            log = read_log(Path(log_file))
+        except LogError as exc:
+            raise CampaignInputError(f"explain: {exc}") from None
+        after, final = queries_of(log)
+        cases = [Counterexample(log_file, log.ops, final, after)]
+    else:
+        cases, differs = _shrunk_cases(target, reference(base), base, streams, seed, examples, say)
+        if differs and not cases:
+            return Explanation(base, unexplained="explain: the run differs, but no counterexample could be shrunk to "
+                                                 "explain; nothing was explained")
+    return explain(target.factory, cases, base, reference)
+
+
+def _shrunk_cases(target: Any, reference: Factory, base: RuleSet, streams: int, seed: int, examples: int,
+                  say: Callable[[str], None]) -> tuple[list[Counterexample], bool]:
+    """A conformance run of ``target`` against the reference under ``base``: its shrunk counterexamples (at most
+    ``examples``), and whether it differed at all."""
+    from ..harness.targets import capabilities
+    from .conformance import conform
+    from .streams import DEFAULT_PROFILE, StreamProfile
+
+    profile = DEFAULT_PROFILE if capabilities(target.factory).dp_ranks else StreamProfile(max_dp_ranks=1)
+    report = conform(target.factory, reference, streams, seed, profile, subject_name=target.name, oracle_name="reference",
+                     max_reported=examples, shrunk_tolerated=examples, strict_shape=True, rules=base.name)
+    say(report.summary_line())
+    cases = []
+    for m in (report.mismatches + report.tolerated)[:examples]:
+        if m.is_shrunk:
+            cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
+        else:
+            say(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
+                f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})")
+    return cases, bool(report.mismatches)

@@ -178,7 +178,7 @@ class Recorder:
 
     ``apply_event`` payloads are decoded and kept as RouterEvents (an undecodable payload is
     kept as a comment), the worker calls as kvproof's extensions, ``find_matches`` as a query.
-    Everything else is passed through. ``lines`` is then a log ``kvproof replay`` reads.
+    Everything else is passed through. ``lines`` is then a log ``kvproof replay log`` reads.
     """
 
     def __init__(self, tree: Any) -> None:

@@ -155,6 +155,21 @@ class MemoryRow:
 
 @dataclass
 class MemoryReport:
+    """``kvproof bench memory``: bytes per cached (rank, block) pair of every tree, with ratios to Dynamo."""
+
+    kind = "bench-memory"
+    ok = True  # a benchmark measures; it never fails
+    skipped = ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        say(self.headline())
+        table(HEADERS, self.table_rows(), numeric=(1, 2, 3))
+        for line in self.ratio_lines():
+            say(line)
+
+    def summary_line(self) -> str:
+        return f"bench memory: family=tree trees={len(self.table_rows())}"
+
     source: str
     requests: int
     events: int
@@ -249,3 +264,17 @@ def _child(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _child(sys.argv[1:])
+
+
+def run_memory_command(requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
+                       names: tuple[str, ...]) -> MemoryReport:
+    """``kvproof bench memory``: the trees named (default: every one of ``TREES``) on the trace (default: the project's
+    copy when present), or on synthetic chat traffic; an unknown tree is refused."""
+    from ..harness.errors import CampaignInputError
+
+    chosen = names or tuple(TREES)
+    unknown = [n for n in chosen if n not in TREES]
+    if unknown:
+        raise CampaignInputError(f"unknown trees {unknown}: choose from {', '.join(TREES)}", param="--tree")
+    path = None if synthetic else Path(trace) if trace else MOONCAKE_TRACE
+    return run_memory_bench(requests, seed, workers, capacity, path, chosen)

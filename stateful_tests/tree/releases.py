@@ -316,3 +316,69 @@ def write_between_markers(path: Path, table: str) -> Path:
     else:
         path.write_text(table)
     return path
+
+
+@dataclass
+class ReleaseSurvey:
+    """``kvproof releases``: every release's verdict (said as each finishes), the table written, the counts."""
+
+    profile: str
+    results: list[ReleaseResult]
+    wrote: str = ""
+    kind = "releases"
+    skipped = ""
+
+    def counts(self) -> dict[str, int]:
+        return {v: sum(r.verdict == v for r in self.results) for v in ("pass", "upstream bug", "differs", "not checkable")}
+
+    @property
+    def ok(self) -> bool:
+        """No difference nobody explains, and at least one release checked (no index, a typo: nothing checkable)."""
+        counts = self.counts()
+        return not counts["differs"] and counts["not checkable"] != len(self.results)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        if self.wrote:
+            say(f"wrote {self.wrote}")
+
+    def summary_line(self) -> str:
+        return f"releases: {len(self.results)} releases: " + ", ".join(f"{n} {v}" for v, n in self.counts().items())
+
+    def to_json(self) -> dict:
+        return {"profile": self.profile, "releases": [r.to_json() for r in self.results]}
+
+
+def release_line(r: ReleaseResult) -> list[str]:
+    """What a release's run says as it finishes: its verdict row, then each finding named."""
+    failing = ", ".join(row["name"] for row in r.failing())
+    lines = [f"{r.version:<12} {r.component:<10} {r.rules:<22} {r.verdict:<14} {r.seconds:5.0f} s"
+             + (f"  failing: {failing}" if failing else "") + (f"  ({r.note})" if r.note and not r.rows else "")]
+    return lines + [f"{'':<12} {r.component:<10} {finding}" for finding in r.findings()]
+
+
+def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, timeout: float, markdown_path: str | None,
+                 components: tuple[str, ...], say: Callable[[str], None]) -> ReleaseSurvey:
+    """Survey ``versions`` (default: every release kvproof knows) under the gate ``profile`` (default quick); write the
+    table of docs/releases.md to ``markdown_path``. A version that is not PEP 440 is refused."""
+    from packaging.version import InvalidVersion
+
+    from ..harness.errors import CampaignInputError
+
+    chosen = list(versions) or list(RELEASES)
+    for version in chosen:
+        try:
+            version_key(version)
+        except InvalidVersion:
+            raise CampaignInputError(f"--version: {version!r} is not a release (PEP 440), e.g. 1.6.1 or 0.8.1.post3") from None
+    profile_name = profile or "quick"
+    command = ("kvproof releases" + "".join(f" --version {v}" for v in versions) + (f" --profile {profile}" if profile else "")
+               + "".join(f" --component {c}" for c in components))
+    def said(result: ReleaseResult) -> None:
+        for line in release_line(result):
+            say(line)
+
+    results = survey(chosen, cache.resolve(), profile_name, timeout, said, components or None)
+    report = ReleaseSurvey(profile_name, results)
+    if markdown_path:
+        report.wrote = str(write_between_markers(Path(markdown_path), markdown(results, command)))
+    return report

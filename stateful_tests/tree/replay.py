@@ -19,6 +19,7 @@ that stored it and again at the end.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,3 +173,104 @@ def replay_file(path: Path | str, subject: str = "reference", oracle: str = "ref
             raise RuntimeError(t.reason)
     assert s.factory is not None and o.factory is not None
     return replay_log(read_log(path), s.factory, o.factory, subject, oracle, rule_set, str(path), strict, strict_shape)
+
+
+@dataclass
+class LogReplayReport:
+    """``kvproof replay log``: a log's replay through the contract and two trees, or the finding of a target whose
+    process failed on it; and where the shrunk log was written."""
+
+    kind = "replay"
+    log_file: str
+    subject: str
+    oracle: str
+    rules: str
+    events: int
+    result: ReplayResult | None = None
+    crash: Any = None  # target_failures.Finding: the subject's (or the oracle's) process crashed, ran out of memory or hung
+    wrote: list[str] = field(default_factory=list)  # what was said about the shrunk log written next to LOG_FILE
+
+    @property
+    def ok(self) -> bool:
+        return self.crash is None and self.result is not None and self.result.failing is None
+
+    @property
+    def skipped(self) -> str:
+        return ""
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        if self.crash is not None:
+            say(self.crash.report())
+            say(f"  replay: {self.crash.replay}")
+            return
+        assert self.result is not None
+        say(self.result.report())
+        for line in self.wrote:
+            say(line)
+
+    def summary_line(self) -> str:
+        if self.crash is not None or self.result is None:
+            return f"replay: events={self.events} failing=1 (the target's process: {self.crash.failure.kind})"
+        r = self.result
+        return f"replay: events={r.events} queries={r.queries} differences={len(r.differences)} failing={0 if self.ok else 1}"
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"log": self.log_file, "subject": self.subject, "oracle": self.oracle, "rules": self.rules}
+        if self.result is None:
+            return body | {"events": self.events, "failing": "target process", "crash": self.crash.replay}
+        r = self.result
+        return body | {
+            "events": r.events, "queries": r.queries, "refused_lines": r.refused_lines,
+            "differences": [{"kind": d.kind, "known": d.known, "line": r.line_of(d), "detail": d.detail} for d in r.differences],
+            "failing": r.failing.kind if r.failing else None, "shrunk": ops_to_lines(r.shrunk, r.shrunk_queries)}
+
+
+def run_replay_log(log_file: str, subject: targets.Target, oracle: targets.Target, subject_given: bool,
+                   rules: str | None, strict: bool, strict_shape: bool, out_path: str | None,
+                   say: Callable[[str], None], warn: Callable[[str], None]) -> LogReplayReport:
+    """Replay the log at ``log_file`` through ``subject`` and ``oracle`` (``kvproof replay log``): refuse what cannot
+    run (a bad line, a tree against itself, a call a tree lacks: ``CampaignInputError``), shrink the worst difference
+    and write it next to the log (or to ``out_path``) with the command that replays it."""
+    from ..harness.errors import CampaignInputError
+    from ..harness.isolation import TargetFailure
+    from .conformance import with_rules
+    from .log import LogError, judging_options
+    from .streams import RemoveWorkerDpRankOp
+    from .target_failures import finding
+
+    if not Path(log_file).is_file():
+        raise CampaignInputError(f"{log_file!r} is not a file", param="LOG_FILE")
+    if subject.name == oracle.name and subject_given:
+        raise CampaignInputError(f"the subject and the oracle are both {subject.name!r}", param="--oracle")
+    rule_set, note = targets.resolve_rules(subject.name, oracle.name, override=rules)
+    subject_t, oracle_t = with_rules(subject, rule_set), with_rules(oracle, rule_set)
+    try:
+        log = read_log(Path(log_file))
+    except LogError as exc:
+        raise CampaignInputError(f"replay: {exc}") from None
+    say(f"replay: {note}")
+    if any(isinstance(op, RemoveWorkerDpRankOp) for op in log.ops):
+        lacking = [t.name for t in (subject_t, oracle_t) if not targets.capabilities(t.factory).rank_removal]  # type: ignore[arg-type]
+        if lacking:
+            raise CampaignInputError(f"replay: the log calls remove_worker_dp_rank, which {', '.join(lacking)} does not have")
+    report = LogReplayReport(log_file, subject.name, oracle.name, rule_set.name, len(log.ops))
+    try:
+        report.result = replay_log(log, subject_t.factory, oracle_t.factory, subject.name, oracle.name,  # type: ignore[arg-type]
+                                   rule_set, log_file, strict, strict_shape)
+    except TargetFailure as failure:
+        failed = subject_t if failure.target == subject.name else oracle_t
+        assert failed.factory is not None
+        report.crash = finding(failed.name, failed.factory, failure)
+        return report
+    result = report.result
+    if result.failing is not None:
+        written = Path(out_path) if out_path else Path(log_file).with_suffix(".min.jsonl")
+        try:
+            written.write_text("".join(line + "\n" for line in ops_to_lines(result.shrunk, result.shrunk_queries)))
+        except OSError as exc:
+            warn(f"replay: cannot write the shrunk log to {written}: {exc}")
+        else:
+            extra = judging_options(rules, strict, strict_shape)
+            report.wrote.append(f"wrote {written}\n  replay: kvproof replay log {written} --target {shlex.quote(subject.name)} "
+                                f"--oracle {oracle.name}{extra}")
+    return report

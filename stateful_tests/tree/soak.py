@@ -427,3 +427,72 @@ def soak_targets() -> Iterator[tuple[str, Callable[[], Any] | None]]:
         yield name, targets.load_target(name).factory
     yield from ((name, factory) for name, (factory, _) in LEAKY.items())
 
+
+
+@dataclass
+class TreeSoakRun:
+    """``kvproof soak``: the soak's report, judged with or without tolerating dead nodes kept by design."""
+
+    report: SoakReport
+    tolerate_dead_nodes: bool
+    kind = "soak"
+    skipped = ""
+
+    @property
+    def ok(self) -> bool:
+        return not (beyond_dead_nodes(self.report) if self.tolerate_dead_nodes else self.report.grew)
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        for line in self.report.growth_lines():
+            say(line)
+        if self.report.grew and not beyond_dead_nodes(self.report):
+            say("known: every growth above is dead nodes kept until a store passes them (the rule of releases before 1.6)")
+
+    def summary_line(self) -> str:
+        return self.report.verdict() + f" ({self.report.seconds:.0f} s)"
+
+    def to_json(self) -> dict[str, Any]:
+        return self.report.to_json()
+
+
+def soak_factory(target_name: str) -> Callable[[], Any]:
+    """The tree a soak runs: a soak target by name (a leaking twin included), or any target by ``module:Factory`` or
+    ``reference@RULES``; an unknown or unavailable one is refused."""
+    from ..harness.errors import CampaignInputError
+
+    known = dict(soak_targets())
+    by_name = ":" in target_name or target_name.startswith("reference@")
+    factory = targets.load_target(target_name).factory if by_name else known.get(target_name)
+    if factory is None:
+        raise CampaignInputError(f"unknown or unavailable soak target {target_name!r}: use {', '.join(known)} "
+                                 "or module.path:Factory", param="--target")
+    return factory
+
+
+def trace_traffic(trace_file: str, epochs: int, epoch_s: float, say: Callable[[str], None]) -> Iterator[Request]:
+    """The requests of a Mooncake trace (``default``: the full trace beside the checkout, else the shipped slice),
+    looped with fresh ids for the soak's whole simulated time; a trace that does not read, or is empty, is refused."""
+    from pathlib import Path
+
+    from ..harness.errors import CampaignInputError
+    from .traffic import TraceFormatError, default_trace, mooncake_requests, read_trace
+
+    path = default_trace() if trace_file == "default" else Path(trace_file)
+    try:
+        records = read_trace(path)
+    except TraceFormatError as exc:
+        raise CampaignInputError(f"error: {exc}") from None
+    if not records:
+        raise CampaignInputError(f"error: {path}: the trace has no requests")
+    period = records[-1].timestamp_ms / 1000.0 + 1.0  # the trace again, fresh ids, a second after its last request
+    say(f"traffic: {path} ({len(records)} requests), replayed every {period:.0f} s with fresh ids")
+    return mooncake_requests(path, loops=int(epochs * epoch_s // period) + 2, period_s=period)
+
+
+def run_soak_command(target_name: str, plan: SoakPlan, seed: int, trace_file: str | None, tolerate_dead_nodes: bool,
+                     say: Callable[[str], None]) -> TreeSoakRun:
+    """``kvproof soak --family tree``: the tree's soak, one line per epoch said as it ends."""
+    factory = soak_factory(target_name)
+    requests = trace_traffic(trace_file, plan.epochs, plan.epoch_s, say) if trace_file is not None else None
+    report = run_soak(factory, target_name, plan, seed, requests=requests, each=lambda r, s: say(r.line(s)))
+    return TreeSoakRun(report, tolerate_dead_nodes)

@@ -36,7 +36,7 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -522,3 +522,70 @@ def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> 
     report.problems = crashes + overcounts[:3] + report.problems
     report.statistics = asdict(tree.statistics())
     return report
+
+
+@dataclass
+class StressTreeRun:
+    """``kvproof stress tree``: every run's line, the campaign's figures, and (for a broken tree) how often it was caught."""
+
+    task: StressTask
+    mode: str
+    shard: Shard
+    done: list[tuple[int, TreeStressReport]]
+    kind = "stress-tree"
+    skipped = ""
+
+    @property
+    def reports(self) -> list[TreeStressReport]:
+        return [result for _, result in self.done]
+
+    @property
+    def caught(self) -> int:
+        return sum(r.failed for r in self.reports)
+
+    @property
+    def ok(self) -> bool:
+        """A healthy tree: no run failed; a broken one (``--mutant``): some run caught it."""
+        return self.caught > 0 if self.task.mutant is not None else not self.caught
+
+    def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
+        t = self.task
+        for item, result in self.done:
+            say(f"run {item // len(t.modes) + 1}/{t.runs} {result.config.mode} seed={result.config.seed}: "
+                f"{result.summary_line()} ({result.seconds:.1f} s)")
+            for problem in result.problems[:5]:
+                say(f"  problem: {problem}")
+        if t.mutant is not None:
+            return
+        stats: Counter[str] = Counter()
+        for r in self.reports:
+            stats.update(r.statistics)
+        say(f"seconds={sum(r.seconds for r in self.reports):.1f} seed={t.seed} modes={'+'.join(t.modes)} "
+            f"writers={t.writers} readers={t.readers} checkpoints={sum(r.checkpoints for r in self.reports)}")
+        say(f"statistics: { {k: v for k, v in stats.items() if v} }")
+        if self.caught:
+            say(f"replay the workload: kvproof stress tree --ops {t.ops} --seed {t.seed} --mode {self.mode} "
+                f"--yield-sleep {t.yield_sleep}")
+
+    def summary_line(self) -> str:
+        rs = self.reports
+        if self.task.mutant is not None:
+            return f"mutant {self.task.mutant}: caught in {self.caught} of {len(rs)} runs ({self.mode}, {self.task.ops} ops each)"
+        return (f"stress: ops={sum(r.ops for r in rs)} reads={sum(r.reads for r in rs)} "
+                f"overcounts={sum(r.overcounts for r in rs)} parity_breaks={sum(r.parity_breaks for r in rs)}"
+                + ("" if self.shard.whole else f" shard={self.shard}"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"runs": [r.to_json() | {"item": item} for item, r in self.done], "shard": str(self.shard)}
+
+
+def run_stress_tree(task: StressTask, mode: str, shard: Shard, processes: int, executor: str) -> StressTreeRun:
+    """The campaign of ``kvproof stress tree`` (``mode``: strict, chaos or both, as asked); an unknown broken tree is
+    refused."""
+    from ..harness.errors import CampaignInputError
+    from .impl_mutants import IMPL_MUTANTS, short_name
+
+    if task.mutant and not any(short_name(m) == task.mutant for m in IMPL_MUTANTS):
+        raise CampaignInputError(f"unknown mutant {task.mutant!r}; one of {[short_name(m) for m in IMPL_MUTANTS]}",
+                                 param="--mutant")
+    return StressTreeRun(task, mode, shard, stress_sharded(task, shard, processes, executor))

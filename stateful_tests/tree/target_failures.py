@@ -5,7 +5,7 @@ extensions, the failing call last). ``shrink`` cuts that log to a smaller one on
 of the same target still fails the same way (delta debugging over the calls before the failing one,
 each try in a fresh host process, within a time budget); ``finding`` writes it to
 ``kvproof-failures/`` and says what happened, the shrunk calls, and the command that replays them
-(``kvproof replay FILE --target T``, which reports the same failure as a finding).
+(``kvproof replay log FILE --target T``, which reports the same failure as a finding).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def finding(target_name: str, factory: Factory, failure: TargetFailure, seconds:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{file_safe(f'{failure.kind}-{target_name}-{failure.op}')}.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
-    return Finding(failure, lines, reproduced, path, f"kvproof replay {path} --target {shlex.quote(target_name)} --oracle reference")
+    return Finding(failure, lines, reproduced, path, f"kvproof replay log {path} --target {shlex.quote(target_name)} --oracle reference")
 
 
 KNOWN = (

@@ -151,6 +151,6 @@ def test_the_gate_names_the_finding_shrinks_it_and_runs_the_other_rows(small_lim
                          capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
     assert ran.returncode == 1, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "FINDING [memory]" in ran.stdout and "ran out of memory in dump_tree_as_events" in ran.stdout
-    assert "shrunk to" in ran.stdout and "replay: kvproof replay kvproof-failures/memory-" in ran.stdout
+    assert "shrunk to" in ran.stdout and "replay: kvproof replay log kvproof-failures/memory-" in ran.stdout
     assert "dump rebuilds the tree" in ran.stdout and "bad input is rejected, harmless" in ran.stdout  # both rows ran
     assert no_host_left("users_tree:AllocatesWithoutBound")

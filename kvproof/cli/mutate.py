@@ -38,7 +38,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 @click.option("--max-children", type=click.IntRange(1), default=1, show_default=True, help="mutmut's parallel test workers")
 @click.option("--timeout", type=click.FloatRange(1), default=None, help="stop mutmut (and fail) after this many seconds")
 @click.option("--equivalents", "equivalents_path", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="the reviewed equivalent mutants (default: docs/mutation-equivalents.toml)")
+              help="the reviewed equivalent mutants (default: stateful_tests/mutation/equivalents.toml)")
 @click.option("--merge", "merge_paths", multiple=True, type=click.Path(exists=True, dir_okay=False), metavar="JSON",
               help="run nothing: merge the --json reports of every shard K/N of one run, or of whole runs that split "
                    "whole layers by module (repeat), and judge the union")

@@ -10,7 +10,7 @@ reach the changed function; a failing test *kills* the mutant, passing tests let
 - ``gate_ttd``: the gate's time to detection (``kvproof check --fail-fast``) over a sample of the killed mutants;
 - ``order``: the pytest plugin that runs a mutant's tests one file at a time, the cheapest file first;
 - ``stall``: the pytest plugin that ends a mutant's session as a timeout when one test file runs far past its cost;
-- ``equivalents``: the reviewed list of mutants that change nothing (docs/mutation-equivalents.toml);
+- ``equivalents``: the reviewed list of mutants that change nothing (stateful_tests/mutation/equivalents.toml);
 - ``scores``: the score per module, the survivors with their diffs, the gaps, and the JSON.
 - ``verdicts``: the verdicts of record, one compact file per module group (docs/mutation-runs/);
 - ``runs``: ``kvproof mutate`` as library calls: a run (fresh or rejudged) or a matrix's merge, as a report.

@@ -2,7 +2,7 @@
 
 An equivalent mutant survives every test, and rightly: ``c >= n`` and ``c > n`` agree when both
 branches give ``n`` at ``c == n``. It is set aside from a module's score only when it is listed,
-with a reason, in the reviewed file ``docs/mutation-equivalents.toml``::
+with a reason, in the reviewed file ``stateful_tests/mutation/equivalents.toml``::
 
     [[equivalent]]
     mutant = "kvproof.spec.coverage.x_raised_cutoff__mutmut_7"
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ...spec.errors import KvProofError
 
-EQUIVALENTS_FILE = "docs/mutation-equivalents.toml"
+EQUIVALENTS_FILE = "stateful_tests/mutation/equivalents.toml"
 CLASS_SEPARATOR = "ǁ"  # mutmut's marker around a class name in a method's mangled name
 
 

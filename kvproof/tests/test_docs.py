@@ -44,3 +44,19 @@ def test_the_drift_check_catches_a_stale_table():
     assert stale != text and docs.with_gate_table(stale) != stale
     with pytest.raises(ValueError):
         docs.with_gate_table("no markers here")
+
+
+def test_regenerating_the_proofs_readme_keeps_it_when_only_a_counterexample_differs():
+    """``proofs_readme_over``: a solver's counterexamples vary from run to run, so a run whose stable cells are the
+    committed ones leaves the file as it is; a changed result or a new row rewrites it (the negative controls)."""
+    from kvproof.proofs.registry import ProofRow
+
+    rows = [ProofRow("a claim", "`spec.f`", "Z3", "all integers", 0.1, "proved", "caught", "x=1"),
+            ProofRow("another", "`spec.g`", "Z3", "all integers", 0.1, "proved", "caught", "y=2")]
+    committed = docs.proofs_readme(rows)
+    witness_moved = [rows[0], ProofRow(*(list(vars(rows[1]).values())[:-1] + ["y=3"]))]
+    assert docs.proofs_readme_over(committed, witness_moved) == committed
+    broken = [rows[0], ProofRow("another", "`spec.g`", "Z3", "all integers", 0.1, "FAILED", "caught", "y=2")]
+    assert docs.proofs_readme_over(committed, broken) == docs.proofs_readme(broken) != committed
+    grown = [*rows, ProofRow("a third", "`spec.h`", "Z3", "all integers", 0.1, "proved", "caught", "z=0")]
+    assert docs.proofs_readme_over(committed, grown) == docs.proofs_readme(grown)

@@ -152,6 +152,20 @@ def test_the_pool_runs_untimed_rows_first_then_the_slowest():
     assert [c.key for c in slowest_first(checks, {"a": 1.0, "c": 9.0, "d": 3.0})] == ["b", "c", "d", "a"]
 
 
+def test_on_a_machine_that_never_timed_the_rows_the_typically_slowest_start_first():
+    """A fresh clone (CI) has no timings: the rows ``TYPICAL_SECONDS`` names go first, heaviest first, then the rest in
+    their declared order (before, the declared order alone let the differential row start last of the heavy ones)."""
+    from kvproof.gate.pool import TYPICAL_SECONDS, slowest_first
+
+    keys = ["tree: node-rule laws", "proofs: CrossHair contracts and diffs", "tree: differential vs Dynamo", "x: y"]
+    checks = [type("C", (), {"key": k})() for k in keys]
+    assert TYPICAL_SECONDS["tree: differential vs Dynamo"] > TYPICAL_SECONDS["proofs: CrossHair contracts and diffs"]
+    assert [c.key for c in slowest_first(checks, {})] == [keys[2], keys[1], keys[0], keys[3]]
+    from kvproof.gate import all_checks
+
+    assert set(TYPICAL_SECONDS) <= {c.key for c in all_checks()}, "a typical figure names a row that is gone"
+
+
 def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
     assert kvproof_cli("check", "--shard", "3/2").code == EXIT_USAGE
     assert kvproof_cli("conform", "tree", "--shard", "x").code == EXIT_USAGE

@@ -375,153 +375,186 @@ class Writer:
 
 def run_stress(config: StressConfig, tree_class: type = ConcurrentRadixTree) -> TreeStressReport:
     """Run one stress campaign; return the counts (never raises for a finding, reports it)."""
-    report = TreeStressReport(config)
-    pool = prompt_pool(config.seed)
-    tree = tree_class(lanes=config.writers)
-    clock = itertools.count(1)
-    windows = ReadWindows(config.readers)
-    writers = [Writer(i, config, pool, tree, clock, windows) for i in range(config.writers)]
-    owner = {r: w for w in writers for r in w.ranks}
-    reference = RadixTree()
-    contract: spec_contract.ContractState = spec_contract.EMPTY_CONTRACT
-    queries = pool + [p + (10,) for p in pool[::7]]
-    stop_reading = _sync.Event()
-    read_counts = [0] * config.readers
-    overcounts: list[str] = []
+    return StressRun(config, tree_class).run()
 
-    def reader(k: int) -> None:
+
+class StressRun:
+    """One stress campaign's state and its steps: writers on their lanes, readers racing them, and at every barrier a
+    quiescent checkpoint (the contract fed with every outcome, the snapshot against the reference or the contract,
+    the tree's own ``check()``). The threads share this object; the main thread drives the barriers (``run``)."""
+
+    def __init__(self, config: StressConfig, tree_class: type) -> None:
+        self.config = config
+        self.report = TreeStressReport(config)
+        pool = prompt_pool(config.seed)
+        self.tree = tree_class(lanes=config.writers)
+        self.clock = itertools.count(1)
+        self.windows = ReadWindows(config.readers)
+        self.writers = [Writer(i, config, pool, self.tree, self.clock, self.windows) for i in range(config.writers)]
+        self.owner = {r: w for w in self.writers for r in w.ranks}
+        self.reference = RadixTree()
+        self.contract: spec_contract.ContractState = spec_contract.EMPTY_CONTRACT
+        self.queries = pool + [p + (10,) for p in pool[::7]]
+        self.stop_reading = _sync.Event()
+        self.read_counts = [0] * config.readers
+        self.overcounts: list[str] = []
+        self.crashes: list[str] = []
+        self.per_writer = max(1, config.ops // config.writers)
+        self.barrier_in = [_sync.Event() for _ in self.writers]
+        self.barrier_out = [_sync.Event() for _ in self.writers]
+
+    # -- the threads
+
+    def reader(self, k: int) -> None:
         try:
-            read(k)
+            self.read(k)
         except Exception as exc:  # a tree a writer's crash poisoned refuses reads: the crash is already the finding
-            crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            self.crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
-    def read(k: int) -> None:
-        rng = random.Random(f"stress-reader:{config.seed}:{k}")
-        while not stop_reading.is_set():
-            query = list(rng.choice(queries))
+    def read(self, k: int) -> None:
+        """Read random prefixes until told to stop; every score is held to what its rank held while the read ran."""
+        rng = random.Random(f"stress-reader:{self.config.seed}:{k}")
+        windows = self.windows
+        while not self.stop_reading.is_set():
+            query = list(rng.choice(self.queries))
             query = query[: rng.randint(1, len(query))]
             chain = [ext(tuple(query[: i + 1])) for i in range(len(query))]
             early = rng.random() < 0.25
             windows.starts[k] = 0  # block pruning while the start tick is taken
-            t0 = next(clock)
+            t0 = next(self.clock)
             windows.starts[k] = t0  # from now on only intervals that ended before t0 may be pruned
-            scores = tree.find_matches(query, early).scores
-            t1 = next(clock)
-            read_counts[k] += 1
+            scores = self.tree.find_matches(query, early).scores
+            t1 = next(self.clock)
+            self.read_counts[k] += 1
             for rank, score in scores.items():
-                w = owner.get(Rank(*rank))
+                w = self.owner.get(Rank(*rank))
                 bound = 0 if w is None else w.holdings.bound(Rank(*rank), chain, t0, t1)
                 if score > bound:
-                    overcounts.append(f"{rank} scored {score} on {query} (early_exit={early}) but held at most {bound} during the read")
+                    self.overcounts.append(f"{rank} scored {score} on {query} (early_exit={early}) but held at most "
+                                           f"{bound} during the read")
             windows.starts[k] = None
 
-    per_writer = max(1, config.ops // config.writers)
-    barrier_in = [_sync.Event() for _ in writers]
-    barrier_out = [_sync.Event() for _ in writers]
-    crashes: list[str] = []
-
-    def writer_loop(w: Writer) -> None:
+    def writer_loop(self, w: Writer) -> None:
+        """Step ``w`` up to each checkpoint, then wait at the barrier until the main thread has checked."""
         try:
-            while w.ops < per_writer:
-                target = min(per_writer, w.ops + config.check_every)
+            while w.ops < self.per_writer:
+                target = min(self.per_writer, w.ops + self.config.check_every)
                 while w.ops < target:
                     w.step()
-                barrier_in[w.index].set()
-                barrier_out[w.index].wait()
-                barrier_out[w.index] = _sync.Event()
-                if crashes:  # another writer crashed: the run is over (the main thread released every writer)
+                self.barrier_in[w.index].set()
+                self.barrier_out[w.index].wait()
+                self.barrier_out[w.index] = _sync.Event()
+                if self.crashes:  # another writer crashed: the run is over (the main thread released every writer)
                     return
         except BaseException as exc:  # a crash of the tree is a finding, reported with the seed
-            crashes.append(f"writer {w.index}: {type(exc).__name__}: {exc}")
-            barrier_in[w.index].set()
+            self.crashes.append(f"writer {w.index}: {type(exc).__name__}: {exc}")
+            self.barrier_in[w.index].set()
 
-    def checkpoint() -> None:
-        nonlocal contract
-        for w in writers:
-            for kind, worker, event, outcome in w.log[w.logged :]:
-                if kind == "remove_worker":
-                    reference.remove_worker(worker)
-                    contract = spec_contract.on_remove_worker(contract, worker)
-                    continue
-                try:
-                    reference.apply_event(worker, event)
-                except Exception:
-                    pass  # the reference's answer matters only in strict mode, where all must apply
-                rank = Rank(worker, event.dp_rank)
-                data = event.data
-                verdict = (
-                    spec_contract.store_verdict(contract, rank, data) if isinstance(data, Stored)
-                    else spec_contract.remove_verdict(contract, rank, data) if isinstance(data, Removed)
-                    else spec_contract.Verdict.MUST_APPLY
-                )
-                if verdict is spec_contract.Verdict.MUST_APPLY and outcome != "ok":
-                    w.verdicts.append(f"{rank} {data!r} had to be accepted, got {outcome}")
-                if verdict is spec_contract.Verdict.MUST_REJECT and outcome == "ok":
-                    w.verdicts.append(f"{rank} {data!r} had to be rejected (parent not held)")
-                # The contract follows the tree under test: where a store may go either way, its choice.
-                contract = spec_contract.on_event(contract, rank, data, outcome == "ok")
-            w.logged = len(w.log)
-        report.checkpoints += 1
-        snapshot = tree.snapshot()
-        if config.mode == "strict":
-            problems = []
-            expected = reference.snapshot()
-            if snapshot != expected:
-                for rank in sorted(set(snapshot) | set(expected)):
-                    got, want = snapshot.get(rank, frozenset()), expected.get(rank, frozenset())
-                    if got != want:
-                        problems.append(
-                            f"snapshot differs from the reference for {rank}: "
-                            f"{len(got - want)} blocks too many, {len(want - got)} missing"
-                        )
-            for q in queries:
-                if tree.find_matches(q).scores != reference.find_matches(q).scores:
-                    problems.append(f"find_matches({list(q)}) differs from the reference")
-                    break
+    # -- the checkpoint (main thread, every writer at the barrier)
+
+    def feed_contract(self, w: Writer) -> None:
+        """Replay ``w``'s new log entries into the reference and the contract, noting the outcomes the contract forbids."""
+        for kind, worker, event, outcome in w.log[w.logged :]:
+            if kind == "remove_worker":
+                self.reference.remove_worker(worker)
+                self.contract = spec_contract.on_remove_worker(self.contract, worker)
+                continue
+            try:
+                self.reference.apply_event(worker, event)
+            except Exception:
+                pass  # the reference's answer matters only in strict mode, where all must apply
+            rank = Rank(worker, event.dp_rank)
+            data = event.data
+            verdict = (
+                spec_contract.store_verdict(self.contract, rank, data) if isinstance(data, Stored)
+                else spec_contract.remove_verdict(self.contract, rank, data) if isinstance(data, Removed)
+                else spec_contract.Verdict.MUST_APPLY
+            )
+            if verdict is spec_contract.Verdict.MUST_APPLY and outcome != "ok":
+                w.verdicts.append(f"{rank} {data!r} had to be accepted, got {outcome}")
+            if verdict is spec_contract.Verdict.MUST_REJECT and outcome == "ok":
+                w.verdicts.append(f"{rank} {data!r} had to be rejected (parent not held)")
+            # The contract follows the tree under test: where a store may go either way, its choice.
+            self.contract = spec_contract.on_event(self.contract, rank, data, outcome == "ok")
+        w.logged = len(w.log)
+
+    def strict_problems(self, snapshot: dict) -> list[str]:
+        """Strict mode: the snapshot and every query's scores equal the reference's."""
+        problems = []
+        expected = self.reference.snapshot()
+        if snapshot != expected:
+            for rank in sorted(set(snapshot) | set(expected)):
+                got, want = snapshot.get(rank, frozenset()), expected.get(rank, frozenset())
+                if got != want:
+                    problems.append(f"snapshot differs from the reference for {rank}: "
+                                    f"{len(got - want)} blocks too many, {len(want - got)} missing")
+        for q in self.queries:
+            if self.tree.find_matches(q).scores != self.reference.find_matches(q).scores:
+                problems.append(f"find_matches({list(q)}) differs from the reference")
+                break
+        return problems
+
+    def checkpoint(self) -> None:
+        """Judge the quiescent tree: the contract's verdicts, the snapshot (strict: the reference's; chaos: the
+        contract's index verdict) and ``check()``; the first problem is reported with the checkpoint's number."""
+        for w in self.writers:
+            self.feed_contract(w)
+        self.report.checkpoints += 1
+        snapshot = self.tree.snapshot()
+        if self.config.mode == "strict":
+            problems = self.strict_problems(snapshot)
         else:
-            problems = spec_contract.index_verdict(contract, snapshot)
+            problems = spec_contract.index_verdict(self.contract, snapshot)
         try:
-            tree.check()
+            self.tree.check()
         except AssertionError as exc:
             problems.append(str(exc).splitlines()[1] if len(str(exc).splitlines()) > 1 else str(exc))
-        for w in writers:
+        for w in self.writers:
             problems += w.verdicts
             w.verdicts = []
         if problems:
-            report.parity_breaks += 1
-            report.problems.append(f"checkpoint {report.checkpoints}: {problems[0]}")
+            self.report.parity_breaks += 1
+            self.report.problems.append(f"checkpoint {self.report.checkpoints}: {problems[0]}")
 
-    started = time.perf_counter()
-    with racing(config.switch_interval, config.yield_sleep):
-        readers = [_sync.Thread(functools.partial(reader, k), f"stress-reader-{k}") for k in range(config.readers)]
-        threads = [_sync.Thread(functools.partial(writer_loop, w), f"stress-writer-{w.index}") for w in writers]
+    # -- the run
+
+    def drive_barriers(self) -> None:
+        """Wait for every writer at the barrier, check, release them; until all are done or one crashed."""
         while True:
-            for event in barrier_in:
+            for event in self.barrier_in:
                 event.wait()
-            for i in range(len(barrier_in)):
-                barrier_in[i] = _sync.Event()
-            if crashes:
-                for event in list(barrier_out):  # release the writers waiting at the barrier, or join would wait forever
+            for i in range(len(self.barrier_in)):
+                self.barrier_in[i] = _sync.Event()
+            if self.crashes:
+                for event in list(self.barrier_out):  # release the writers waiting at the barrier, or join would wait forever
                     event.set()
-                break
-            checkpoint()
-            done = all(w.ops >= per_writer for w in writers)
-            for event in list(barrier_out):
+                return
+            self.checkpoint()
+            done = all(w.ops >= self.per_writer for w in self.writers)
+            for event in list(self.barrier_out):
                 event.set()
             if done:
-                break
-        for t in threads:
-            t.join()
-        stop_reading.set()
-        for t in readers:
-            t.join()
-    report.seconds = time.perf_counter() - started
-    report.ops = sum(w.ops for w in writers)
-    report.reads = sum(read_counts)
-    report.overcounts = len(overcounts)
-    report.problems = crashes + overcounts[:3] + report.problems
-    report.statistics = asdict(tree.statistics())
-    return report
+                return
+
+    def run(self) -> TreeStressReport:
+        report = self.report
+        started = time.perf_counter()
+        with racing(self.config.switch_interval, self.config.yield_sleep):
+            readers = [_sync.Thread(functools.partial(self.reader, k), f"stress-reader-{k}") for k in range(self.config.readers)]
+            threads = [_sync.Thread(functools.partial(self.writer_loop, w), f"stress-writer-{w.index}") for w in self.writers]
+            self.drive_barriers()
+            for t in threads:
+                t.join()
+            self.stop_reading.set()
+            for t in readers:
+                t.join()
+        report.seconds = time.perf_counter() - started
+        report.ops = sum(w.ops for w in self.writers)
+        report.reads = sum(self.read_counts)
+        report.overcounts = len(self.overcounts)
+        report.problems = self.crashes + self.overcounts[:3] + report.problems
+        report.statistics = asdict(self.tree.statistics())
+        return report
 
 
 @dataclass

@@ -27,9 +27,9 @@ Replay: a failure prints ``kvproof roundtrip --backend B --seed S --case K``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -793,121 +793,139 @@ BAD_INPUTS = (
 )
 
 
+class BadInput(NamedTuple):
+    """One malformed call of B1: its name, the call (on a fresh device copy of the cache and of ``out_host``), the
+    error type it must raise, and the destination's starting contents (None: the call writes to none)."""
+
+    name: str
+    call: Callable[[Any, Any], Any]
+    expected: type
+    out_host: np.ndarray | None = None
+
+
 def law_bad_input(run: LawRun) -> list[str]:
     """B1: each malformed argument (see ``BAD_INPUTS``) raises a typed error (StateArgumentError or
     StateArgumentType) and leaves the cache and any destination exactly as they were."""
     problems: list[str] = []
     host = run.host_cache()
-    c, rt = run.case, run.rt()
-    disk, total = run.sizes.state_size_to_disk, run.sizes.total_bytes_inference
-    width = host.shape[1]
+    rt = run.rt()  # one round trip for every call, as a caller holds one
+    for bad in bad_inputs(run, rt, host):
+        try_bad_input(run, host, bad, problems)
     if run.be.name == "numpy":
-        torch_be = backend("torch")
-        foreign = torch_be.from_numpy(np.zeros(total, np.uint8)) if torch_be.available else None
-    else:
-        foreign = np.zeros(total, np.uint8)
+        try_read_only_cache(run, rt, host, problems)
+    return problems
 
-    def attempt(name: str, fn: Callable[[Any, Any], Any], expected: type, out_host: np.ndarray | None = None) -> None:
-        cache = run.dev(host)
-        out = run.dev(out_host) if out_host is not None else None
-        try:
-            fn(cache, out)
-            raised = None
-        except Exception as exc:  # a typed error is what we want; anything else is a finding
-            raised = exc
-        run.expect(isinstance(raised, expected), problems, f"{name}: raised {raised!r}, expected {expected.__name__}")
-        run.expect(np.array_equal(run.host(cache), host), problems, f"{name}: the cache changed")
-        if out is not None:
-            assert out_host is not None, "out is made from out_host"
-            run.expect(np.array_equal(run.host(out), out_host), problems, f"{name}: the destination changed")
 
-    sid, lhp = c.state_id, c.lhp
+def try_bad_input(run: LawRun, host: np.ndarray, bad: BadInput, problems: list[str]) -> None:
+    """Make the call on fresh copies; it must raise ``bad.expected`` and change neither the cache nor the destination."""
+    cache = run.dev(host)
+    out = run.dev(bad.out_host) if bad.out_host is not None else None
+    try:
+        bad.call(cache, out)
+        raised = None
+    except Exception as exc:  # a typed error is what we want; anything else is a finding
+        raised = exc
+    run.expect(isinstance(raised, bad.expected), problems, f"{bad.name}: raised {raised!r}, expected {bad.expected.__name__}")
+    run.expect(np.array_equal(run.host(cache), host), problems, f"{bad.name}: the cache changed")
+    if out is not None and bad.out_host is not None:
+        run.expect(np.array_equal(run.host(out), bad.out_host), problems, f"{bad.name}: the destination changed")
+
+
+def try_read_only_cache(run: LawRun, rt: RoundTrip, host: np.ndarray, problems: list[str]) -> None:
+    """A read-only numpy cache: a load refuses it with a typed error and leaves it as it was."""
+    frozen = host.copy()
+    frozen.setflags(write=False)
+    try:
+        rt.load(frozen, run.case.state_id, run.garbage(run.sizes.state_size_to_disk), run.case.lhp, "on")
+        raised = None
+    except Exception as exc:
+        raised = exc
+    run.expect(isinstance(raised, StateArgumentError) and np.array_equal(frozen, host), problems,
+               f"read-only cache: raised {raised!r}")
+
+
+def bad_inputs(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+    """Every malformed call B1 makes on this case: the cache's, the state id's and position's, the destination's,
+    the loaded tensor's and the truncation mode's. A generator: each call's garbage is drawn just before the call is
+    tried, so the case's draws come in one order (``LawRun.rng`` numbers them)."""
+    yield from _bad_caches(run, rt, host)
+    yield from _bad_positions(run, rt)
+    yield from _bad_destinations(run, rt, host)
+    yield from _bad_tensors(run, rt)
+
+
+def _bad_caches(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+    sid, lhp = run.case.state_id, run.case.lhp
     wrong_dtype = run.be.from_numpy(host.astype(np.int16))
-    attempt("cache dtype", lambda cache, out: rt.select(wrong_dtype, sid, lhp, True), StateArgumentType)
-    attempt("cache 1-D", lambda cache, out: rt.select(cache.reshape(-1), sid, lhp, True), StateArgumentError)
+    yield BadInput("cache dtype", lambda cache, out: rt.select(wrong_dtype, sid, lhp, True), StateArgumentType)
+    yield BadInput("cache 1-D", lambda cache, out: rt.select(cache.reshape(-1), sid, lhp, True), StateArgumentError)
     if run.sizes.cache_row_bytes:
         narrow = run.be.from_numpy(np.ascontiguousarray(host[:, : run.sizes.cache_row_bytes - 1]))
-        attempt("cache rows too narrow", lambda cache, out: rt.select(narrow, sid, lhp, True), StateArgumentError)
-    attempt(
-        "state id out of range",
-        lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
-        StateArgumentError,
-    )
-    attempt("state id negative", lambda cache, out: rt.select(cache, -1, lhp, True), StateArgumentError)
-    attempt("state id bool", lambda cache, out: rt.select(cache, True, lhp, True), StateArgumentType)
-    attempt(
-        "position below -1",
-        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
-        StateArgumentError,
-    )
-    # Some inputs below are deliberately ill-typed (a float position, a str to_ce, a None mode): they must raise typed errors.
-    attempt("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True), StateArgumentType)  # type: ignore[arg-type]
-    attempt(
-        "position bool",
-        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
-        StateArgumentType,
-    )
-    attempt("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
-    if total:
-        attempt(
-            "out wrong size",
-            lambda cache, out: rt.select(cache, sid, lhp, True, out=out),
-            StateArgumentError,
-            run.garbage(total + 1),
-        )
-        attempt(
-            "out 2-D",
-            lambda cache, out: rt.select(cache, sid, lhp, True, out=out),
-            StateArgumentError,
-            run.garbage((1, total)),
-        )
-        wide = run.be.from_numpy(run.garbage(total).astype(np.int16))
-        attempt("out wrong dtype", lambda cache, out: rt.select(cache, sid, lhp, True, out=wide), StateArgumentType)
-        if foreign is not None:
-            attempt(
-                "out of another library",
-                lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign),
-                StateArgumentType,
-            )
-        if width >= total and c.n_states > 1:
-            other = (sid + 1) % c.n_states
-            attempt(
-                "out overlaps the cache",
-                lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
-                StateArgumentError,
-            )
+        yield BadInput("cache rows too narrow", lambda cache, out: rt.select(narrow, sid, lhp, True), StateArgumentError)
+
+
+def _bad_positions(run: LawRun, rt: RoundTrip) -> Iterator[BadInput]:
+    """The state id, the position and ``to_ce``. Some are deliberately ill-typed (a float position, a str ``to_ce``):
+    they must raise typed errors."""
+    c, disk = run.case, run.sizes.state_size_to_disk
+    sid, lhp = c.state_id, c.lhp
+    yield BadInput("state id out of range", lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
+                   StateArgumentError)
+    yield BadInput("state id negative", lambda cache, out: rt.select(cache, -1, lhp, True), StateArgumentError)
+    yield BadInput("state id bool", lambda cache, out: rt.select(cache, True, lhp, True), StateArgumentType)
+    yield BadInput("position below -1", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
+                   StateArgumentError)
+    yield BadInput("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True),  # type: ignore[arg-type]
+                   StateArgumentType)
+    yield BadInput("position bool", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
+                   StateArgumentType)
+    yield BadInput("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
+
+
+def _bad_destinations(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+    """``select``'s ``out``: the wrong size, shape, dtype or library, or a view of the cache itself."""
+    c, total = run.case, run.sizes.total_bytes_inference
+    sid, lhp = c.state_id, c.lhp
+    if not total:
+        return
+    foreign = _foreign_array(run, total)
+    yield BadInput("out wrong size", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
+                   run.garbage(total + 1))
+    yield BadInput("out 2-D", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
+                   run.garbage((1, total)))
+    wide = run.be.from_numpy(run.garbage(total).astype(np.int16))
+    yield BadInput("out wrong dtype", lambda cache, out: rt.select(cache, sid, lhp, True, out=wide), StateArgumentType)
+    if foreign is not None:
+        yield BadInput("out of another library", lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign),
+                       StateArgumentType)
+    if host.shape[1] >= total and c.n_states > 1:
+        other = (sid + 1) % c.n_states
+        yield BadInput("out overlaps the cache", lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
+                       StateArgumentError)
+
+
+def _foreign_array(run: LawRun, total: int) -> Any:
+    """An array of the other library (torch for a numpy run, numpy for any other), or None without torch."""
+    if run.be.name != "numpy":
+        return np.zeros(total, np.uint8)
+    torch_be = backend("torch")
+    return torch_be.from_numpy(np.zeros(total, np.uint8)) if torch_be.available else None
+
+
+def _bad_tensors(run: LawRun, rt: RoundTrip) -> Iterator[BadInput]:
+    """``load``'s tensor (the wrong size, or a view of another slot) and its truncation mode (not a str)."""
+    c, disk = run.case, run.sizes.state_size_to_disk
+    sid, lhp = c.state_id, c.lhp
     if disk:
-        attempt(
-            "tensor wrong size",
-            lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
-            StateArgumentError,
-        )
+        yield BadInput("tensor wrong size", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
+                       StateArgumentError)
         if c.n_states > 1:
             other = (sid + 1) % c.n_states
-            attempt(
-                "tensor overlaps another slot",
-                lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
-                StateArgumentError,
-            )
-    attempt(
-        "truncation mode not str",
-        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
-        StateArgumentType,
-    )
-    if run.be.name == "numpy":
-        frozen = host.copy()
-        frozen.setflags(write=False)
-        try:
-            rt.load(frozen, sid, run.garbage(disk), lhp, "on")
-            raised = None
-        except Exception as exc:
-            raised = exc
-        run.expect(
-            isinstance(raised, StateArgumentError) and np.array_equal(frozen, host),
-            problems,
-            f"read-only cache: raised {raised!r}",
-        )
-    return problems
+            yield BadInput("tensor overlaps another slot", lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
+                           StateArgumentError)
+    yield BadInput("truncation mode not str",
+                   lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
+                   StateArgumentType)
 
 
 @dataclass(frozen=True)

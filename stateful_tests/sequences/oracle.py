@@ -60,7 +60,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...impl import _sync
 from ...reference.sequences import SlotTracker as ReferenceSlotTracker
@@ -677,138 +677,188 @@ def run_scenario(oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns
     the models take them as that release applies them (``_rebooking_call``); a re-booking add the
     model cannot express ends the scenario early with ``unexpressible`` set (not a mismatch).
     """
-    early, late = model_factory(), model_factory()
-    rules = oracle.release.wire.replica_rules
-    fence_timeout_ns = max(FENCE_TIMEOUT_NS, 40 * jitter_ns)
-    fences = 0
-    result = ScenarioResult(scenario.index)
-    log: list[str] = []
-    model = scenario.model
-    t0 = _now()
-    due = t0
+    return ScenarioRun(oracle, scenario, jitter_ns, model_factory).run()
 
-    def mismatch(step: int, op: Op, detail: str) -> None:
-        result.mismatches.append(OracleMismatch(scenario.index, step, repr(op), detail, list(log)))
 
-    status: int | None  # the tracker's HTTP status; None for a write sent as a replica event
-    for step, op in enumerate(scenario.ops):
-        due += op.gap_ms * 1_000_000
-        while _now() < due:
-            time.sleep(min(0.002, max(0.0, (due - _now()) / 1e9)))
-        result.ops += 1
-        if op.kind in ("loads", "potential"):
-            before = _now()
-            if op.kind == "loads":
-                status, rows = oracle.request("GET", f"/loads?model_name={model}")
-            else:
-                status, rows = oracle.request("POST", "/potential_loads", {
-                    "model_name": model, "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens})
-            after = _now()
-            lo_t, hi_t = after - t0, before - t0
-            log.append(f"{op.kind} at {(before - t0) / 1e6:.1f}..{(after - t0) / 1e6:.1f} ms -> {status} {rows}")
-            if op.kind == "potential" and not early.snapshot().worker_table.ranges:
-                if status != 404:
-                    mismatch(step, op, f"status {status} for potential_loads with no worker, expected 404")
-                continue
-            if status != 200:
-                mismatch(step, op, f"status {status}: {rows}")
-                continue
-            if op.kind == "loads":
-                lo, hi = early.loads(lo_t), late.loads(hi_t)
-                got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["active_prefill_tokens"], r["active_decode_blocks"], None) for r in rows}
-                want = {k: (lo[k].active_prefill_tokens, hi[k].active_prefill_tokens, lo[k].active_decode_blocks) for k in lo}
-            else:
-                lo, hi = early.potential_loads(op.blocks, op.tokens, lo_t), late.potential_loads(op.blocks, op.tokens, hi_t)
-                got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["potential_prefill_tokens"], r["potential_decode_blocks"], r["active_requests"]) for r in rows}
-                want = {k: (lo[k].potential_prefill_tokens, hi[k].potential_prefill_tokens, lo[k].potential_decode_blocks) for k in lo}
-            if set(got) != set(want):
-                mismatch(step, op, f"slots {sorted(got)} != model {sorted(want)}")
-                continue
-            for rank, (tokens, blocks, requests) in got.items():
-                low, high, model_blocks = want[rank]
-                result.reads += 1
-                if not low <= tokens <= high:
-                    mismatch(step, op, f"{rank!r}: tokens {tokens} outside [{low}, {high}] (early/late model at read end/start)")
-                if blocks != model_blocks:
-                    mismatch(step, op, f"{rank!r}: blocks {blocks} != {model_blocks}")
-                if requests is not None and requests != lo[rank].active_requests:
-                    mismatch(step, op, f"{rank!r}: active_requests {requests} != {lo[rank].active_requests}")
-            continue
+class _Write(NamedTuple):
+    """One write as both doors take it: the HTTP body and route, the model call ``call(tracker, at_ns)``, and the
+    request and prefill hint an add carries (for the replica event and the re-booking rules)."""
 
-        # ---- writes
-        result.writes += 1
-        request: SequenceRequest | None = None
-        worker = WorkerWithDpRank(*op.worker)
-        any_worker = bool(early.snapshot().worker_table.ranges)
+    body: dict[str, Any] | None
+    route: str
+    call: Callable[[Any, int], Any]
+    request: SequenceRequest | None = None
+    hint: PrefillLoadHint | None = None
+
+
+class ScenarioRun:
+    """One scenario against the real tracker: every read bracketed by the early model (at the read's end) and the
+    late one (at its start), every write given to both models at the times the tracker may have applied it."""
+
+    def __init__(self, oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int,
+                 model_factory: Callable[[], Any]) -> None:
+        self.oracle, self.scenario = oracle, scenario
+        self.early, self.late = model_factory(), model_factory()
+        self.rules = oracle.release.wire.replica_rules
+        self.fence_timeout_ns = max(FENCE_TIMEOUT_NS, 40 * jitter_ns)
+        self.fences = 0
+        self.result = ScenarioResult(scenario.index)
+        self.log: list[str] = []
+        self.model = scenario.model
+        self.t0 = _now()
+
+    def mismatch(self, step: int, op: Op, detail: str) -> None:
+        self.result.mismatches.append(OracleMismatch(self.scenario.index, step, repr(op), detail, list(self.log)))
+
+    def run(self) -> ScenarioResult:
+        due = self.t0
+        for step, op in enumerate(self.scenario.ops):
+            due += op.gap_ms * 1_000_000
+            while _now() < due:
+                time.sleep(min(0.002, max(0.0, (due - _now()) / 1e9)))
+            self.result.ops += 1
+            if op.kind in ("loads", "potential"):
+                self.read(step, op)
+            elif not self.write(step, op):
+                break
+        return self.result
+
+    # -- reads
+
+    def read(self, step: int, op: Op) -> None:
+        """A ``loads`` or ``potential_loads`` read: each rank's tokens between the models, blocks and requests exact."""
+        before = _now()
+        if op.kind == "loads":
+            status, rows = self.oracle.request("GET", f"/loads?model_name={self.model}")
+        else:
+            status, rows = self.oracle.request("POST", "/potential_loads", {
+                "model_name": self.model, "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens})
+        after = _now()
+        self.log.append(f"{op.kind} at {(before - self.t0) / 1e6:.1f}..{(after - self.t0) / 1e6:.1f} ms -> {status} {rows}")
+        if op.kind == "potential" and not self.early.snapshot().worker_table.ranges:
+            if status != 404:
+                self.mismatch(step, op, f"status {status} for potential_loads with no worker, expected 404")
+            return
+        if status != 200:
+            self.mismatch(step, op, f"status {status}: {rows}")
+            return
+        got, want, lo = self.bracket(op, rows, after - self.t0, before - self.t0)
+        if set(got) != set(want):
+            self.mismatch(step, op, f"slots {sorted(got)} != model {sorted(want)}")
+            return
+        for rank, (tokens, blocks, requests) in got.items():
+            low, high, model_blocks = want[rank]
+            self.result.reads += 1
+            if not low <= tokens <= high:
+                self.mismatch(step, op, f"{rank!r}: tokens {tokens} outside [{low}, {high}] (early/late model at read end/start)")
+            if blocks != model_blocks:
+                self.mismatch(step, op, f"{rank!r}: blocks {blocks} != {model_blocks}")
+            if requests is not None and requests != lo[rank].active_requests:
+                self.mismatch(step, op, f"{rank!r}: active_requests {requests} != {lo[rank].active_requests}")
+
+    def bracket(self, op: Op, rows: Any, lo_t: int, hi_t: int) -> tuple[dict, dict, dict]:
+        """(the tracker's rows by rank, the models' (low tokens, high tokens, blocks) by rank, the early model's reads)."""
+        if op.kind == "loads":
+            lo, hi = self.early.loads(lo_t), self.late.loads(hi_t)
+            got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["active_prefill_tokens"], r["active_decode_blocks"], None)
+                   for r in rows}
+            want = {k: (lo[k].active_prefill_tokens, hi[k].active_prefill_tokens, lo[k].active_decode_blocks) for k in lo}
+        else:
+            lo, hi = self.early.potential_loads(op.blocks, op.tokens, lo_t), self.late.potential_loads(op.blocks, op.tokens, hi_t)
+            got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["potential_prefill_tokens"], r["potential_decode_blocks"],
+                                                                    r["active_requests"]) for r in rows}
+            want = {k: (lo[k].potential_prefill_tokens, hi[k].potential_prefill_tokens, lo[k].potential_decode_blocks) for k in lo}
+        return got, want, lo
+
+    # -- writes
+
+    def write_of(self, op: Op, worker: WorkerWithDpRank) -> _Write:
+        """The write ``op`` stands for, through either door."""
+        model = self.model
         if op.kind == "register":
-            body = {"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": op.dp_size}
-            call = lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at)
-            route = "/register"
-        elif op.kind == "unregister":
-            body = {"worker_id": op.worker_id, "model_name": model}
-            call = lambda t, at: t.unregister_worker(op.worker_id)
-            route = "/unregister"
-        elif op.kind == "add":
+            return _Write({"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0,
+                           "dp_size": op.dp_size}, "/register", lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at))
+        if op.kind == "unregister":
+            return _Write({"worker_id": op.worker_id, "model_name": model}, "/unregister",
+                          lambda t, at: t.unregister_worker(op.worker_id))
+        if op.kind == "add":
             hint = None if op.tokens is None else PrefillLoadHint(op.tokens, op.duration)
+            body = None
             if op.via == "http":
                 hint = PrefillLoadHint(op.tokens, None) if op.tokens else None  # HTTP: unmodeled, and only when > 0
                 body = {"model_name": model, "request_id": op.rid, "worker_id": worker.worker_id, "dp_rank": worker.dp_rank,
                         "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens}
             request = SequenceRequest(op.rid, worker, op.blocks if op.via == "replica" else (op.blocks or ()), op.track, None, hint)
-            call = lambda t, at: t.add_request(request, at)
-            route = "/add"
-            result.modeled_adds += op.via == "replica" and op.duration is not None and bool(op.tokens)
-        elif op.kind == "mark":
-            body = {"model_name": model, "request_id": op.rid}
-            fence = worker if op.via == "replica" else None
-            call = lambda t, at: t.mark_prefill_completed(op.rid, at, fence)
-            route = "/prefill_complete"
-        else:
-            body = {"model_name": model, "request_id": op.rid}
-            fence = worker if op.via == "replica" else None
-            call = lambda t, at: t.free(op.rid, at, fence)
-            route = "/free"
-        if op.via == "replica" and rules == "rebooking":
-            call = _rebooking_call(op, worker, call, request if op.kind == "add" else None)
-            if op.kind == "add" and _rebooks(early, op, worker) and not _can_rebook(early):
-                result.unexpressible = (f"step {step}: {op.kind} {op.rid} re-books on {worker!r} under release "
-                                        f"{oracle.release.version}'s replica rules, which {type(early).__name__} cannot express")
-                return result
+            return _Write(body, "/add", lambda t, at: t.add_request(request, at), request, hint)
+        fence = worker if op.via == "replica" else None
+        if op.kind == "mark":
+            return _Write({"model_name": model, "request_id": op.rid}, "/prefill_complete",
+                          lambda t, at: t.mark_prefill_completed(op.rid, at, fence))
+        return _Write({"model_name": model, "request_id": op.rid}, "/free", lambda t, at: t.free(op.rid, at, fence))
 
+    def write(self, step: int, op: Op) -> bool:
+        """Apply one write through its door and to both models; False when the scenario must end here."""
+        self.result.writes += 1
+        worker = WorkerWithDpRank(*op.worker)
+        any_worker = bool(self.early.snapshot().worker_table.ranges)
+        w = self.write_of(op, worker)
+        call = w.call
+        if op.kind == "add":
+            self.result.modeled_adds += op.via == "replica" and op.duration is not None and bool(op.tokens)
+        if op.via == "replica" and self.rules == "rebooking":
+            call = _rebooking_call(op, worker, call, w.request)
+            if op.kind == "add" and _rebooks(self.early, op, worker) and not _can_rebook(self.early):
+                self.result.unexpressible = (f"step {step}: {op.kind} {op.rid} re-books on {worker!r} under release "
+                                             f"{self.oracle.release.version}'s replica rules, which "
+                                             f"{type(self.early).__name__} cannot express")
+                return False
         if op.via == "replica" and op.kind in ("add", "mark", "free"):
-            data = {"add": lambda: add_data(op.blocks, op.track, hint), "mark": lambda: "MarkPrefillCompleted",
-                    "free": lambda: "Free"}[op.kind]()
-            fence_slot = _fence_slot(early, op, worker)
-            sent = oracle.publish(model, op.rid, op.worker, data)
-            status = None
-            lo_t = sent - t0
-            first = _model_outcome(early, lambda t: call(t, lo_t))
-            if fence_slot is None:
-                hi_t = lo_t  # no worker registered: the tracker is gone and drops the event; so does the model
-            else:
-                fences += 1
-                seen = _fence(oracle, model, fence_slot, f"fence{scenario.index}.{fences}", fence_timeout_ns)
-                if seen is None:
-                    mismatch(step, op, f"the fence published behind the event never reached {fence_slot!r} "
-                                       f"(model: {first[0]}); the replica feed lost it")
-                    return result
-                hi_t = seen - t0
+            sent = self.send_replica(step, op, worker, w.hint, call)
+            if sent is None:
+                return False
+            status, lo_t, hi_t, first = sent
         else:
-            sent = _now()
-            status, _reply = oracle.request("POST", route, body)
-            done = _now()
-            lo_t, hi_t = sent - t0, done - t0
-            first = _model_outcome(early, lambda t: call(t, lo_t))
-        second = _model_outcome(late, lambda t: call(t, hi_t))
-        log.append(f"{op.kind} {op.via} {op.rid or op.worker_id} {op.worker} at {lo_t / 1e6:.1f}..{hi_t / 1e6:.1f} ms: "
-                   f"model {first[0]}" + ("" if status is None else f", tracker {status}"))
+            status, lo_t, hi_t, first = self.send_http(w.route, w.body, call)
+        second = _model_outcome(self.late, lambda t: call(t, hi_t))
+        self.log.append(f"{op.kind} {op.via} {op.rid or op.worker_id} {op.worker} at {lo_t / 1e6:.1f}..{hi_t / 1e6:.1f} ms: "
+                        f"model {first[0]}" + ("" if status is None else f", tracker {status}"))
         if first[0] != second[0]:
-            mismatch(step, op, f"early and late models disagree: {first[0]} vs {second[0]} (write order unclear)")
+            self.mismatch(step, op, f"early and late models disagree: {first[0]} vs {second[0]} (write order unclear)")
         if status is not None:
             expected = _http_status(first, op.kind, any_worker)
             if status != expected:
-                mismatch(step, op, f"HTTP {status}, model says {expected} ({first[0]})")
-    return result
+                self.mismatch(step, op, f"HTTP {status}, model says {expected} ({first[0]})")
+        return True
+
+    def send_replica(self, step: int, op: Op, worker: WorkerWithDpRank, hint: PrefillLoadHint | None,
+                     call: Callable[[Any, int], Any]) -> tuple[None, int, int, tuple[str, Any]] | None:
+        """Publish the write as a replica event, then a fence behind it; (no status, sent, seen, the early model's
+        outcome), or None when the fence never arrived (a mismatch: the feed lost it)."""
+        data = {"add": lambda: add_data(op.blocks, op.track, hint), "mark": lambda: "MarkPrefillCompleted",
+                "free": lambda: "Free"}[op.kind]()
+        fence_slot = _fence_slot(self.early, op, worker)
+        sent = self.oracle.publish(self.model, op.rid, op.worker, data)
+        lo_t = sent - self.t0
+        first = _model_outcome(self.early, lambda t: call(t, lo_t))
+        if fence_slot is None:
+            return None, lo_t, lo_t, first  # no worker registered: the tracker is gone and drops the event; so does the model
+        self.fences += 1
+        seen = _fence(self.oracle, self.model, fence_slot, f"fence{self.scenario.index}.{self.fences}", self.fence_timeout_ns)
+        if seen is None:
+            self.mismatch(step, op, f"the fence published behind the event never reached {fence_slot!r} "
+                                    f"(model: {first[0]}); the replica feed lost it")
+            return None
+        return None, lo_t, seen - self.t0, first
+
+    def send_http(self, route: str, body: dict[str, Any] | None,
+                  call: Callable[[Any, int], Any]) -> tuple[int, int, int, tuple[str, Any]]:
+        """POST the write; (its status, sent, answered, the early model's outcome at the send)."""
+        sent = _now()
+        status, _reply = self.oracle.request("POST", route, body)
+        done = _now()
+        lo_t = sent - self.t0
+        first = _model_outcome(self.early, lambda t: call(t, lo_t))
+        return status, lo_t, done - self.t0, first
 
 
 @dataclass

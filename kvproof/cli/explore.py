@@ -6,7 +6,7 @@ import click
 
 from ..report import finish
 from .app import main
-from .options import json_option, profile_option, seed_option
+from .options import STRUCTURE, json_option, profile_option, seed_option
 
 EXAMPLES = """
 \b
@@ -29,7 +29,7 @@ Examples:
 @seed_option()
 @click.option("--depth", type=int, default=None, help="PCT's bug depth d (default: the profile's, 3)")
 @click.option("--preemptions", type=int, default=2, show_default=True, help="dfs: the preemption bound (-1: unbounded)")
-@click.option("--target", "target_name", default="impl", show_default=True,
+@click.option("--target", "target_name", type=STRUCTURE, default="impl", show_default=True,
               help="impl, a broken structure's name (see --list), or module.path:Factory")
 @profile_option()
 @click.option("--faults", "faults", is_flag=True,

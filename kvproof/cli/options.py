@@ -159,6 +159,26 @@ class TrackerType(click.ParamType):
 TRACKER = TrackerType()
 
 
+class StructureType(click.ParamType):
+    """A concurrent structure the explorer runs its scenarios on: ``impl`` (``impl-lanes``, ``impl-pool``), a broken
+    structure by its short name (``kvproof explore --list``), or ``module.path:Factory``; the name itself is passed on
+    (the explorer resolves it, ``campaign.subject_for``)."""
+
+    name = "STRUCTURE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..stateful_tests.explore.campaign import broken_subjects
+
+        broken = broken_subjects()
+        if value in ("impl", "impl-lanes", "impl-pool") or value in broken or ":" in str(value):
+            return value
+        self.fail(f"{value!r} is not a structure the explorer knows: impl, module.path:Factory, or a broken structure "
+                  f"({', '.join(sorted(broken))})", param, ctx)
+
+
+STRUCTURE = StructureType()
+
+
 def model_option(default: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--model TRACKER``: the slot tracker a sequence campaign runs (``TrackerType``)."""
     return click.option("--model", type=TRACKER, default=default, show_default=True, help=help_text)

@@ -33,6 +33,13 @@ def test_a_malformed_token_or_unknown_scenario_is_a_usage_error(kvproof_cli):
     assert kvproof_cli("explore", "no-such-scenario").code == EXIT_USAGE
 
 
+def test_an_unknown_structure_is_a_usage_error_that_lists_the_known_ones(kvproof_cli):
+    """``--target`` is a STRUCTURE: impl, a broken structure's short name, or module.path:Factory."""
+    ran = kvproof_cli("explore", "fanout-vs-split", "--target", "NoSuchStructure")
+    assert ran.code == EXIT_USAGE and "ReadSkipsVersionCheck" in ran.out and "NoSuchStructure" in ran.out
+    assert kvproof_cli("explore", "fanout-vs-split", "--target", "FanoutWithoutGate", "--budget", "20").code != EXIT_USAGE
+
+
 def test_explore_mutants_finds_every_broken_structure(kvproof_cli):
     ran = kvproof_cli("explore", "--mutants", "--profile", "quick")
     assert ran.code == EXIT_PASS and ran.last == "explore: mutants=17 found=17 missed=0"

@@ -793,7 +793,7 @@ BAD_INPUTS = (
 )
 
 
-class BadInput(NamedTuple):
+class BadRoundTripCall(NamedTuple):
     """One malformed call of B1: its name, the call (on a fresh device copy of the cache and of ``out_host``), the
     error type it must raise, and the destination's starting contents (None: the call writes to none)."""
 
@@ -816,7 +816,7 @@ def law_bad_input(run: LawRun) -> list[str]:
     return problems
 
 
-def try_bad_input(run: LawRun, host: np.ndarray, bad: BadInput, problems: list[str]) -> None:
+def try_bad_input(run: LawRun, host: np.ndarray, bad: BadRoundTripCall, problems: list[str]) -> None:
     """Make the call on fresh copies; it must raise ``bad.expected`` and change neither the cache nor the destination."""
     cache = run.dev(host)
     out = run.dev(bad.out_host) if bad.out_host is not None else None
@@ -844,7 +844,7 @@ def try_read_only_cache(run: LawRun, rt: RoundTrip, host: np.ndarray, problems: 
                f"read-only cache: raised {raised!r}")
 
 
-def bad_inputs(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+def bad_inputs(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadRoundTripCall]:
     """Every malformed call B1 makes on this case: the cache's, the state id's and position's, the destination's,
     the loaded tensor's and the truncation mode's. A generator: each call's garbage is drawn just before the call is
     tried, so the case's draws come in one order (``LawRun.rng`` numbers them)."""
@@ -854,53 +854,53 @@ def bad_inputs(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInpu
     yield from _bad_tensors(run, rt)
 
 
-def _bad_caches(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+def _bad_caches(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadRoundTripCall]:
     sid, lhp = run.case.state_id, run.case.lhp
     wrong_dtype = run.be.from_numpy(host.astype(np.int16))
-    yield BadInput("cache dtype", lambda cache, out: rt.select(wrong_dtype, sid, lhp, True), StateArgumentType)
-    yield BadInput("cache 1-D", lambda cache, out: rt.select(cache.reshape(-1), sid, lhp, True), StateArgumentError)
+    yield BadRoundTripCall("cache dtype", lambda cache, out: rt.select(wrong_dtype, sid, lhp, True), StateArgumentType)
+    yield BadRoundTripCall("cache 1-D", lambda cache, out: rt.select(cache.reshape(-1), sid, lhp, True), StateArgumentError)
     if run.sizes.cache_row_bytes:
         narrow = run.be.from_numpy(np.ascontiguousarray(host[:, : run.sizes.cache_row_bytes - 1]))
-        yield BadInput("cache rows too narrow", lambda cache, out: rt.select(narrow, sid, lhp, True), StateArgumentError)
+        yield BadRoundTripCall("cache rows too narrow", lambda cache, out: rt.select(narrow, sid, lhp, True), StateArgumentError)
 
 
-def _bad_positions(run: LawRun, rt: RoundTrip) -> Iterator[BadInput]:
+def _bad_positions(run: LawRun, rt: RoundTrip) -> Iterator[BadRoundTripCall]:
     """The state id, the position and ``to_ce``. Some are deliberately ill-typed (a float position, a str ``to_ce``):
     they must raise typed errors."""
     c, disk = run.case, run.sizes.state_size_to_disk
     sid, lhp = c.state_id, c.lhp
-    yield BadInput("state id out of range", lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
+    yield BadRoundTripCall("state id out of range", lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
                    StateArgumentError)
-    yield BadInput("state id negative", lambda cache, out: rt.select(cache, -1, lhp, True), StateArgumentError)
-    yield BadInput("state id bool", lambda cache, out: rt.select(cache, True, lhp, True), StateArgumentType)
-    yield BadInput("position below -1", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
+    yield BadRoundTripCall("state id negative", lambda cache, out: rt.select(cache, -1, lhp, True), StateArgumentError)
+    yield BadRoundTripCall("state id bool", lambda cache, out: rt.select(cache, True, lhp, True), StateArgumentType)
+    yield BadRoundTripCall("position below -1", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
                    StateArgumentError)
-    yield BadInput("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True),  # type: ignore[arg-type]
+    yield BadRoundTripCall("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True),  # type: ignore[arg-type]
                    StateArgumentType)
-    yield BadInput("position bool", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
+    yield BadRoundTripCall("position bool", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
                    StateArgumentType)
-    yield BadInput("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
+    yield BadRoundTripCall("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
 
 
-def _bad_destinations(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadInput]:
+def _bad_destinations(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadRoundTripCall]:
     """``select``'s ``out``: the wrong size, shape, dtype or library, or a view of the cache itself."""
     c, total = run.case, run.sizes.total_bytes_inference
     sid, lhp = c.state_id, c.lhp
     if not total:
         return
     foreign = _foreign_array(run, total)
-    yield BadInput("out wrong size", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
+    yield BadRoundTripCall("out wrong size", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
                    run.garbage(total + 1))
-    yield BadInput("out 2-D", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
+    yield BadRoundTripCall("out 2-D", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
                    run.garbage((1, total)))
     wide = run.be.from_numpy(run.garbage(total).astype(np.int16))
-    yield BadInput("out wrong dtype", lambda cache, out: rt.select(cache, sid, lhp, True, out=wide), StateArgumentType)
+    yield BadRoundTripCall("out wrong dtype", lambda cache, out: rt.select(cache, sid, lhp, True, out=wide), StateArgumentType)
     if foreign is not None:
-        yield BadInput("out of another library", lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign),
+        yield BadRoundTripCall("out of another library", lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign),
                        StateArgumentType)
     if host.shape[1] >= total and c.n_states > 1:
         other = (sid + 1) % c.n_states
-        yield BadInput("out overlaps the cache", lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
+        yield BadRoundTripCall("out overlaps the cache", lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
                        StateArgumentError)
 
 
@@ -912,18 +912,18 @@ def _foreign_array(run: LawRun, total: int) -> Any:
     return torch_be.from_numpy(np.zeros(total, np.uint8)) if torch_be.available else None
 
 
-def _bad_tensors(run: LawRun, rt: RoundTrip) -> Iterator[BadInput]:
+def _bad_tensors(run: LawRun, rt: RoundTrip) -> Iterator[BadRoundTripCall]:
     """``load``'s tensor (the wrong size, or a view of another slot) and its truncation mode (not a str)."""
     c, disk = run.case, run.sizes.state_size_to_disk
     sid, lhp = c.state_id, c.lhp
     if disk:
-        yield BadInput("tensor wrong size", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
+        yield BadRoundTripCall("tensor wrong size", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
                        StateArgumentError)
         if c.n_states > 1:
             other = (sid + 1) % c.n_states
-            yield BadInput("tensor overlaps another slot", lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
+            yield BadRoundTripCall("tensor overlaps another slot", lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
                            StateArgumentError)
-    yield BadInput("truncation mode not str",
+    yield BadRoundTripCall("truncation mode not str",
                    lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
                    StateArgumentType)
 

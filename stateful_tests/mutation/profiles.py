@@ -53,7 +53,8 @@ DEEPINFER = "stateful_tests/deepinfer/tests/"
 SEQUENCES = "stateful_tests/sequences/tests/"
 
 QUICK = (
-    MutationTarget("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py")),
+    MutationTarget("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py",
+                                        TREE + "test_vectors.py")),
     MutationTarget("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
     MutationTarget("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
 )
@@ -94,7 +95,8 @@ CI_TESTS: dict[str, tuple[str, ...]] = {
         "acceptance", "capacity", "deepinfer_errors", "hit_length", "quantities", "service_queue", "state_layout")},
     "spec/arith.py": TREE_SPEC + SEQUENCE_SPEC + DEEPINFER_SPEC,
     "reference/radix_tree.py": REFERENCE_TREE,
-    "reference/wire.py": (TREE + "test_reference_wire.py", TREE + "test_spec_events.py", TREE + "test_reference_radix_tree.py"),
+    "reference/wire.py": (TREE + "test_reference_wire.py", TREE + "test_spec_events.py", TREE + "test_reference_radix_tree.py",
+                          TREE + "test_vectors.py"),
     "reference/sequences.py": REFERENCE_SEQUENCES,
     "impl/radix_tree.py": IMPL_TREE,
     "impl/lane.py": IMPL_TREE,
@@ -102,7 +104,7 @@ CI_TESTS: dict[str, tuple[str, ...]] = {
     "impl/indexer.py": (TREE + "test_impl_indexer.py", TREE + "test_pipeline.py"),
     "impl/poison.py": (TREE + "test_impl_poison.py", SEQUENCES + "test_poisoning.py"),
     "impl/slot_tracker.py": IMPL_TRACKER,
-    "impl/_sync.py": (EXPLORE + "test_impl_sync.py", TREE + "test_impl_radix_tree.py", TREE + "test_impl_indexer.py",
+    "impl/_sync.py": (EXPLORE + "test_impl_sync.py", TREE + "test_impl_radix_tree.py", TREE + "test_vectors.py", TREE + "test_impl_indexer.py",
                       SEQUENCES + "test_interleavings.py", EXPLORE + "test_model_primitives.py", EXPLORE + "test_scheduler.py",
                       *EXPLORE_IMPL),
     "impl/state_roundtrip.py": (DEEPINFER + "test_impl_state_roundtrip.py",),

@@ -15,9 +15,7 @@ from kvproof.stateful_tests.harness.interleave import race
 from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
 from kvproof.stateful_tests.tree.impl_mutants import ConcurrentExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
 from kvproof.stateful_tests.tree.machine import contract_machine_for
-from kvproof.stateful_tests.tree.steps import checked_after_every_event, run_scenario
 from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
-from kvproof.stateful_tests.tree.vectors import SCENARIOS
 from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 
 
@@ -28,11 +26,6 @@ def stored(parent, *locals_):
 
 def removed(*hashes):
     return KvCacheEvent(0, Removed(tuple(hashes)))
-
-
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
-def test_impl_reproduces_observed_behaviour(scenario):
-    assert run_scenario(checked_after_every_event(ConcurrentRadixTree, scenario), scenario) == []
 
 
 def test_impl_equals_the_reference_step_by_step_with_three_lanes():

@@ -176,20 +176,30 @@ def _run_rows(task: GateTask, ctx: Any, selection: GateSelection, o: CheckPlan, 
 
 def _progress_printer(selection: GateSelection, seconds: dict[str, float], processes: int, started: float,
                       say: Say) -> Callable[[Row, int, int], None]:
-    """A progress callback: one line per finished row, with an estimate of the time left (by what the rows left took
-    here last time, else the mean so far)."""
-    finished: set[str] = set()
+    """A progress callback: one line per finished row, with an estimate of the time left (``time_left``)."""
+    finished: dict[str, float] = {}
 
     def progress(row: Row, done: int, total: int) -> None:
         elapsed = time.perf_counter() - started
-        finished.add(f"{row.family}: {row.name}")
+        finished[f"{row.family}: {row.name}"] = row.seconds
         rest = [c.key for c in selection.checks if c.key not in finished]
-        left = (sum(seconds[k] for k in rest) / min(processes, len(rest) or 1) if all(k in seconds for k in rest)
-                else elapsed / done * (total - done))
+        left = time_left(rest, seconds, finished, processes)
         say(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
             f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
     return progress
+
+
+def time_left(rest: list[str], seconds: dict[str, float], finished: dict[str, float], processes: int) -> float:
+    """The seconds the rows ``rest`` will take over ``processes``: each by what it took here last time, else its typical
+    figure (``pool.TYPICAL_SECONDS``), else the mean of the finished rows that have no typical figure (the light ones;
+    2 s before any): a fresh clone runs its heaviest rows first, so the mean so far would overstate the rest."""
+    from .pool import TYPICAL_SECONDS
+
+    light = [s for k, s in finished.items() if k not in TYPICAL_SECONDS]
+    other = sum(light) / len(light) if light else 2.0
+    guess = {**TYPICAL_SECONDS, **seconds}
+    return sum(guess.get(k, other) for k in rest) / min(processes, len(rest) or 1)
 
 
 @dataclass

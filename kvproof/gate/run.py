@@ -137,7 +137,10 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
     started = time.perf_counter()
     processes = o.processes or int(os.environ.get("KVPROOF_PROCESSES") or 0) or os.cpu_count() or 1
     seconds = recorded_seconds(target.name, chosen.name)
-    progress = _progress_printer(selection, seconds, processes, started, say)
+    from .pool import TYPICAL_SECONDS
+
+    typical = TYPICAL_SECONDS if chosen.name == "ci" else {}  # the figures are the ci profile's; the rows heavy in any
+    progress = _progress_printer(selection, {**typical, **seconds}, set(TYPICAL_SECONDS), processes, started, say)
     task = GateTask(target.name, chosen.name, ctx.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.trace)
     report = _run_rows(task, ctx, selection, o, processes, seconds, progress, say)
     if o.executor == "local":
@@ -174,8 +177,8 @@ def _run_rows(task: GateTask, ctx: Any, selection: GateSelection, o: CheckPlan, 
     return run_gate(ctx, selection, progress, o.fail_fast)
 
 
-def _progress_printer(selection: GateSelection, seconds: dict[str, float], processes: int, started: float,
-                      say: Say) -> Callable[[Row, int, int], None]:
+def _progress_printer(selection: GateSelection, seconds: dict[str, float], heavy: set[str], processes: int,
+                      started: float, say: Say) -> Callable[[Row, int, int], None]:
     """A progress callback: one line per finished row, with an estimate of the time left (``time_left``)."""
     finished: dict[str, float] = {}
 
@@ -183,23 +186,20 @@ def _progress_printer(selection: GateSelection, seconds: dict[str, float], proce
         elapsed = time.perf_counter() - started
         finished[f"{row.family}: {row.name}"] = row.seconds
         rest = [c.key for c in selection.checks if c.key not in finished]
-        left = time_left(rest, seconds, finished, processes)
+        left = time_left(rest, seconds, {k: s for k, s in finished.items() if k not in heavy}, processes)
         say(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
             f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
 
     return progress
 
 
-def time_left(rest: list[str], seconds: dict[str, float], finished: dict[str, float], processes: int) -> float:
-    """The seconds the rows ``rest`` will take over ``processes``: each by what it took here last time, else its typical
-    figure (``pool.TYPICAL_SECONDS``), else the mean of the finished rows that have no typical figure (the light ones;
-    2 s before any): a fresh clone runs its heaviest rows first, so the mean so far would overstate the rest."""
-    from .pool import TYPICAL_SECONDS
-
-    light = [s for k, s in finished.items() if k not in TYPICAL_SECONDS]
-    other = sum(light) / len(light) if light else 2.0
-    guess = {**TYPICAL_SECONDS, **seconds}
-    return sum(guess.get(k, other) for k in rest) / min(processes, len(rest) or 1)
+def time_left(rest: list[str], seconds: dict[str, float], light: dict[str, float], processes: int) -> float:
+    """The seconds the rows ``rest`` will take over ``processes``: each by its figure in ``seconds`` (what it took here
+    last time, else, in the ci profile, its typical figure, ``pool.TYPICAL_SECONDS``), else by the mean of the
+    ``light`` rows finished so far (those with no typical figure; 2 s before any). A fresh clone runs its heaviest
+    rows first, so the mean of every row so far would overstate the rest ("about 507 s left" of a 98 s run)."""
+    other = sum(light.values()) / len(light) if light else 2.0
+    return sum(seconds.get(k, other) for k in rest) / min(processes, len(rest) or 1)
 
 
 @dataclass

@@ -230,13 +230,11 @@ def test_every_option_of_every_command_has_a_line_of_help():
 
 
 def test_the_time_left_of_a_fresh_clone_counts_its_rows_by_their_typical_seconds():
-    """``gate.run.time_left``: rows timed here count what they took; untimed ones their typical figure, else the mean
-    of the light rows finished so far. Before, a fresh clone's first heavy row made it extrapolate: "about 507 s left"
-    of a 98 s run."""
-    from kvproof.gate.pool import TYPICAL_SECONDS
+    """``gate.run.time_left``: a row with a figure (timed here, or typical in the ci profile) counts it; any other the
+    mean of the light rows finished so far, 2 s before any. Before, a fresh clone's first heavy row made it extrapolate:
+    "about 507 s left" of a 98 s run."""
     from kvproof.gate.run import time_left
 
-    heavy = "tree: differential vs Dynamo"
     assert time_left(["a", "b"], {"a": 4.0, "b": 6.0}, {}, 2) == 5.0
-    assert time_left([heavy, "light"], {}, {"x: done": 3.0}, 1) == TYPICAL_SECONDS[heavy] + 3.0
-    assert time_left(["light"], {}, {heavy: 40.0}, 2) == 2.0  # no light row finished yet: 2 s each
+    assert time_left(["heavy", "light"], {"heavy": 32.0}, {"x: done": 3.0}, 1) == 35.0
+    assert time_left(["light"], {}, {}, 2) == 2.0

@@ -28,6 +28,7 @@ import os
 import pickle
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any
 
 HEADER = struct.Struct("!Q")
@@ -89,10 +90,15 @@ def error_of(exc: BaseException) -> tuple[Any, ...]:
 
 
 def step(tree: Any, method: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """One call of a ``steps`` request: ``("ok", answer)`` or the error it raised (running out of memory, and an
-    interrupt, still end the request)."""
+    """One call of a ``steps`` request: ``("ok", answer)`` or the error it raised (``answer_of``)."""
+    return answer_of(lambda: getattr(tree, method)(*args))
+
+
+def answer_of(call: Callable[[], Any]) -> tuple[Any, ...]:
+    """``("ok", plain answer)`` of ``call()``, or the error it raised as its error tuple (running out of memory, and
+    an interrupt, still end the request)."""
     try:
-        return ("ok", plain(getattr(tree, method)(*args)))
+        return ("ok", plain(call()))
     except MemoryError:
         raise
     except BaseException as exc:
@@ -135,15 +141,12 @@ def serve(name: str) -> None:
             elif kind == "calls":  # one method called with each argument tuple in turn, stopping at the first error
                 _, tree_id, method, many = request
                 call, done = getattr(trees[tree_id], method), []
-                try:
-                    for args in many:
-                        done.append(plain(call(*args)))
-                except MemoryError:
-                    raise
-                except BaseException as exc:
-                    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                        raise
-                    done.append(error_of(exc))
+                for args in many:
+                    one = answer_of(lambda: call(*args))
+                    if one[0] != "ok":  # the error tuple ends the batch
+                        done.append(one)
+                        break
+                    done.append(one[1])
                 answer = ("ok", done)
             elif kind == "steps":  # several calls in order, each answered alone: an error ends only its own step
                 _, tree_id, _, steps = request

@@ -244,10 +244,15 @@ class IsolatedTree:
         self._many = info["many"]
         self._dirty = False
 
-    def _call(self, method: str, args: tuple[Any, ...], line: str | None) -> Any:
+    def _call(self, method: str, args: tuple[Any, ...]) -> Any:
+        self._log(method, args)
+        return self._request("call", method, args)
+
+    def _log(self, method: str, args: tuple[Any, ...]) -> None:
+        """Log a call of the tree as a line kvproof can replay (``_line_of``; a call with no such line is not logged)."""
+        line = _line_of(method, args)
         if line is not None:
             self.log.append(line)
-        return self._request("call", method, args)
 
     def _request(self, kind: str, method: str, payload: Any) -> Any:
         """A ``call`` or ``calls`` request on this tree, to the host that made it (a TargetFailure if that one died)."""
@@ -257,20 +262,21 @@ class IsolatedTree:
 
     def apply_event(self, worker_id: Any, payload: Any) -> None:
         self._dirty = True
-        self._call("apply_event", (worker_id, payload), _event_line(worker_id, payload))
+        self._call("apply_event", (worker_id, payload))
 
     def find_matches(self, sequence: Any, early_exit: Any = False) -> OverlapScores:
         self._sync()
-        answer = self._call("find_matches", (sequence, early_exit), json.dumps({"find_matches": _ints(sequence)}))
+        answer = self._call("find_matches", (sequence, early_exit))
         return OverlapScores(answer["scores"], answer.get("frequencies", []))
 
     def find_matches_many(self, sequences: list[Any], early_exit: bool = False) -> list[OverlapScores]:
         """``find_matches`` of each sequence, in one round trip: the target's own batch where it has one (and no early
         exit is asked), else a ``calls`` batch in the host; an error raises as the first failing call would."""
         self._sync()
-        self.log.extend(json.dumps({"find_matches": _ints(s)}) for s in sequences)
+        for s in sequences:
+            self._log("find_matches", (s,))
         if self._many and not early_exit:
-            answers = self._call("find_matches_many", (sequences,), None)
+            answers = self._request("call", "find_matches_many", (sequences,))
         else:
             answers = self._calls("find_matches", [(s, early_exit) for s in sequences])
         return [OverlapScores(a["scores"], a.get("frequencies", [])) for a in answers]
@@ -287,9 +293,7 @@ class IsolatedTree:
         returned, not raised). Every call is logged as its own call would be. Not for a tree in lockstep (``_sync``)."""
         assert not self.lockstep, "a tree in lockstep flushes around its reads: call it one call at a time"
         for method, args in calls:
-            line = _line_of(method, args)
-            if line is not None:
-                self.log.append(line)
+            self._log(method, args)
         return [self._answer(answer) for answer in self._request("steps", "steps", calls)]
 
     def _answer(self, answer: tuple[Any, ...]) -> Any:
@@ -308,15 +312,15 @@ class IsolatedTree:
 
     def remove_worker(self, worker_id: Any) -> None:
         self._sync()
-        self._call("remove_worker", (worker_id,), json.dumps({"remove_worker": worker_id}) if isinstance(worker_id, int) else None)
+        self._call("remove_worker", (worker_id,))
 
     def clear_all_blocks(self, worker_id: Any) -> None:
         self._dirty = True
-        self._call("clear_all_blocks", (worker_id,), json.dumps({"clear_all_blocks": worker_id}) if isinstance(worker_id, int) else None)
+        self._call("clear_all_blocks", (worker_id,))
 
     def dump_tree_as_events(self) -> list[str]:
         self._sync()
-        return self._call("dump_tree_as_events", (), json.dumps({"dump": True}))
+        return self._call("dump_tree_as_events", ())
 
     def close(self) -> None:
         if self.host.generation == self.generation and self.host.alive():
@@ -328,8 +332,7 @@ class IsolatedTree:
 
 class _RankRemoval:
     def remove_worker_dp_rank(self: Any, worker_id: Any, dp_rank: Any) -> None:
-        self._call("remove_worker_dp_rank", (worker_id, dp_rank),
-                   json.dumps({"remove_worker_dp_rank": [worker_id, dp_rank]}) if isinstance(worker_id, int) else None)
+        self._call("remove_worker_dp_rank", (worker_id, dp_rank))
 
 
 class _SendMany:
@@ -375,7 +378,8 @@ def isolated(target: str) -> Callable[[], Any]:
 
 
 def _line_of(method: str, args: tuple[Any, ...]) -> str | None:
-    """The log line of one call of a ``steps`` request (as the tree's own method logs it), or None."""
+    """The log line of one call of the tree (a RouterEvent, or a call as ``tree.log`` spells it), or None for a call
+    whose arguments no log line can carry (a hostile payload, a worker id that is not an int)."""
     if method == "apply_event":
         return _event_line(*args)
     if method == "find_matches":

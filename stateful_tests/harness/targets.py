@@ -351,7 +351,11 @@ anyone can tell; the rows compare it with nothing and say so."""
 
 def apply(tree: Any, worker_id: int, event: KvCacheEvent) -> str:
     """Apply ``event`` to ``tree`` through the wire format; return ``"ok"``, the outcome name, or ``UNOBSERVED``."""
-    outcome = outcome_of_call(lambda: tree.apply_event(worker_id, encode_event(event)))
+    return observed(tree, outcome_of_call(lambda: tree.apply_event(worker_id, encode_event(event))))
+
+
+def observed(tree: Any, outcome: str) -> str:
+    """An event's outcome as the rows read it: ``UNOBSERVED`` for an accepted event on a surface that reports none."""
     return UNOBSERVED if outcome == OK and surface_of(tree).outcomes is not None else outcome
 
 

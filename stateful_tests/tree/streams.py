@@ -81,20 +81,18 @@ Op = EventOp | RemoveWorkerOp | ClearAllBlocksOp | RemoveWorkerDpRankOp | DumpOp
 
 
 def apply_op(tree: Any, op: Op) -> str:
-    """Apply one operation to a target; return ``"ok"`` or the outcome name."""
-    if isinstance(op, EventOp):
-        return targets.apply(tree, op.worker_id, op.event)
-    if isinstance(op, RemoveWorkerOp):
-        return targets.outcome_of_call(lambda: tree.remove_worker(op.worker_id))
-    if isinstance(op, RemoveWorkerDpRankOp):
-        return targets.outcome_of_call(lambda: tree.remove_worker_dp_rank(op.worker_id, op.dp_rank))
-    if isinstance(op, DumpOp):
-        return targets.outcome_of_call(tree.dump_tree_as_events)
-    return targets.outcome_of_call(lambda: tree.clear_all_blocks(op.worker_id))
+    """Apply one operation to a target; return ``"ok"`` or the outcome name (``targets.observed``: an event on a
+    surface that reports no outcome is ``UNOBSERVED``)."""
+    method, args = op_call(op)
+    return _outcome(tree, op, targets.outcome_of_call(lambda: getattr(tree, method)(*args)))
+
+
+def _outcome(tree: Any, op: Op, outcome: str) -> str:
+    return targets.observed(tree, outcome) if isinstance(op, EventOp) else outcome
 
 
 def op_call(op: Op) -> tuple[str, tuple[Any, ...]]:
-    """The tree call that applies ``op`` (as ``apply_op`` makes it): method name and arguments."""
+    """The tree call that applies ``op``: method name and arguments (an event as its JSON, as ``targets.apply``)."""
     if isinstance(op, EventOp):
         return "apply_event", (op.worker_id, encode_event(op.event))
     if isinstance(op, RemoveWorkerOp):
@@ -124,9 +122,7 @@ def apply_op_and_read(tree: Any, op: Op, queries: list[list[int]], early_exit: b
         return apply_op(tree, op), None, None
     asked = [("find_matches", (q, False)) for q in queries] + [("find_matches", (q, True)) for q in queries if early_exit]
     first, *answers = steps([op_call(op), *asked])
-    outcome = targets.outcome_of_call(lambda: _reraise(first))
-    if isinstance(op, EventOp) and outcome == targets.OK and surface_of(tree).outcomes is not None:
-        outcome = targets.UNOBSERVED
+    outcome = _outcome(tree, op, targets.outcome_of_call(lambda: _reraise(first)))
     plain = [targets.plain_scores(a) if not isinstance(a, BaseException) else a for a in answers]
     return outcome, plain[:len(queries)], plain[len(queries):] if early_exit else None
 

@@ -134,9 +134,10 @@ class Remover(threading.Thread):
             raise self.error
 
 
-def victim_credits(tree: Any, query: list[int]) -> int:
-    """The most blocks of ``query`` any rank of the victim is credited with."""
-    return max((score for rank, score in tree.find_matches(query).scores.items() if rank[0] == VICTIM), default=0)
+def victim_credits(tree: Any, query: list[int]) -> dict[tuple[int, int], int]:
+    """Each rank of the victim that ``query`` credits, with its blocks."""
+    return {(rank[0], rank[1]): score for rank, score in tree.find_matches(query).scores.items()
+            if rank[0] == VICTIM and score}
 
 
 def race_round(factory: Factory, seed: int) -> RoundVerdict:
@@ -164,7 +165,7 @@ def race_round(factory: Factory, seed: int) -> RoundVerdict:
             submit(VICTIM, late)
             tree.remove_worker(VICTIM)
         flush()
-        late_landed = victim_credits(tree, late_query) > 0
+        late_landed = bool(victim_credits(tree, late_query))
         second, second_query = chain(2 * 10**5, CHAIN_BLOCKS, None)
         submit(VICTIM, second)
         flush()
@@ -172,10 +173,8 @@ def race_round(factory: Factory, seed: int) -> RoundVerdict:
         flush()
         verdict = RoundVerdict(seed, late_landed)
         for name, query in (("first", first_query), ("late", late_query), ("second", second_query)):
-            for rank, score in tree.find_matches(query).scores.items():
-                worker, dp_rank = rank
-                if worker == VICTIM and score:
-                    verdict.credited[f"rank ({worker}, {dp_rank}) on the {name} chain"] = score
+            for (worker, dp_rank), score in victim_credits(tree, query).items():
+                verdict.credited[f"rank ({worker}, {dp_rank}) on the {name} chain"] = score
         return verdict
     finally:
         targets.dispose(tree)

@@ -1,6 +1,7 @@
 """The documents kvproof generates from its own tables, and the one way to regenerate them all.
 
-``GENERATED`` lists them: the gate table of ``docs/gate.md`` (from the checks and their controls),
+``GENERATED`` lists them: the gate table of ``docs/gate.md`` (from the checks and their controls), the command
+reference of ``docs/commands.md`` (from the commands' click declarations),
 ``docs/figures.md`` (from ``docs/figures.json``, ``kvproof.figures``) and ``proofs/README.md`` (from a run of
 every proof, ``kvproof prove``). ``kvproof docs --write`` (or ``python -m kvproof.docs``) rewrites every one;
 ``kvproof/tests/test_docs.py`` fails when a committed copy drifts (``proofs/README.md``, whose witnesses vary from
@@ -113,6 +114,58 @@ def gate_page_path() -> Path:
     return Path(__file__).resolve().parent.parent / "docs" / "gate.md"
 
 
+COMMANDS_BEGIN = "<!-- commands: generated from the command's own help by `kvproof docs --write`; a test fails on drift -->"
+COMMANDS_END = "<!-- /commands -->"
+
+
+def _help_paragraphs(text: str) -> str:
+    """A command's help as markdown: click's no-rewrap markers dropped, its indented lines kept as written."""
+    import inspect
+
+    return "\n".join(line for line in inspect.cleandoc(text).splitlines() if line.strip() != "\b").strip()
+
+
+def _command_sections(command: Any, path: tuple[str, ...], depth: int) -> list[str]:
+    """The section of ``command`` (and of each subcommand, in the order ``--help`` lists them): what it does, its usage
+    line, and every option with its help and default, as ``--help`` prints them."""
+    import click
+
+    name = " ".join(("kvproof", *path))
+    ctx = click.Context(command, info_name=name)
+    lines = [f"{'#' * depth} `{name}`", "", _help_paragraphs(command.help or ""), ""]
+    if isinstance(command, click.Group):
+        for sub in command.list_commands(ctx):
+            lines += _command_sections(command.commands[sub], (*path, sub), depth + 1)
+        return lines
+    records = [p.get_help_record(ctx) for p in command.get_params(ctx)]
+    rows = [(f"`{opt}`", text) for opt, text in (r for r in records if r) if "--help" not in opt.split(", ")]
+    usage = " ".join(command.collect_usage_pieces(ctx))
+    return lines + [f"Usage: `{name} {usage}`", "", markdown_table(("Option", "What it does"), rows), ""]
+
+
+def commands_reference() -> str:
+    """Every command of ``kvproof`` in ``--help``'s workflow order, each with its help and every option's help and
+    default: generated from the click declarations, so the page says what ``--help`` says."""
+    from .cli import main
+
+    ctx = main.make_context("kvproof", [], resilient_parsing=True)
+    return "\n".join(line for name in main.list_commands(ctx) for line in _command_sections(main.commands[name], (name,), 3)).strip()
+
+
+def with_commands_reference(page: str) -> str:
+    """``page`` with the text between the commands markers replaced by ``commands_reference()``."""
+    head, _, rest = page.partition(COMMANDS_BEGIN)
+    _, _, tail = rest.partition(COMMANDS_END)
+    if not rest:
+        raise ValueError("the page has no commands markers")
+    return f"{head}{COMMANDS_BEGIN}\n{commands_reference()}\n{COMMANDS_END}{tail}"
+
+
+def commands_page_path() -> Path:
+    """``docs/commands.md`` of the checkout."""
+    return Path(__file__).resolve().parent.parent / "docs" / "commands.md"
+
+
 @dataclass(frozen=True)
 class GeneratedDocument:
     """A document kvproof writes: where it lies, and ``regenerate`` (its committed text -> what it should be)."""
@@ -155,6 +208,7 @@ def proofs_readme_over(committed: str, rows: list) -> str:
 
 GENERATED = (
     GeneratedDocument("the gate table of docs/gate.md", gate_page_path, with_gate_table),
+    GeneratedDocument("the command reference of docs/commands.md", commands_page_path, with_commands_reference),
     GeneratedDocument("docs/figures.md", _figures_path, _figures_page),
     GeneratedDocument("proofs/README.md", proofs_readme_path, _proofs_readme_now, runs_proofs=True),
 )

@@ -10,6 +10,7 @@ from ..report import finish
 from .app import main
 from .options import (
     json_option,
+    profile_option,
     seed_option,
     trace_option,
 )
@@ -118,17 +119,17 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, js
 
 
 @bench.command("ttd")
-@click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
-              help="the gate profile the broken changes are checked under")
+@profile_option("the gate profile the broken changes are checked under", among=("quick", "ci"))
 @click.option("--order", "orders", type=click.Choice(["declared", "cheapest"]), multiple=True,
               help="the row orders to time (repeatable; default both)")
 @json_option
-def bench_ttd(profile: str, orders: tuple[str, ...], json_path: str | None) -> None:
+def bench_ttd(profile: str | None, orders: tuple[str, ...], json_path: str | None) -> None:
     """Time to detection: how long the gate takes, stopping at its first failing row, to report each of its own broken
     changes (the gate's controls), rows as declared and cheapest first (``check --fail-fast``); median and p90."""
     from ..gate.ttd import run_ttd_bench
+    from ..stateful_tests.harness.profiles import profile_choice
 
-    finish(run_ttd_bench(profile, orders, say=click.echo), json_path)
+    finish(run_ttd_bench(profile_choice(profile, ("quick", "ci")), orders, say=click.echo), json_path)
 
 
 @bench.command("memory")

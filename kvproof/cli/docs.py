@@ -13,7 +13,7 @@ from .app import main
 Examples:
   kvproof docs                         (build/docs/html/index.html)
   kvproof docs --check-browser
-  kvproof docs --write                 (regenerate the gate table, docs/figures.md and proofs/README.md)
+  kvproof docs --write                 (regenerate the gate table, the command reference, docs/figures.md, proofs/README.md)
 """)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="where to build: DIR/html is the site (default: build/docs in the checkout)")
@@ -23,7 +23,7 @@ Examples:
               help="where --check-browser saves one PNG per page (default: build/docs-screenshots in the checkout)")
 @click.option("--no-doctest", is_flag=True, help="skip Sphinx's doctest builder (the worked examples)")
 @click.option("--write", is_flag=True, help="instead: regenerate every generated document (the gate table of docs/gate.md, "
-              "docs/figures.md, proofs/README.md) from the code, and build nothing")
+              "the command reference of docs/commands.md, docs/figures.md, proofs/README.md) from the code, and build nothing")
 @click.option("--no-proofs", is_flag=True, help="with --write: leave proofs/README.md (regenerating it runs every proof)")
 def docs_command(out_dir: str | None, check_browser: bool, screenshots_dir: str | None, no_doctest: bool, write: bool,
                  no_proofs: bool) -> None:

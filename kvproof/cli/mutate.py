@@ -11,6 +11,7 @@ from .app import main
 from .options import (
     _parse_shard,
     json_option,
+    profile_option,
 )
 
 # ----------------------------------------------------------------------------- mutate
@@ -19,7 +20,10 @@ from .options import (
 def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     from ..stateful_tests.mutation.profiles import LAYERS
 
-    chosen = [part.strip().strip("/") for v in value for part in v.replace(",", " ").split()]
+    listed = [v for v in value if "," in v or " " in v.strip()]
+    if listed:
+        raise click.BadParameter(f"{listed[0]!r}: one layer or module per --paths (repeat the option for several)")
+    chosen = [v.strip().strip("/") for v in value]
     unknown = [c for c in chosen if c.split("/", 1)[0] not in LAYERS or ("/" in c and not c.endswith(".py"))]
     if unknown:
         raise click.BadParameter(f"{unknown[0]!r}: choose from {', '.join(LAYERS)}, or a module of one (reference/sequences.py)")
@@ -28,11 +32,10 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
 
 @main.command()
 @click.option("--paths", "layers", multiple=True, callback=_layers, metavar="LAYERS",
-              help="mutate only these layers (spec, reference, impl) or modules (reference/sequences.py); repeat, "
-                   "or comma-separate; default: all three layers")
-@click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", show_default=True,
-              help="quick: a few spec modules with the tests written for them; ci: every module of the layers, "
-                   "judged by the tree, sequences and deepinfer tests without their slow campaigns")
+              help="mutate only these layers (spec, reference, impl) or modules (reference/sequences.py), one per "
+                   "--paths, repeatable; default: all three layers")
+@profile_option("quick: a few spec modules with the tests written for them (minutes); ci: every module of the layers, "
+                "judged by the tree, sequences and deepinfer tests without their slow campaigns (hours)", among=("quick", "ci"))
 @click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
               help="run only shard K of N: the mutants, sorted by name, numbered i with i % N == K-1")
 @click.option("--max-children", type=click.IntRange(1), default=1, show_default=True, help="mutmut's parallel test workers")
@@ -49,7 +52,7 @@ def _layers(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) 
               help="after the run, switch on this many of its killed mutants (every k-th by name) one at a time and time "
                    "`kvproof check --profile PROFILE --fail-fast` until it fails; default: 10 for quick, 0 for ci")
 @json_option
-def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int, timeout: float | None,
+def mutate(layers: tuple[str, ...], profile: str | None, shard: Any, max_children: int, timeout: float | None,
            equivalents_path: str | None, merge_paths: tuple[str, ...], rejudge_path: str | None, gate_sample: int | None,
            json_path: str | None) -> None:
     """Mutation testing with mutmut: does the suite notice a changed rule? (stateful_tests/mutation/)
@@ -64,9 +67,10 @@ def mutate(layers: tuple[str, ...], profile: str, shard: Any, max_children: int,
     matrix split by module (``--paths impl/radix_tree.py`` per job) merges the same way: whole runs,
     each module in one of them, every layer they touch judged whole.
     """
+    from ..stateful_tests.harness.profiles import profile_choice
     from ..stateful_tests.mutation.runs import MutatePlan, run_merge, run_mutate
 
     if merge_paths:
         finish(run_merge(merge_paths, say=click.echo), json_path)
-    plan = MutatePlan(layers, profile, shard, max_children, timeout, equivalents_path, rejudge_path, gate_sample)
+    plan = MutatePlan(layers, profile_choice(profile, ("quick", "ci")), shard, max_children, timeout, equivalents_path, rejudge_path, gate_sample)
     finish(run_mutate(plan, say=click.echo, warn=lambda line: click.echo(line, err=True)), json_path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -86,8 +85,7 @@ def shard_options(work: str, every_core: bool = False) -> Callable[[Callable[...
         if every_core:
             f = click.option("--processes", type=click.IntRange(1), default=None,
                              help=f"run this shard's {work} as tasks of this many processes, the slowest first (1: one "
-                                  f"after another in this process); default: $KVPROOF_PROCESSES, else the machine's cores "
-                                  f"({os.cpu_count() or 1} here)")(f)
+                                  f"after another in this process); default: $KVPROOF_PROCESSES, else the machine's cores")(f)
         else:
             f = click.option("--processes", type=click.IntRange(1), default=1, show_default=True,
                              help=f"split this shard's {work} over this many processes (or Ray tasks)")(f)
@@ -103,10 +101,14 @@ json_option = click.option("--json", "json_path", type=click.Path(dir_okay=False
 allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when something was skipped (a skip is never a pass)")
 
 
-def profile_option(help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci (default), or deep; default: $KVPROOF_PROFILE or ci"):
+def profile_option(help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci or deep",
+                   among: tuple[str, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--profile``, the same option with the same default on every command: $KVPROOF_PROFILE (when the command offers
+    it), else ci (``profiles.profile_choice``)."""
     from ..stateful_tests.harness.profiles import PROFILES
 
-    return click.option("--profile", type=click.Choice(list(PROFILES)), default=None, help=help_text)
+    return click.option("--profile", type=click.Choice(list(among or PROFILES)), default=None,
+                        help=f"{help_text}; default: $KVPROOF_PROFILE or ci")
 
 
 def rules_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -177,6 +179,27 @@ class StructureType(click.ParamType):
 
 
 STRUCTURE = StructureType()
+
+
+class SoakTargetType(click.ParamType):
+    """What ``kvproof soak`` runs: a tree or tracker soak target by name (``reference``, ``impl``, ``impl-lanes``,
+    ``impl-pool``), a leaking twin of either family's soak module (``LEAKY``), ``reference@RULES`` or
+    ``module.path:Factory``; the room refuses a name its ``--family`` does not have."""
+
+    name = "SOAK_TARGET"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from ..stateful_tests.sequences.soak import TRACKERS
+        from ..stateful_tests.tree.soak import LEAKY
+
+        known = ("reference", "impl", "impl-lanes", "impl-pool", *LEAKY, *TRACKERS)
+        if value in known or ":" in str(value) or str(value).startswith("reference@"):
+            return value
+        self.fail(f"{value!r} is not a soak target: {', '.join(dict.fromkeys(known))}, reference@RULES or "
+                  "module.path:Factory", param, ctx)
+
+
+SOAK_TARGET = SoakTargetType()
 
 
 def model_option(default: str, help_text: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

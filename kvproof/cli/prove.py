@@ -15,7 +15,7 @@ from .options import (
 
 
 @main.command()
-@profile_option("the proof budgets: quick, ci (default) or deep (longer solver and CrossHair budgets)")
+@profile_option("the proof budgets: quick, ci or deep (longer solver and CrossHair budgets)")
 @json_option
 @click.option("--no-crosshair", is_flag=True, help="Z3 proofs only")
 @click.option("--write-readme", is_flag=True, help="regenerate proofs/README.md from the table (in a checkout)")

@@ -18,13 +18,13 @@ from .options import (
 \b
 Examples:
   kvproof releases --version 1.6.1 --component tree
-  kvproof releases --markdown docs/releases.md
+  kvproof releases --profile quick --markdown docs/releases.md
 """)
 @click.option("--version", "versions", multiple=True, metavar="VERSION",
               help="a release to survey (repeatable; default: 0.6.0 and every release 0.6.1 to 1.6.1)")
 @click.option("--cache", type=click.Path(file_okay=False), default=".kvproof-releases", show_default=True,
               help="where wheels are downloaded and unpacked (throwaway; reused between runs)")
-@profile_option("the gate profile each release runs under (default quick)")
+@profile_option("the gate profile each release runs under (docs/releases.md's table: quick)")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds per release")
 @click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write the table (docs/releases.md's) here")

@@ -9,6 +9,7 @@ import click
 from ..report import finish
 from .app import main
 from .options import (
+    SOAK_TARGET,
     json_option,
     model_option,
     seed_option,
@@ -74,8 +75,9 @@ def stress_sequences(threads: int, ops: int, seed: int, rounds: int, model: Any)
 @main.command()
 @click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
               help="soak a tree, or a slot tracker (stateful_tests/sequences/soak.py)")
-@click.option("--target", "target_name", default="impl", show_default=True,
-              help="reference, impl, impl-lanes, impl-pool, or a leaking twin of the family's soak module (LEAKY)")
+@click.option("--target", "target_name", type=SOAK_TARGET, default="impl", show_default=True,
+              help="reference, impl, impl-lanes, impl-pool, reference@RULES, module.path:Factory (a tree), or a leaking "
+                   "twin of the family's soak module (LEAKY)")
 @click.option("--epochs", type=int, default=36, show_default=True, help="epochs of simulated traffic")
 @click.option("--epoch-s", type=float, default=600.0, show_default=True, help="simulated seconds per epoch")
 @click.option("--rate", type=float, default=4.0, show_default=True, help="requests per simulated second")

@@ -229,6 +229,58 @@ def test_every_option_of_every_command_has_a_line_of_help():
     assert options_without_help(toy) == ["kvproof run --size"]
 
 
+def profile_defaults_that_differ(group) -> list[str]:
+    """Every ``--profile`` of ``group``'s commands whose default is not the shared one (None, resolved by
+    ``profiles.profile_choice`` to $KVPROOF_PROFILE or ci) or whose help does not say so."""
+    import click
+
+    found: list[str] = []
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+        found.extend(f"{' '.join(path)} --profile" for p in command.params
+                     if isinstance(p, click.Option) and "--profile" in p.opts
+                     and (p.default is not None or not (p.help or "").endswith("default: $KVPROOF_PROFILE or ci")))
+
+    walk(group, ["kvproof"])
+    return found
+
+
+def test_every_profile_option_has_the_one_default(monkeypatch):
+    """One option, one default: ``--profile`` of check, prove, explore, fuzz, releases, mutate and bench ttd is
+    $KVPROOF_PROFILE (when the command offers that profile), else ci."""
+    import click
+
+    from kvproof.cli import main
+    from kvproof.cli.options import profile_option
+    from kvproof.stateful_tests.harness.profiles import profile_choice
+
+    assert profile_defaults_that_differ(main) == []
+    monkeypatch.delenv("KVPROOF_PROFILE", raising=False)
+    assert profile_choice(None) == "ci" and profile_choice("quick") == "quick"
+    monkeypatch.setenv("KVPROOF_PROFILE", "quick")
+    assert profile_choice(None) == "quick" == profile_choice(None, ("quick", "ci"))
+    monkeypatch.setenv("KVPROOF_PROFILE", "deep")
+    assert profile_choice(None) == "deep" and profile_choice(None, ("quick", "ci")) == "ci"
+
+    @click.group()
+    def toy():
+        """A toy group (the negative control)."""
+
+    @toy.command()
+    @click.option("--profile", type=click.Choice(["quick", "ci"]), default="quick", help="its own default")
+    def own():
+        """A command with a default of its own."""
+
+    @toy.command()
+    @profile_option()
+    def shared(profile):
+        """A command with the shared option."""
+
+    assert profile_defaults_that_differ(toy) == ["kvproof own --profile"]
+
+
 def test_the_time_left_of_a_fresh_clone_counts_its_rows_by_their_typical_seconds():
     """``gate.run.time_left``: a row with a figure (timed here, or typical in the ci profile) counts it; any other the
     mean of the light rows finished so far, 2 s before any. Before, a fresh clone's first heavy row made it extrapolate:

@@ -48,6 +48,7 @@ def test_a_missed_goal_fails_and_says_so(kvproof_cli, monkeypatch):
 
 def test_missing_mutmut_and_bad_layers_are_usage_errors(kvproof_cli, monkeypatch):
     assert kvproof_cli("mutate", "--paths", "proofs").code == EXIT_USAGE
+    assert kvproof_cli("mutate", "--paths", "spec,reference").code == EXIT_USAGE  # one per --paths, repeated
     monkeypatch.setattr(driver, "mutmut_unavailable", lambda: "mutmut is not installed")
     ran = kvproof_cli("mutate")
     assert ran.code == EXIT_USAGE and "mutmut is not installed" in ran.out
@@ -89,7 +90,7 @@ def test_whole_runs_split_by_module_merge_into_the_layers_verdict(kvproof_cli, m
     whole = kvproof_cli("mutate", "--profile", "quick")
     a, b = str(tmp_path / "a.json"), str(tmp_path / "b.json")
     kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/coverage.py", "--json", a)
-    kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/service_queue.py,spec/token_load.py", "--json", b)
+    kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/service_queue.py", "--paths", "spec/token_load.py", "--json", b)
     merged = kvproof_cli("mutate", "--merge", a, "--merge", b, "--json", str(tmp_path / "m.json"))
     assert merged.code == whole.code == EXIT_PASS, merged.out
     assert merged.last == whole.last + " merged=2"

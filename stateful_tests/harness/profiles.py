@@ -110,6 +110,14 @@ class UnknownProfile(ValueError):
     """A profile name that is not one of ``PROFILES``."""
 
 
+def profile_choice(name: str | None = None, among: tuple[str, ...] | None = None) -> str:
+    """The profile a command runs under: ``name``, else the one ``KVPROOF_PROFILE`` names (when ``among`` offers it),
+    else ``ci``. Every command's ``--profile`` resolves through here, so one default holds everywhere."""
+    offered = among or tuple(PROFILES)
+    from_environment = os.environ.get(PROFILE_VARIABLE)
+    return name or (from_environment if from_environment in offered else DEFAULT_PROFILE)
+
+
 def profile_named(name: str | None = None) -> Profile:
     """Return the profile ``name``, else the one ``KVPROOF_PROFILE`` names, else ``ci``."""
     chosen = name or os.environ.get(PROFILE_VARIABLE) or DEFAULT_PROFILE

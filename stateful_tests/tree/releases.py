@@ -358,11 +358,12 @@ def release_line(r: ReleaseResult) -> list[str]:
 
 def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, timeout: float, markdown_path: str | None,
                  components: tuple[str, ...], say: Callable[[str], None]) -> ReleaseSurvey:
-    """Survey ``versions`` (default: every release kvproof knows) under the gate ``profile`` (default quick); write the
+    """Survey ``versions`` (default: every release kvproof knows) under the gate ``profile`` (default: $KVPROOF_PROFILE or ci); write the
     table of docs/releases.md to ``markdown_path``. A version that is not PEP 440 is refused."""
     from packaging.version import InvalidVersion
 
     from ..harness.errors import CampaignInputError
+    from ..harness.profiles import profile_choice
 
     chosen = list(versions) or list(RELEASES)
     for version in chosen:
@@ -370,8 +371,8 @@ def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, ti
             version_key(version)
         except InvalidVersion:
             raise CampaignInputError(f"--version: {version!r} is not a release (PEP 440), e.g. 1.6.1 or 0.8.1.post3") from None
-    profile_name = profile or "quick"
-    command = ("kvproof releases" + "".join(f" --version {v}" for v in versions) + (f" --profile {profile}" if profile else "")
+    profile_name = profile_choice(profile)
+    command = ("kvproof releases" + "".join(f" --version {v}" for v in versions) + f" --profile {profile_name}"
                + "".join(f" --component {c}" for c in components))
     def said(result: ReleaseResult) -> None:
         for line in release_line(result):

@@ -88,6 +88,9 @@ from .lane import LANE_COUNTERS, Direction, ImplStatistics, Lane, find_moved
 from .node import ConcurrentNode, ReadStep, RootStep
 from .poison import Poisonable
 
+_Where = tuple[ConcurrentNode, int | None, tuple[Block, ...]]
+"""Where a store goes on: the parent to look below, its tail block (None: the root) and the blocks left to insert."""
+
 
 class ConcurrentRadixTree(Poisonable, TreeReads):
     """The concurrent compressed radix tree (see the module docstring).
@@ -234,80 +237,109 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             return
 
     def _insert_below(self, lane: Lane, rank: Rank, parent: ConcurrentNode, remaining: tuple[Block, ...], last: int | None) -> None:
-        """Insert ``remaining`` below ``parent``, whose tail is ``last`` (None: the root)."""
-        while remaining:
-            key = remaining[0].local
-            with parent.gate.shared():
-                version, view = parent.version, parent.view
-                tail = view.state.edge[-1].ext if view.state.edge else None
-                child = parent.children.get(key)
-            _sync.yield_point("store.after_child_plan")
-            if last is not None and tail != last:
-                if last in view.index:
-                    # Someone extended the parent after we planned: re-plan on its edge.
-                    self._store_at(lane, rank, parent, last, remaining)
-                    return
-                resolved = lane.resolve(rank, last, Direction.TOWARD_TAIL)
-                if resolved is None or resolved is parent:
-                    raise ParentBlockNotFound(f"parent block {last} moved and was not found for {rank}")
-                parent = resolved
-                continue
-            if child is not None and not child.is_held():
-                self._release_dead_child(lane, parent, key, child)
-                continue
-            if child is None:
-                if parent is not self.root and self._may_extend(parent, rank):
-                    with parent.gate.exclusive():
-                        current = parent.view.state
-                        if (self.validate_plans and parent.version != version) or key in parent.children:
-                            lane.stats["stale_plan_retries"] += 1
-                            continue
-                        if current.edge[-1].ext == last and self._may_extend(parent, rank):
-                            self._extend_locked(lane, parent, rank, remaining)
-                            lane.point(rank, remaining, parent)
-                            return
-                    continue
-                if parent.internal and not parent.children and parent is not self.root:
-                    lane.stats["sticky_refusals"] += 1
-                fresh = ConcurrentNode(new_edge(remaining, rank), parent)
-                outcome = self._insert_child(lane, parent, key, fresh, version)
-                if outcome == "inserted":
-                    lane.point(rank, remaining, fresh)
-                    return
-                continue  # "existing" or "stale": look again
-            # Descend into the child found by the first local hash.
-            with child.gate.shared():
-                if not self._still_below(parent, version):
+        """Insert ``remaining`` below ``parent``, whose tail is ``last`` (None: the root).
+
+        Each step reads the parent once (its version, its tail, the child under the first block) and acts on what it
+        saw: follows a parent whose tail moved (``_follow_moved_parent``), releases a dead child, attaches the blocks
+        as an extension or a new child (``_attach_below``), or covers, passes through or splits the child
+        (``_descend_into``). A step returns where to look next (a stale plan: the same place again) or None when the
+        blocks are in the tree.
+        """
+        where: _Where | None = (parent, last, remaining)
+        while where is not None:
+            where = self._insert_step(lane, rank, *where)
+
+    def _insert_step(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None,
+                     remaining: tuple[Block, ...]) -> _Where | None:
+        """One step of ``_insert_below``: plan on the parent as read now, and act."""
+        if not remaining:
+            return None
+        key = remaining[0].local
+        with parent.gate.shared():
+            version, view = parent.version, parent.view
+            tail = view.state.edge[-1].ext if view.state.edge else None
+            child = parent.children.get(key)
+        _sync.yield_point("store.after_child_plan")
+        if last is not None and tail != last:
+            return self._follow_moved_parent(lane, rank, parent, last, remaining, last in view.index)
+        if child is not None and not child.is_held():
+            self._release_dead_child(lane, parent, key, child)
+            return parent, last, remaining
+        if child is None:
+            return self._attach_below(lane, rank, parent, last, remaining, version)
+        return self._descend_into(lane, rank, parent, last, remaining, version, child)
+
+    def _follow_moved_parent(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int, remaining: tuple[Block, ...],
+                             still_on_edge: bool) -> _Where | None:
+        """The parent's tail is no longer ``last``: someone extended it after we planned (``last`` still on its edge:
+        plan again on that edge), or split it (``last`` moved down: go on from the node that holds it now)."""
+        if still_on_edge:
+            self._store_at(lane, rank, parent, last, remaining)
+            return None
+        resolved = lane.resolve(rank, last, Direction.TOWARD_TAIL)
+        if resolved is None or resolved is parent:
+            raise ParentBlockNotFound(f"parent block {last} moved and was not found for {rank}")
+        return resolved, last, remaining
+
+    def _attach_below(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...],
+                      version: int) -> _Where | None:
+        """No child under the first block: extend the parent's edge when the rank may (decode extension), else add a
+        new child. A plan gone stale (the version moved, the key taken) is planned again."""
+        key = remaining[0].local
+        if parent is not self.root and self._may_extend(parent, rank):
+            with parent.gate.exclusive():
+                current = parent.view.state
+                if (self.validate_plans and parent.version != version) or key in parent.children:
                     lane.stats["stale_plan_retries"] += 1
-                    continue
-                child_version, child_view = child.version, child.view
-                plan = plan_descend(child_view.state.edge, remaining)
-                if isinstance(plan, CoverPrefix):
-                    child.update(lambda s: cover_prefix(s, rank, plan.m))
-                    lane.point(rank, remaining, child)
-                    return
-                if isinstance(plan, PassThrough):
-                    n = len(child_view.state.edge)
-                    child.update(lambda s: promote(s, rank))
-                    lane.point(rank, remaining[:n], child)
-            _sync.yield_point("store.after_descend_plan")
+                    return parent, last, remaining
+                if current.edge[-1].ext == last and self._may_extend(parent, rank):
+                    self._extend_locked(lane, parent, rank, remaining)
+                    lane.point(rank, remaining, parent)
+                    return None
+            return parent, last, remaining
+        if parent.internal and not parent.children and parent is not self.root:
+            lane.stats["sticky_refusals"] += 1
+        fresh = ConcurrentNode(new_edge(remaining, rank), parent)
+        if self._insert_child(lane, parent, key, fresh, version) == "inserted":
+            lane.point(rank, remaining, fresh)
+            return None
+        return parent, last, remaining  # "existing" or "stale": look again
+
+    def _descend_into(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...],
+                      version: int, child: ConcurrentNode) -> _Where | None:
+        """The child under the first block: cover a prefix of its edge, pass through it whole (go on below it), or
+        split it and attach the rest; a plan gone stale is planned again from the parent."""
+        with child.gate.shared():
+            if not self._still_below(parent, version):
+                lane.stats["stale_plan_retries"] += 1
+                return parent, last, remaining
+            child_version, child_view = child.version, child.view
+            plan = plan_descend(child_view.state.edge, remaining)
+            if isinstance(plan, CoverPrefix):
+                child.update(lambda s: cover_prefix(s, rank, plan.m))
+                lane.point(rank, remaining, child)
+                return None
             if isinstance(plan, PassThrough):
-                parent, last, remaining = child, child_view.state.edge[-1].ext, remaining[n:]
-                continue
-            assert isinstance(plan, SplitAndAttach)
-            with child.gate.exclusive():
-                if (self.validate_plans and child.version != child_version) or not self._still_below(parent, version):
-                    lane.stats["stale_plan_retries"] += 1
-                    continue
-                self._split_locked(lane, child, plan.m)
+                n = len(child_view.state.edge)
                 child.update(lambda s: promote(s, rank))
-                lane.point(rank, remaining[: plan.m], child)
-                tail_node = ConcurrentNode(new_edge(remaining[plan.m :], rank), child)
-                child.begin_shape_change()
-                child.children[remaining[plan.m].local] = tail_node
-                child.end_shape_change()
-                lane.point(rank, remaining[plan.m :], tail_node)
-            return
+                lane.point(rank, remaining[:n], child)
+        _sync.yield_point("store.after_descend_plan")
+        if isinstance(plan, PassThrough):
+            return child, child_view.state.edge[-1].ext, remaining[n:]
+        assert isinstance(plan, SplitAndAttach)
+        with child.gate.exclusive():
+            if (self.validate_plans and child.version != child_version) or not self._still_below(parent, version):
+                lane.stats["stale_plan_retries"] += 1
+                return parent, last, remaining
+            self._split_locked(lane, child, plan.m)
+            child.update(lambda s: promote(s, rank))
+            lane.point(rank, remaining[: plan.m], child)
+            tail_node = ConcurrentNode(new_edge(remaining[plan.m :], rank), child)
+            child.begin_shape_change()
+            child.children[remaining[plan.m].local] = tail_node
+            child.end_shape_change()
+            lane.point(rank, remaining[plan.m :], tail_node)
+        return None
 
     def _still_below(self, parent: ConcurrentNode, version: int) -> bool:
         """Check, holding the child's gate, that the parent has not changed shape since the child was looked up.

@@ -8,6 +8,9 @@ from kvproof.proofs import harness
 from kvproof.proofs.harness import run
 from kvproof.proofs.registry import CI, Z3_PROOFS, run_all
 
+# One xdist worker runs this module, so ``all_rows`` (every proof and CrossHair check, 20 s) runs once.
+pytestmark = pytest.mark.xdist_group("proofs-all-rows")
+
 
 @pytest.mark.parametrize("proof", Z3_PROOFS, ids=lambda p: p.name)
 def test_z3_proof_holds_and_its_control_is_caught(proof):

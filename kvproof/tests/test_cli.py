@@ -58,7 +58,7 @@ def test_conform_refuses_a_tree_against_itself(kvproof_cli):
 
 def test_check_runs_one_row_and_reports_a_table_json_and_junit(tmp_path, kvproof_cli):
     out, xml = tmp_path / "gate.json", tmp_path / "gate.xml"
-    ran = kvproof_cli("check", "--only", "spec", "--json", str(out), "--junit", str(xml))
+    ran = kvproof_cli("check", "--profile", "quick", "--only", "spec", "--json", str(out), "--junit", str(xml))
     assert ran.code == EXIT_PASS
     assert "layer" in ran.out and "node-rule laws" in ran.out and "1 passed, 0 failed, 0 skipped" in ran.last
     body = json.loads(out.read_text())

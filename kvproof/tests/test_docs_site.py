@@ -7,6 +7,10 @@ import pytest
 
 from kvproof.docs_site import catalog, figures, links
 
+# The site is built once per worker that asks for it (``built_site``, a session fixture): one worker runs every test
+# that needs it.
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 

@@ -14,6 +14,10 @@ import pytest
 from kvproof.docs_site import browser
 from kvproof.stateful_tests.harness.optional import skip_or_fail
 
+# The site is built once per worker that asks for it (``built_site``, a session fixture): one worker runs every test
+# that needs it.
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHOTS = ROOT / "build" / "docs-screenshots"
 PICTURES = {"site/tree.html": 2, "site/sequences.html": 1, "site/deepinfer.html": 1}

@@ -49,7 +49,11 @@ def wait_for_flush(key: int, flush: Callable[[], None]) -> bool:
 
 
 def run(jobs: Sequence[Callable[[], T]]) -> list[T]:
-    """Run ``jobs`` in lockstep; return their results in order (a job's exception is re-raised after all ended)."""
+    """Run ``jobs`` in lockstep; return their results in order.
+
+    A job's exception is re-raised (the first in job order) once every job that started has ended; after a job has
+    raised, the jobs not yet started are not started, since their results would be dropped: a target that crashes or
+    eats its memory limit is not started again for every stream left (the dump row started 20 such processes)."""
     if _HUB:
         raise RuntimeError("lockstep.run does not nest")
     hub = greenlet.getcurrent()
@@ -69,6 +73,8 @@ def run(jobs: Sequence[Callable[[], T]]) -> list[T]:
         while waiting:
             parked = []
             for g in waiting:
+                if not g and any(e is not None for e in errors):  # not started, and the run already failed
+                    continue
                 if g.switch() == ("parked",):
                     parked.append(g)
             if parked:

@@ -74,7 +74,10 @@ def toml_list(items: Sequence[str]) -> str:
 
 
 def mutmut_config(targets: Sequence[MutationTarget], pytest_args: Sequence[str] = ()) -> str:
-    """The ``[tool.mutmut]`` section: mutate the targets' modules only, select the union of their tests."""
+    """The ``[tool.mutmut]`` section: mutate the targets' modules only, select the union of their tests.
+
+    Every selected test judges, those marked ``slow`` included (``--run-slow``): a test moves behind the marker to keep
+    the README's suite short, never out of the judgement that gave the scores of record."""
     layers = sorted({t.layer for t in targets})
     tests = list(dict.fromkeys(test for t in targets for test in t.tests))
     return "\n".join([
@@ -84,7 +87,7 @@ def mutmut_config(targets: Sequence[MutationTarget], pytest_args: Sequence[str] 
         f"source_paths = {toml_list([f'src/kvproof/{layer}' for layer in layers])}",
         f"only_mutate = {toml_list([f'src/kvproof/{t.module}' for t in targets])}",
         f"also_copy = {toml_list(['src', 'stateful_tests', 'conftest.py'])}",
-        f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', STALL_PLUGIN, '-p', 'no:cacheprovider', *pytest_args])}",
+        f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', STALL_PLUGIN, '-p', 'no:cacheprovider', '--run-slow', *pytest_args])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
         f"timeout_constant = {TIMEOUT_CONSTANT}",

@@ -53,14 +53,23 @@ def test_outside_lockstep_a_reader_flushes_for_itself():
     assert alone.flushes == 15
 
 
-def test_a_job_error_is_raised_after_every_job_ended_and_lockstep_does_not_nest():
-    ran = []
+def test_a_job_error_is_raised_after_every_started_job_ended_and_lockstep_does_not_nest():
+    """The first job's error in order is raised once every job that started has ended (a parked job resumes and
+    finishes); the jobs not started when one raised are never started (their results would be dropped)."""
+    target, ran = Batched(), []
+
+    def parks() -> None:
+        target.pending.append(1)
+        target.read()  # parks until the round's flush
+        ran.append("parked, then finished")
 
     def bad() -> None:
         raise ValueError("boom")
 
     with pytest.raises(ValueError, match="boom"):
-        lockstep.run([bad, lambda: ran.append(1)])
-    assert ran == [1]
+        lockstep.run([parks, bad, lambda: ran.append("started after the failure")])
+    assert ran == ["parked, then finished"] and target.flushes == 1
+    # the negative control: without a failure every job runs
+    assert lockstep.run([lambda: 1, lambda: 2, lambda: 3]) == [1, 2, 3]
     with pytest.raises(RuntimeError, match="does not nest"):
         lockstep.run([lambda: lockstep.run([])])

@@ -212,6 +212,7 @@ def test_profiles_name_real_files_and_the_config_selects_them():
     assert 'only_mutate = ["src/kvproof/spec/coverage.py"' in config and "kvproof.stateful_tests.mutation.ttd" in config
     assert "kvproof.stateful_tests.mutation.order" in config and "kvproof.stateful_tests.mutation.stall" in config
     assert "\ntimeout_multiplier = 4.0\ntimeout_constant = 20.0\n" in config
+    assert '"--run-slow"' in config  # the tests marked slow judge mutants too
     with pytest.raises(MutateProfileError):
         targets_for("deep", ROOT)
     with pytest.raises(MutateProfileError):

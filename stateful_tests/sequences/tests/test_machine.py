@@ -9,6 +9,8 @@ from kvproof.stateful_tests.harness.seeding import run_machine
 from kvproof.stateful_tests.sequences.machine import PHENOMENA, sequence_machine_for, sequence_machine_settings
 
 PROFILE = profile_named()
+# One xdist worker runs this module, so its module fixture (the machine run, 9 s) runs once, not once per worker.
+pytestmark = pytest.mark.xdist_group("sequences-machine")
 
 
 @pytest.fixture(scope="module")

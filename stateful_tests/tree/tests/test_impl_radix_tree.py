@@ -28,6 +28,7 @@ def removed(*hashes):
     return KvCacheEvent(0, Removed(tuple(hashes)))
 
 
+@pytest.mark.slow  # the gate's "equals reference (3 lanes, lockstep)" row runs this machine at this budget; CI's deep job and mutation run it
 def test_impl_equals_the_reference_step_by_step_with_three_lanes():
     """Outcomes, scores (both modes), snapshot, dump and shape after every step; lazy repair at work."""
     machine = contract_machine_for(impl_vs_reference(3))

@@ -147,3 +147,42 @@ def test_control_a_test_that_passes_only_alone_makes_the_counts_differ(tmp_path)
 def test_pytest_that_runs_nothing_is_a_typed_error(tmp_path):
     with pytest.raises(SuiteRunError, match="exited"):
         run_suite(tmp_path, ["no_such_folder"], 1)
+
+
+def _workers_by_module(folder, mark: str) -> dict[str, set[str]]:
+    """Run two modules of six tests each over two xdist workers with ``--dist loadgroup`` (as pyproject's addopts
+    do), the first with ``mark`` on top; return the workers each module's tests ran on."""
+    import subprocess
+    import sys
+
+    body = textwrap.dedent("""
+        import os, time
+        import pytest
+        {mark}
+        @pytest.mark.parametrize("i", range(6))
+        def test_where(i):
+            time.sleep(0.05)
+            with open(os.path.join(os.path.dirname(__file__), "seen.txt"), "a") as f:
+                f.write(f"{{__name__}} {{os.environ['PYTEST_XDIST_WORKER']}}\\n")
+    """)
+    folder.mkdir()
+    (folder / "test_grouped.py").write_text(body.format(mark=mark))
+    (folder / "test_loose.py").write_text(body.format(mark=""))
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
+                          "-p", "no:kvproof", str(folder)], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout[-2000:]
+    seen: dict[str, set[str]] = {}
+    for line in (folder / "seen.txt").read_text().splitlines():
+        module, worker = line.split()
+        seen.setdefault(module.rsplit(".", 1)[-1], set()).add(worker)
+    return seen
+
+
+def test_an_xdist_group_runs_on_one_worker_so_its_module_fixture_is_built_once(tmp_path):
+    """``--dist loadgroup`` (pyproject's addopts) keeps a module marked ``xdist_group`` on one worker; the control, the
+    same module unmarked, is spread over both (handed out one test at a time). pytest 9.2 broke the grouping silently
+    (pytest-xdist#1386): the pin in pyproject."""
+    grouped = _workers_by_module(tmp_path / "marked", 'pytestmark = pytest.mark.xdist_group("one")')
+    assert len(grouped["test_grouped"]) == 1, grouped
+    control = _workers_by_module(tmp_path / "unmarked", "")
+    assert len(control["test_grouped"]) == 2, control

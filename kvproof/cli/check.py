@@ -45,7 +45,7 @@ Examples:
 @rules_option()
 @strict_option
 @strict_shape_option
-@shard_options("rows", every_core=True)
+@shard_options("rows (as tasks of a process pool, the slowest first)")
 @click.option("--fail-fast", is_flag=True,
               help="stop at the first failing row, running the rows cheapest first by what each took here last time "
                    "(.kvproof-cache/gate-seconds.json); the rows not reached are listed as not run")

@@ -72,23 +72,26 @@ def _parse_shard(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(str(exc)) from None
 
 
-def shard_options(work: str, every_core: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def _processes(ctx: click.Context, param: click.Parameter, value: int | None) -> int:
+    from ..stateful_tests.harness.shards import processes_choice
+
+    return processes_choice(value)
+
+
+def shard_options(work: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--shard K/N``, ``--processes P`` and ``--executor local|ray``: the campaign split (stateful_tests/harness/shards.py).
 
-    With ``every_core`` the default of ``--processes`` is the machine's core count (the gate's rows as a pool's tasks).
+    ``--processes`` has one default on every command: $KVPROOF_PROCESSES, else the machine's cores
+    (``shards.processes_choice``).
     """
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         f = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                          help="run the parts in a local process pool, or as Ray tasks (RAY_ADDRESS, else ray.init() here; "
                               "the [ray] extra)")(f)
-        if every_core:
-            f = click.option("--processes", type=click.IntRange(1), default=None,
-                             help=f"run this shard's {work} as tasks of this many processes, the slowest first (1: one "
-                                  f"after another in this process); default: $KVPROOF_PROCESSES, else the machine's cores")(f)
-        else:
-            f = click.option("--processes", type=click.IntRange(1), default=1, show_default=True,
-                             help=f"split this shard's {work} over this many processes (or Ray tasks)")(f)
+        f = click.option("--processes", type=click.IntRange(1), default=None, callback=_processes,
+                         help=f"spread this shard's {work} over this many processes (or Ray tasks; 1: one after another in "
+                              f"this process); default: $KVPROOF_PROCESSES, else the machine's cores")(f)
         return click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
                             help=f"run only shard K of N: the {work} numbered i with i % N == K-1 (the shards' union "
                                  "is the whole run)")(f)

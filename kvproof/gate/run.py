@@ -7,14 +7,13 @@ It prints a progress line per row as the rows finish (``say``), so a long gate s
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..stateful_tests.harness.errors import CampaignInputError
-from ..stateful_tests.harness.shards import Shard
+from ..stateful_tests.harness.shards import Shard, processes_choice
 from . import FAMILIES, GateReport, GateSelection, GateTask, Result, Row, plan
 
 Say = Callable[[str], None]
@@ -135,7 +134,7 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
     if o.fail_fast and o.executor != "local":
         raise CampaignInputError("--fail-fast stops the local rows at the first failure: drop --executor ray")
     started = time.perf_counter()
-    processes = o.processes or int(os.environ.get("KVPROOF_PROCESSES") or 0) or os.cpu_count() or 1
+    processes = processes_choice(o.processes)
     seconds = recorded_seconds(target.name, chosen.name)
     from .pool import TYPICAL_SECONDS
 

@@ -281,6 +281,29 @@ def test_every_profile_option_has_the_one_default(monkeypatch):
     assert profile_defaults_that_differ(toy) == ["kvproof own --profile"]
 
 
+def test_every_processes_option_has_the_one_default(monkeypatch):
+    """One option, one default: ``--processes`` of check, conform, fuzz and stress tree is $KVPROOF_PROCESSES, else
+    the machine's cores (``shards.processes_choice``); the control: a value given wins."""
+    import os
+
+    import click
+
+    from kvproof.cli import main
+    from kvproof.stateful_tests.harness.shards import processes_choice
+
+    commands = {"check": main.commands["check"], "conform tree": main.commands["conform"].commands["tree"],
+                "fuzz": main.commands["fuzz"], "stress tree": main.commands["stress"].commands["tree"]}
+    for name, command in commands.items():
+        option = next(p for p in command.params if isinstance(p, click.Option) and "--processes" in p.opts)
+        ctx = click.Context(command)
+        monkeypatch.setenv("KVPROOF_PROCESSES", "3")
+        assert option.process_value(ctx, None) == 3 and option.process_value(ctx, 1) == 1, name
+        monkeypatch.delenv("KVPROOF_PROCESSES")
+        assert option.process_value(ctx, None) == (os.cpu_count() or 1), name
+        assert option.help.endswith("default: $KVPROOF_PROCESSES, else the machine's cores"), name
+    assert processes_choice(5) == 5
+
+
 def test_the_time_left_of_a_fresh_clone_counts_its_rows_by_their_typical_seconds():
     """``gate.run.time_left``: a row with a figure (timed here, or typical in the ci profile) counts it; any other the
     mean of the light rows finished so far, 2 s before any. Before, a fresh clone's first heavy row made it extrapolate:

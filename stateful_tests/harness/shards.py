@@ -95,6 +95,15 @@ WHOLE = Shard()
 """The whole run."""
 
 
+PROCESSES_VARIABLE = "KVPROOF_PROCESSES"
+
+
+def processes_choice(processes: int | None = None) -> int:
+    """The processes a campaign spreads over: ``processes``, else ``$KVPROOF_PROCESSES``, else the machine's cores.
+    Every command's ``--processes`` resolves through here, so one default holds everywhere."""
+    return processes or int(os.environ.get(PROCESSES_VARIABLE) or 0) or os.cpu_count() or 1
+
+
 def run_parts(task: Callable[[Shard], R], parts: Sequence[Shard], processes: int = 1, executor: str = "local") -> list[R]:
     """Return ``[task(part) for part in parts]``, computed in ``processes`` processes or as Ray tasks.
 

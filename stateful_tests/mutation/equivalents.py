@@ -9,8 +9,8 @@ with a reason, in the reviewed file ``stateful_tests/mutation/equivalents.toml``
     function_hash = "3f0c9a1b2d4e"
     reason = "c >= n and c > n agree: at c == n both branches return n"
 
-The entry also carries the hash of the mutated function's code (``function_hash``: its source
-text with the docstring left out, so that a docstring edit is not a code change): once the
+The entry also carries the hash of the mutated function's code (``function_hash``: its syntax tree
+with the docstring left out, so that a docstring, comment or layout edit is not a code change): once the
 function's code is edited the hash no longer matches, the entry is *stale*, and the survivor counts
 against the score again until someone reviews it anew. mutmut numbers a function's mutants in
 the order it generates them, so an edited function can renumber them; the hash catches that too.
@@ -19,6 +19,7 @@ the order it generates them, so an edited function can renumber them; the hash c
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import tomllib
 from collections.abc import Iterable
@@ -84,37 +85,30 @@ def function_source(source: str, cls: str | None, function: str) -> str | None:
 
 
 def function_code(source: str, cls: str | None, function: str) -> str | None:
-    """The source text of the function, as ``function_source``, with its docstring left out.
+    """The function's code as Python parses it, its docstring left out: ``ast.dump`` of its node, without positions.
 
-    The law: a docstring edit is not a code change, a code change is. The docstring's lines are
-    dropped whole when it stands on lines of its own (the usual layout); a docstring that shares a
-    line with other text (``def f(): "doc"``) has just its own characters dropped. Comments, layout
-    and every other statement stay in, so any edit outside the docstring changes the text.
+    The law: a code change changes the text, and an edit of the docstring, a comment or the layout (``ruff format``,
+    a rewrapped line) does not. A docstring is the first statement when it is a string constant; a function that is
+    nothing but a docstring has an empty body here.
     """
     node = _function_node(ast.parse(source), cls, function)
     if node is None:
         return None
-    text = ast.get_source_segment(source, node)
-    first = node.body[0]
-    if text is None or not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                            and isinstance(first.value.value, str)):
-        return text
-    doc = ast.get_source_segment(source, first)
-    assert doc is not None and first.end_lineno is not None
-    lines = text.splitlines(keepends=True)
-    start, end = first.lineno - node.lineno, first.end_lineno - node.lineno  # the docstring's lines in ``text``
-    if "".join(lines[start:end + 1]).strip() == doc:
-        return "".join(lines[:start] + lines[end + 1:]).rstrip("\n")
-    return text.replace(doc, "", 1)
+    first = node.body[0] if node.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        node = copy.copy(node)
+        node.body = node.body[1:]
+    return ast.dump(node, include_attributes=False)
 
 
 def function_hash(root: Path, mutant: str) -> str | None:
     """The hash of the code of the function ``mutant`` changes, as the checkout at ``root`` has it now.
 
     The law: the hash changes with every edit of the function's code and with no edit of its
-    docstring. It is the first 12 hex digits of sha256 over ``function_code`` (the ``def`` through
-    its last line, docstring left out), so rewording a docstring or its ``Source:`` line leaves a
-    reviewed equivalent current, while any change to what the function does turns it stale.
+    docstring, comments or layout. It is the first 12 hex digits of sha256 over ``function_code``
+    (the function's syntax tree, docstring left out), so rewording a docstring or reformatting the
+    file leaves a reviewed equivalent and a carried verdict current, while any change to what the
+    function does turns them stale.
     """
     name = MutantName.parse(mutant)
     path = name.source_path(root)

@@ -143,14 +143,19 @@ def test_function_hash_follows_the_function_text():
     assert function_hash(ROOT, "kvproof.spec.nosuch.x_f__mutmut_1") is None
 
 
-def test_a_docstring_edit_is_not_a_code_change_and_a_code_edit_is():
+def test_a_docstring_comment_or_layout_edit_is_not_a_code_change_and_a_code_edit_is():
     source = 'def f(x):\n    """Old words."""\n    y = x  # keep\n    return y\n\nclass C:\n    def g(self): "doc"; return 1\n'
+    same = function_code(source, None, "f")
     reworded = source.replace("Old words.", "New words,\n    over two lines.")
-    assert function_code(source, None, "f") == "def f(x):\n    y = x  # keep\n    return y"
-    assert function_code(reworded, None, "f") == function_code(source, None, "f")
-    assert function_code(source.replace("return y", "return -y"), None, "f") != function_code(source, None, "f")
-    assert function_code(source.replace("# keep", "# kept"), None, "f") != function_code(source, None, "f")
-    assert function_code(source, "C", "g") == "def g(self): ; return 1"  # a docstring sharing its line
+    assert function_code(reworded, None, "f") == same
+    assert function_code(source.replace("# keep", "# kept"), None, "f") == same  # a comment
+    assert function_code(source.replace("y = x", "y = (\n        x\n    )"), None, "f") == same  # layout, as ruff format
+    assert function_code(source.replace("def f(x):", "def f(x) :"), None, "f") == same
+    # the negative controls: code edits
+    assert function_code(source.replace("return y", "return -y"), None, "f") != same
+    assert function_code(source.replace("y = x", "y = x + 0"), None, "f") != same
+    assert function_code(source.replace('"""Old words."""', '"""Old words.""" + ""'), None, "f") != same  # no docstring
+    assert function_code(source, "C", "g") == function_code("class C:\n    def g(self):\n        return 1\n", "C", "g")
     assert function_code(source, None, "h") is None
 
 

@@ -211,8 +211,17 @@ class RWGate:
     """
 
     __slots__ = (
-        "_lock", "_cond", "_readers", "_writer", "_owner", "_writers_waiting", "_readers_waiting",
-        "_shared_count", "_exclusive_count", "name", "_controller",
+        "_lock",
+        "_cond",
+        "_readers",
+        "_writer",
+        "_owner",
+        "_writers_waiting",
+        "_readers_waiting",
+        "_shared_count",
+        "_exclusive_count",
+        "name",
+        "_controller",
     )
 
     def __init__(self, name: str = "gate") -> None:

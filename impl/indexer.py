@@ -71,9 +71,7 @@ class ThreadPoolIndexer:
         self._removed_last: set[int] = set()  # workers whose last task run on their lane was their removal
         self._routing = _sync.Lock("indexer.routing")
         self._next = itertools.count()
-        self._threads = [
-            _sync.Thread(self._loop_for(i), name=f"kvproof-event-{i}") for i in range(threads)
-        ]
+        self._threads = [_sync.Thread(self._loop_for(i), name=f"kvproof-event-{i}") for i in range(threads)]
 
     # ------------------------------------------------------------------ routing
 

@@ -63,7 +63,9 @@ class _Guard:
     def __enter__(self) -> None:
         self._owner.refuse_if_poisoned()
 
-    def __exit__(self, kind: type[BaseException] | None, fault: BaseException | None, _tb: TracebackType | None) -> Literal[False]:
+    def __exit__(
+        self, kind: type[BaseException] | None, fault: BaseException | None, _tb: TracebackType | None
+    ) -> Literal[False]:
         if kind is None or fault is None or isinstance(fault, KvProofError):
             return False
         owner, call = self._owner, self._call

@@ -236,7 +236,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             self._insert_below(lane, rank, node, blocks, parent_hash)
             return
 
-    def _insert_below(self, lane: Lane, rank: Rank, parent: ConcurrentNode, remaining: tuple[Block, ...], last: int | None) -> None:
+    def _insert_below(
+        self, lane: Lane, rank: Rank, parent: ConcurrentNode, remaining: tuple[Block, ...], last: int | None
+    ) -> None:
         """Insert ``remaining`` below ``parent``, whose tail is ``last`` (None: the root).
 
         Each step reads the parent once (its version, its tail, the child under the first block) and acts on what it
@@ -249,8 +251,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         while where is not None:
             where = self._insert_step(lane, rank, *where)
 
-    def _insert_step(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None,
-                     remaining: tuple[Block, ...]) -> _Where | None:
+    def _insert_step(
+        self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...]
+    ) -> _Where | None:
         """One step of ``_insert_below``: plan on the parent as read now, and act."""
         if not remaining:
             return None
@@ -269,8 +272,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             return self._attach_below(lane, rank, parent, last, remaining, version)
         return self._descend_into(lane, rank, parent, last, remaining, version, child)
 
-    def _follow_moved_parent(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int, remaining: tuple[Block, ...],
-                             still_on_edge: bool) -> _Where | None:
+    def _follow_moved_parent(
+        self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int, remaining: tuple[Block, ...], still_on_edge: bool
+    ) -> _Where | None:
         """The parent's tail is no longer ``last``: someone extended it after we planned (``last`` still on its edge:
         plan again on that edge), or split it (``last`` moved down: go on from the node that holds it now)."""
         if still_on_edge:
@@ -281,8 +285,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             raise ParentBlockNotFound(f"parent block {last} moved and was not found for {rank}")
         return resolved, last, remaining
 
-    def _attach_below(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...],
-                      version: int) -> _Where | None:
+    def _attach_below(
+        self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...], version: int
+    ) -> _Where | None:
         """No child under the first block: extend the parent's edge when the rank may (decode extension), else add a
         new child. A plan gone stale (the version moved, the key taken) is planned again."""
         key = remaining[0].local
@@ -305,8 +310,16 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             return None
         return parent, last, remaining  # "existing" or "stale": look again
 
-    def _descend_into(self, lane: Lane, rank: Rank, parent: ConcurrentNode, last: int | None, remaining: tuple[Block, ...],
-                      version: int, child: ConcurrentNode) -> _Where | None:
+    def _descend_into(
+        self,
+        lane: Lane,
+        rank: Rank,
+        parent: ConcurrentNode,
+        last: int | None,
+        remaining: tuple[Block, ...],
+        version: int,
+        child: ConcurrentNode,
+    ) -> _Where | None:
         """The child under the first block: cover a prefix of its edge, pass through it whole (go on below it), or
         split it and attach the rest; a plan gone stale is planned again from the parent."""
         with child.gate.shared():
@@ -382,7 +395,9 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             lane.stats["first_child_inserts"] += 1
             return "inserted"
 
-    def _release_dead_child(self, lane: Lane, parent: ConcurrentNode, key: int, child: ConcurrentNode, leaf_only: bool = False) -> bool:
+    def _release_dead_child(
+        self, lane: Lane, parent: ConcurrentNode, key: int, child: ConcurrentNode, leaf_only: bool = False
+    ) -> bool:
         """Unlink a child nobody holds (with ``leaf_only``, only if it has no children); return whether it was.
 
         A store releases one it passes, so it builds a fresh node (docs/dynamo-findings.md F1); an
@@ -482,7 +497,14 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         return consumed
 
     def _remove_run(
-        self, lane: Lane, rank: Rank, node: ConcurrentNode, owners: tuple[ConcurrentNode, ...], hashes: tuple[int, ...], i: int, scrubbed: set[int]
+        self,
+        lane: Lane,
+        rank: Rank,
+        node: ConcurrentNode,
+        owners: tuple[ConcurrentNode, ...],
+        hashes: tuple[int, ...],
+        i: int,
+        scrubbed: set[int],
     ) -> int | None:
         """Remove the run of hashes starting at ``i`` that this node holds; return how many were consumed.
 
@@ -630,8 +652,11 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
             if node.gate.held_exclusive() or node.gate.held_shared():
                 problems.append(f"{node!r}: shape gate still held")
         for lane in self.lanes:
-            problems += [f"lane {lane.index} rank {rank} is missing from its worker index (a removal would miss it)"
-                         for rank in lane.lookups if rank not in lane.ranks_of.get(rank.worker_id, {})]
+            problems += [
+                f"lane {lane.index} rank {rank} is missing from its worker index (a removal would miss it)"
+                for rank in lane.lookups
+                if rank not in lane.ranks_of.get(rank.worker_id, {})
+            ]
         if lookups:
             for lane in self.lanes:
                 for rank, lookup in lane.lookups.items():
@@ -649,8 +674,11 @@ class ConcurrentRadixTree(Poisonable, TreeReads):
         for lane in self.lanes:
             for rank, lookup in lane.lookups.items():
                 entries.setdefault(rank, set()).update(lookup)
-        return [f"{rank}[{ext}] is credited but has no lane entry"
-                for rank, held in self._credited_index().items() for ext in sorted(held - entries.get(rank, set()))]
+        return [
+            f"{rank}[{ext}] is credited but has no lane entry"
+            for rank, held in self._credited_index().items()
+            for ext in sorted(held - entries.get(rank, set()))
+        ]
 
     def _credited_index(self) -> dict[Rank, frozenset[int]]:
         """The credited index (``spec.dump``), even when poisoned: what ``check()`` inspects."""

@@ -225,9 +225,7 @@ class RingGroup:
 
     def cache_rows(self, row: Any) -> Any:
         """Return the group's rings in a cache row as a ``[count, cache_stride]`` view."""
-        return row[self.cache_offset : self.cache_offset + self.count * self.cache_stride].reshape(
-            self.count, self.cache_stride
-        )
+        return row[self.cache_offset : self.cache_offset + self.count * self.cache_stride].reshape(self.count, self.cache_stride)
 
     def tensor_rows(self, tensor: Any) -> Any:
         """Return the group's windows in a tensor as a ``[count, tensor_stride]`` view."""
@@ -264,9 +262,7 @@ def ring_groups(placed: tuple[Placement, ...]) -> tuple[RingGroup, ...]:
             )
         else:
             groups.append(
-                RingGroup(
-                    p.segment, 1, p.segment.dropped, p.cache_offset, p.cache_nbytes, p.tensor_offset, p.tensor_nbytes
-                )
+                RingGroup(p.segment, 1, p.segment.dropped, p.cache_offset, p.cache_nbytes, p.tensor_offset, p.tensor_nbytes)
             )
     return tuple(groups)
 
@@ -399,9 +395,7 @@ class RoundTrip:
         if not backend.owns(array):
             raise StateArgumentType(f"{what} is {type(array).__name__} but state_cache is a {backend.name} array")
         if backend.device(array) != backend.device(cache):
-            raise StateArgumentType(
-                f"{what} is on {backend.device(array)} but state_cache is on {backend.device(cache)}"
-            )
+            raise StateArgumentType(f"{what} is on {backend.device(array)} but state_cache is on {backend.device(cache)}")
         if not backend.is_uint8(array):
             raise StateArgumentType(f"{what} must be uint8, not {array.dtype}")
         if array.ndim != 1 or not backend.is_contiguous(array):
@@ -411,9 +405,7 @@ class RoundTrip:
         if writing and not backend.is_writable(array):
             raise StateArgumentError(f"{what} is read-only")
 
-    def _check_no_overlap(
-        self, backend: Backend, cache: Any, state_id: int, array: Any, what: str, identical_ok: bool
-    ) -> None:
+    def _check_no_overlap(self, backend: Backend, cache: Any, state_id: int, array: Any, what: str, identical_ok: bool) -> None:
         if array.shape[0] == 0:
             return
         row = cache[state_id]
@@ -426,9 +418,7 @@ class RoundTrip:
 
     # -- the two operations
 
-    def select(
-        self, cache: Any, state_id: int, last_hit_position: int, to_ce: bool, out: Any = None, copy: bool = False
-    ) -> Any:
+    def select(self, cache: Any, state_id: int, last_hit_position: int, to_ce: bool, out: Any = None, copy: bool = False) -> Any:
         """Return the handoff (``to_ce``) or stored state of slot ``state_id``, as the spec's ``select``.
 
         raw-prefix: None when the size is 0; without ``out`` the slice ``cache[state_id, :size]``
@@ -509,8 +499,6 @@ def select(
     return RoundTrip(layout).select(cache, state_id, last_hit_position, to_ce, out, copy)
 
 
-def load(
-    layout: StateLayout, cache: Any, state_id: int, tensor: Any, last_hit_position: int, truncation_mode: str
-) -> None:
+def load(layout: StateLayout, cache: Any, state_id: int, tensor: Any, last_hit_position: int, truncation_mode: str) -> None:
     """Run ``RoundTrip(layout).load(...)``."""
     RoundTrip(layout).load(cache, state_id, tensor, last_hit_position, truncation_mode)

@@ -74,18 +74,38 @@ class TraceRun:
 
     def render(self, say: Say, table: DrawTable) -> None:
         s, r = self.report.stats, self.report
-        say(f"requests {s.requests}; events: stored {s.events['stored']} ({s.events['stored_blocks']} blocks), removed "
+        say(
+            f"requests {s.requests}; events: stored {s.events['stored']} ({s.events['stored_blocks']} blocks), removed "
             f"{s.events['removed']} ({s.events['removed_blocks']} blocks); hit rate {s.hit_rate:.1%} "
-            f"({s.cached_blocks} of {s.prompt_blocks} prompt blocks cached where routed)")
-        table(["rank", "requests", "peak active"],
-              [(f"{w}.{dp}", s.routed[(w, dp)], s.peak[(w, dp)]) for w, dp in sorted(s.routed | s.peak)], numeric=(1, 2))
+            f"({s.cached_blocks} of {s.prompt_blocks} prompt blocks cached where routed)"
+        )
+        table(
+            ["rank", "requests", "peak active"],
+            [(f"{w}.{dp}", s.routed[(w, dp)], s.peak[(w, dp)]) for w, dp in sorted(s.routed | s.peak)],
+            numeric=(1, 2),
+        )
         if r.trees:
-            table(["tree", "queries", "mismatches", "over-credits", "tolerated", "first failure"],
-                  [(t.name + (" (oracle)" if t.name == r.oracle else ""), t.queries, t.mismatches, t.overcredits,
-                    t.tolerated, t.first or "-") for t in r.trees], numeric=(1, 2, 3, 4))
+            table(
+                ["tree", "queries", "mismatches", "over-credits", "tolerated", "first failure"],
+                [
+                    (
+                        t.name + (" (oracle)" if t.name == r.oracle else ""),
+                        t.queries,
+                        t.mismatches,
+                        t.overcredits,
+                        t.tolerated,
+                        t.first or "-",
+                    )
+                    for t in r.trees
+                ],
+                numeric=(1, 2, 3, 4),
+            )
         if r.trackers:
-            table(["tracker", "calls", "reads", "mismatches", "first failure"],
-                  [(t.name, t.calls, t.reads, t.mismatches, t.first or "-") for t in r.trackers], numeric=(1, 2, 3))
+            table(
+                ["tracker", "calls", "reads", "mismatches", "first failure"],
+                [(t.name, t.calls, t.reads, t.mismatches, t.first or "-") for t in r.trackers],
+                numeric=(1, 2, 3),
+            )
         if r.stress:
             say(r.stress.summary_line() + "".join(f"\n  {p}" for p in r.stress.problems))
         for line in self.said:
@@ -98,8 +118,13 @@ class TraceRun:
         return dict(self.report.to_json()) | {"trace": str(self.plan.path)}
 
 
-def run_trace(plan: TracePlan, trees: dict[str, Any], trackers: dict[str, Any], say: Say,
-              plot: Callable[[Any, str, str], str | None] | None = None) -> TraceRun:
+def run_trace(
+    plan: TracePlan,
+    trees: dict[str, Any],
+    trackers: dict[str, Any],
+    say: Say,
+    plot: Callable[[Any, str, str], str | None] | None = None,
+) -> TraceRun:
     """Replay the plan's trace through the router simulation, every tree and tracker (``kvproof trace``); then, as
     asked, the tracker calls on the real slot tracker, the events on writer threads, and the load plot."""
     from .stateful_tests.tree.trace_check import check_trace
@@ -111,14 +136,16 @@ def run_trace(plan: TracePlan, trees: dict[str, Any], trackers: dict[str, Any], 
     except TraceFormatError as exc:
         raise CampaignInputError(f"error: {exc}") from None
     if plan.oracle is not None and plan.oracle not in trees:
-        raise CampaignInputError(f"{plan.oracle!r} is not one of the trees compared ({', '.join(trees) or 'none'})",
-                                 param="--oracle")
+        raise CampaignInputError(
+            f"{plan.oracle!r} is not one of the trees compared ({', '.join(trees) or 'none'})", param="--oracle"
+        )
     r = plan.router
     if r.policy == "tree" and not trees:
         raise CampaignInputError("the tree policy routes by a tree's scores: compare at least one tree", param="--policy")
     say(f"trace {plan.path}: workers={r.workers} dp_ranks={r.dp_ranks} capacity={r.capacity} policy={r.policy}")
-    report = check_trace(mooncake_requests(plan.path, limit=plan.limit), r, trees, trackers, plan.oracle,
-                         keep_calls=bool(plan.real_speedup))
+    report = check_trace(
+        mooncake_requests(plan.path, limit=plan.limit), r, trees, trackers, plan.oracle, keep_calls=bool(plan.real_speedup)
+    )
     if plan.real_speedup:
         _real_tracker(report, plan.real_speedup, say)
     if plan.stress_writers:
@@ -177,12 +204,14 @@ class ShardBench:
 
     def render(self, say: Say, table: DrawTable) -> None:
         say(f"machine: {os.cpu_count()} cores; parallel: {self.processes} processes ({self.executor}; the suite: pytest-xdist)")
-        table(("campaign", "1 process (s)", f"{self.processes} processes (s)", "speed-up", "same counts"), self.rows,
-              numeric=(1, 2, 3))
+        table(
+            ("campaign", "1 process (s)", f"{self.processes} processes (s)", "speed-up", "same counts"),
+            self.rows,
+            numeric=(1, 2, 3),
+        )
 
     def summary_line(self) -> str:
-        return (f"bench shards: campaigns={len(self.rows)} processes={self.processes} "
-                f"same_counts={'yes' if self.ok else 'NO'}")
+        return f"bench shards: campaigns={len(self.rows)} processes={self.processes} same_counts={'yes' if self.ok else 'NO'}"
 
     def to_json(self) -> dict[str, Any]:
         return {"processes": self.processes, "executor": self.executor, "rows": self.body}
@@ -193,8 +222,7 @@ def checkout_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def run_bench_shards(streams: int, inputs: int, processes: int, executor: str, suite: tuple[str, ...],
-                     say: Say) -> ShardBench:
+def run_bench_shards(streams: int, inputs: int, processes: int, executor: str, suite: tuple[str, ...], say: Say) -> ShardBench:
     """Conformance and fuzz whole in one process, then over ``processes``; then the test folders ``suite`` by pytest
     alone and over pytest-xdist workers: wall seconds, the speed-up, and whether both counted alike."""
     from .stateful_tests.fuzz.campaign import FuzzTask, fuzz_sharded
@@ -204,10 +232,16 @@ def run_bench_shards(streams: int, inputs: int, processes: int, executor: str, s
     conform_task = ConformTask("impl", "reference", "dynamo-1.6", streams, 1)
     fuzz_task = FuzzTask(inputs, 1, ("reference", "impl"), None)
     campaigns: list[tuple[str, Callable[[int], Any], Callable[[Any], Any]]] = [
-        ("conform tree", lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
-         lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches))),
-        ("fuzz", lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
-         lambda r: (r.inputs, r.outcomes, r.known, len(r.problems))),
+        (
+            "conform tree",
+            lambda p: conform_sharded(conform_task, WHOLE, p, executor if p > 1 else "local"),
+            lambda r: (r.streams, r.events, r.queries, r.kinds.counts, len(r.mismatches)),
+        ),
+        (
+            "fuzz",
+            lambda p: fuzz_sharded(fuzz_task, WHOLE, p, executor if p > 1 else "local"),
+            lambda r: (r.inputs, r.outcomes, r.known, len(r.problems)),
+        ),
     ]
     root = checkout_root()
     if suite:
@@ -230,8 +264,17 @@ def _time_campaign(bench: ShardBench, name: str, run: Callable[[int], Any], coun
         timed.append((time.perf_counter() - started, counts(result)))
     (one, a), (many, b) = timed
     bench.rows.append((name, f"{one:.1f}", f"{many:.1f}", f"{one / many:.2f}x", "yes" if a == b else "NO"))
-    bench.body.append({"campaign": name, "serial_s": one, "parallel_s": many, "speedup": one / many, "same_counts": a == b,
-                       "serial_counts": repr(a), "parallel_counts": repr(b)})
+    bench.body.append(
+        {
+            "campaign": name,
+            "serial_s": one,
+            "parallel_s": many,
+            "speedup": one / many,
+            "same_counts": a == b,
+            "serial_counts": repr(a),
+            "parallel_counts": repr(b),
+        }
+    )
     if a != b:
         say(f"{name}: counts differ: 1 process {a!r}, {bench.processes} processes {b!r}")
 
@@ -263,8 +306,9 @@ class SelectionConformRun:
         return {"scenarios": self.report.to_json(), "trace": self.trace.to_json() if self.trace is not None else None}
 
 
-def run_conform_selection(scenarios: int, seed: int, scenario: int | None, trace_requests: int | None,
-                          factory: Callable[[], Any], say: Say) -> SelectionConformRun:
+def run_conform_selection(
+    scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, factory: Callable[[], Any], say: Say
+) -> SelectionConformRun:
     """A tracker against the ActiveSequences inside Dynamo's selection service; then, with ``trace_requests``, on the
     tracker calls a router makes on that many requests of the shipped Mooncake slice. No service: ``Unavailable``."""
     from .gate.sequences import trace_calls
@@ -274,8 +318,9 @@ def run_conform_selection(scenarios: int, seed: int, scenario: int | None, trace
     reason = unavailable()
     if reason:
         raise Unavailable(f"the selection service is unavailable: {reason}")
-    run = SelectionConformRun(conform_selection(scenarios, seed, scenario, model_factory=factory,
-                                                on_mismatch=lambda m: say(m.report(seed, scenarios))))
+    run = SelectionConformRun(
+        conform_selection(scenarios, seed, scenario, model_factory=factory, on_mismatch=lambda m: say(m.report(seed, scenarios)))
+    )
     if trace_requests:
         run.trace = conform_selection_trace(trace_calls(trace_requests), factory)
         for m in run.trace.mismatches:

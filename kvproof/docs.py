@@ -149,7 +149,9 @@ def commands_reference() -> str:
     from .cli import main
 
     ctx = main.make_context("kvproof", [], resilient_parsing=True)
-    return "\n".join(line for name in main.list_commands(ctx) for line in _command_sections(main.commands[name], (name,), 3)).strip()
+    return "\n".join(
+        line for name in main.list_commands(ctx) for line in _command_sections(main.commands[name], (name,), 3)
+    ).strip()
 
 
 def with_commands_reference(page: str) -> str:
@@ -201,8 +203,12 @@ def _proofs_readme_now(committed: str) -> str:
 def proofs_readme_over(committed: str, rows: list) -> str:
     """The README of ``rows``, or ``committed`` itself when it differs from that only in the counterexamples."""
     fresh = proofs_readme(rows)
-    same = (committed.startswith(README_HEAD) and committed.endswith(README_TAIL)
-            and committed.count("\n| ") == fresh.count("\n| ") and all(row in committed for row in proofs_readme_rows(rows)))
+    same = (
+        committed.startswith(README_HEAD)
+        and committed.endswith(README_TAIL)
+        and committed.count("\n| ") == fresh.count("\n| ")
+        and all(row in committed for row in proofs_readme_rows(rows))
+    )
     return committed if same else fresh
 
 

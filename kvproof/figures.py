@@ -44,10 +44,16 @@ def summarize(report: Mapping[str, Any]) -> dict[str, Any]:
     """The compact part of a ``--json`` report a figure keeps (``kvproof.mutate/1``: each layer's verdict)."""
     schema = report.get("schema")
     if schema == "kvproof.mutate/1":
-        return {"schema": schema, "passed": report["passed"], "median_ttd_s": report["median_ttd_s"],
-                "p90_ttd_s": report.get("p90_ttd_s"),
-                "layers": [{k: layer[k] for k in ("name", "total", "killed", "timeout", "survived", "equivalent", "no_tests",
-                                                  "score")} for layer in report["layers"]]}
+        return {
+            "schema": schema,
+            "passed": report["passed"],
+            "median_ttd_s": report["median_ttd_s"],
+            "p90_ttd_s": report.get("p90_ttd_s"),
+            "layers": [
+                {k: layer[k] for k in ("name", "total", "killed", "timeout", "survived", "equivalent", "no_tests", "score")}
+                for layer in report["layers"]
+            ],
+        }
     raise ValueError(f"no figure summary for reports of schema {schema!r}")
 
 
@@ -60,7 +66,9 @@ def result_of(entry: Mapping[str, Any]) -> str:
         layers = "; ".join(
             f"{layer['name']}/ **{100 * layer['score']:.1f}%** ({layer['total']:,} mutants: {layer['killed']:,} killed, "
             f"{layer['timeout']} timeouts, {layer['survived']} survived, {layer['equivalent']} equivalents, "
-            f"{layer['no_tests']} gaps)" for layer in report["layers"])
+            f"{layer['no_tests']} gaps)"
+            for layer in report["layers"]
+        )
         ttd = report["median_ttd_s"]
         return f"{layers}; median time to detection {ttd:.3f} s; exit {0 if report['passed'] else 1}"
     raise ValueError(f"no figure text for reports of schema {report['schema']!r}")
@@ -83,8 +91,16 @@ def render(entries: Sequence[Mapping[str, Any]]) -> str:
             lines.append(f"| {_cell(e['what'])} | {_cell(_code(e['command']))} | {e['date']} | {_cell(result_of(e))} |")
     for e in entries:
         if "block" in e:
-            lines += ["", f"## {e['what']}", "", f"{_code(e['command'])} ({e['date']}): {result_of(e)}", "", "```",
-                      e["block"].rstrip("\n"), "```"]
+            lines += [
+                "",
+                f"## {e['what']}",
+                "",
+                f"{_code(e['command'])} ({e['date']}): {result_of(e)}",
+                "",
+                "```",
+                e["block"].rstrip("\n"),
+                "```",
+            ]
             if e.get("note"):
                 lines += ["", e["note"]]
     return "\n".join(lines) + "\n"

@@ -22,12 +22,23 @@ import pytest
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kvproof", "kvproof gate")
-    group.addoption("--kvproof-target", default=None, metavar="TARGET",
-                    help="run the kvproof gate against TARGET (reference, impl, impl-lanes, impl-pool, dynamo, module.path:Factory)")
+    group.addoption(
+        "--kvproof-target",
+        default=None,
+        metavar="TARGET",
+        help="run the kvproof gate against TARGET (reference, impl, impl-lanes, impl-pool, dynamo, module.path:Factory)",
+    )
     group.addoption("--kvproof-profile", default=None, metavar="NAME", help="quick, ci or deep (default: $KVPROOF_PROFILE or ci)")
-    group.addoption("--kvproof-family", action="append", default=None, metavar="FAMILY",
-                    help="tree, sequences, deepinfer, proofs or all (repeatable; default: all for impl, tree otherwise)")
-    group.addoption("--kvproof-only", default=None, metavar="NAME", help="only the rows whose family, layer or name contains NAME")
+    group.addoption(
+        "--kvproof-family",
+        action="append",
+        default=None,
+        metavar="FAMILY",
+        help="tree, sequences, deepinfer, proofs or all (repeatable; default: all for impl, tree otherwise)",
+    )
+    group.addoption(
+        "--kvproof-only", default=None, metavar="NAME", help="only the rows whose family, layer or name contains NAME"
+    )
     group.addoption("--kvproof-seed", type=int, default=None, metavar="SEED", help="the gate's seed (replay a deep run)")
 
 
@@ -83,8 +94,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     unknown = set(families or ()) - set(FAMILIES)
     if unknown:
         raise pytest.UsageError(f"--kvproof-family: unknown {sorted(unknown)}; one of {', '.join(FAMILIES)}, all")
-    ctx, selection = plan(name, target.factory, profile_named(config.getoption("--kvproof-profile")),
-                          config.getoption("--kvproof-seed"), config.getoption("--kvproof-only"), families)
+    ctx, selection = plan(
+        name,
+        target.factory,
+        profile_named(config.getoption("--kvproof-profile")),
+        config.getoption("--kvproof-seed"),
+        config.getoption("--kvproof-only"),
+        families,
+    )
     if items:
         config.hook.pytest_deselected(items=list(items))
     parents = {f: GateFamily.from_parent(session, name=f"kvproof-gate/{f}") for f in selection.families}

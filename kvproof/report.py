@@ -37,12 +37,23 @@ def console(file: Any = None) -> Console:
     """A console on ``file`` (stdout): live and sized to the terminal, or fixed-width plain text in a log."""
     out = file or sys.stdout
     terminal = hasattr(out, "isatty") and out.isatty()
-    return Console(file=out, width=None if terminal else CI_WIDTH, highlight=False, soft_wrap=False,
-                   force_terminal=terminal, no_color=not terminal)
+    return Console(
+        file=out,
+        width=None if terminal else CI_WIDTH,
+        highlight=False,
+        soft_wrap=False,
+        force_terminal=terminal,
+        no_color=not terminal,
+    )
 
 
-def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None,
-                numeric: Sequence[int] = (), out: Console | None = None) -> None:
+def print_table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    title: str | None = None,
+    numeric: Sequence[int] = (),
+    out: Console | None = None,
+) -> None:
     """Draw a table; the columns at indexes ``numeric`` are right-aligned."""
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False, box=None, header_style="bold")
     for i, h in enumerate(headers):
@@ -54,6 +65,7 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: st
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """Render a GitHub markdown table, unpadded so that a row's text does not depend on its neighbours."""
+
     def line(cells: Iterable[Any]) -> str:
         return "| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |"
 
@@ -73,8 +85,11 @@ class Progress:
             return
         self.shown = tenth
         left = seconds / done * (total - done)
-        print(f"{self.what}: {done}/{total} {self.unit} ({100 * done // total}%), {seconds:.0f} s elapsed, about {left:.0f} s left",
-              file=sys.stderr, flush=True)
+        print(
+            f"{self.what}: {done}/{total} {self.unit} ({100 * done // total}%), {seconds:.0f} s elapsed, about {left:.0f} s left",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def with_schema(kind: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -144,14 +159,16 @@ class CommandReport(Protocol):
         """The body of the ``--json`` file (``write_json`` adds the schema tag)."""
 
 
-def draw_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (),
-               title: str | None = None) -> None:
+def draw_table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Sequence[int] = (), title: str | None = None
+) -> None:
     """``print_table`` on stdout, in the argument order a report's ``render`` calls its ``table`` with."""
     print_table(headers, rows, title=title, numeric=numeric)
 
 
-def finish(report: CommandReport, json_path: str | Path | None = None, junit_path: str | Path | None = None,
-           allow_skip: bool = False) -> NoReturn:
+def finish(
+    report: CommandReport, json_path: str | Path | None = None, junit_path: str | Path | None = None, allow_skip: bool = False
+) -> NoReturn:
     """End a command: print the report and its summary line, write its JSON (and JUnit), exit with its code.
 
     Exit 1 when the report is not ok; 3 when something was skipped and ``allow_skip`` is not set (the report's

@@ -52,7 +52,7 @@ def source_blocks(doc: str) -> list[str]:
     for i, line in enumerate(lines):
         if re.match(r"\s*Sources?:", line):
             block = [line.strip()]
-            for more in lines[i + 1:]:
+            for more in lines[i + 1 :]:
                 if not more.strip():
                     break
                 block.append(more.strip())
@@ -93,7 +93,9 @@ def unresolved(text: str, root: Path, anchors: set[str]) -> list[str]:
 def check_sources(root: Path, rooms: tuple[str, ...] = ROOMS) -> list[str]:
     """One line per ``Source:`` block that does not resolve (``path:line: why: text``); empty when all do."""
     anchors = page_anchors(root)
-    return [f"{c.where}: {'; '.join(why)}: {c.text}" for c in citations(root, rooms) if (why := unresolved(c.text, root, anchors))]
+    return [
+        f"{c.where}: {'; '.join(why)}: {c.text}" for c in citations(root, rooms) if (why := unresolved(c.text, root, anchors))
+    ]
 
 
 def link_anchors(text: str, page_url: str) -> str:

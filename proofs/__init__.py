@@ -9,7 +9,9 @@ import the code as ``kvproof.proofs``), so that name is allowed once the suite's
 
 import sys
 
-if __name__ != "kvproof.proofs" and not (__name__ == "proofs" and getattr(sys.modules.get("kvproof"), "PYTEST_COLLECTS_FOLDERS", False)):
+if __name__ != "kvproof.proofs" and not (
+    __name__ == "proofs" and getattr(sys.modules.get("kvproof"), "PYTEST_COLLECTS_FOLDERS", False)
+):
     raise ImportError(
         f"import kvproof.proofs, not {__name__}: the proofs/ folder is installed as the package kvproof.proofs"
         " (pyproject package-dir), and importing it by its folder name would load a second copy of every module"

@@ -277,6 +277,14 @@ DIFF_PAIRS = [
     ("diff_hit_formula", "diff_hit_search", "spec.hit_length.hit_formula vs the aligned-candidate search"),
     ("diff_whole_gpus", "diff_ceil_fraction", "spec.capacity.whole_gpus vs math.ceil of the exact fraction"),
     ("diff_raised_cutoff", "diff_cover_prefix_on_a_state", "spec.coverage.raised_cutoff vs cover_prefix on an edge state"),
-    ("diff_spec_remaining_ms", "diff_reference_remaining_ms", "spec.prefill.modeled_remaining_prefill_ms vs the reference tracker's read"),
-    ("diff_spec_tokens", "diff_reference_tokens", "spec.token_load.active_prefill_tokens vs the reference tracker's read (all modeled)"),
+    (
+        "diff_spec_remaining_ms",
+        "diff_reference_remaining_ms",
+        "spec.prefill.modeled_remaining_prefill_ms vs the reference tracker's read",
+    ),
+    (
+        "diff_spec_tokens",
+        "diff_reference_tokens",
+        "spec.token_load.active_prefill_tokens vs the reference tracker's read (all modeled)",
+    ),
 ]

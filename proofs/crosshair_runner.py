@@ -98,10 +98,19 @@ def run_contracts(per_condition_timeout: float = 1.0) -> list[CrossHairRow]:
             witness = errors[0].removeprefix("error: ") if errors else ""
         claim = (getattr(contracts, name).__doc__ or name).strip().splitlines()[0]
         detail = witness if result != "REFUTED" else next(m for m in messages if m.startswith("error:"))
-        rows.append(CrossHairRow(
-            name, claim, contracts.CHECKED[name], "CrossHair check",
-            f"symbolic, {per_condition_timeout:g} s per condition", result, control, share, detail,
-        ))
+        rows.append(
+            CrossHairRow(
+                name,
+                claim,
+                contracts.CHECKED[name],
+                "CrossHair check",
+                f"symbolic, {per_condition_timeout:g} s per condition",
+                result,
+                control,
+                share,
+                detail,
+            )
+        )
     return rows
 
 
@@ -116,22 +125,38 @@ def run_diffs(per_condition_timeout: float = 2.0, module: ModuleType = contracts
     for i, (left, right, claim) in enumerate(module.DIFF_PAIRS):
         started = time.perf_counter()
         code, out = _crosshair(
-            "diffbehavior", f"{module.__name__}.{left}", f"{module.__name__}.{right}",
-            "--per_condition_timeout", str(per_condition_timeout), timeout=60 + 20 * per_condition_timeout,
+            "diffbehavior",
+            f"{module.__name__}.{left}",
+            f"{module.__name__}.{right}",
+            "--per_condition_timeout",
+            str(per_condition_timeout),
+            timeout=60 + 20 * per_condition_timeout,
         )
         result = "no difference" if code == 0 else "differs" if code == 1 else "error"
         control, witness = "none", ""
         if i < len(broken):
             bl, br, _ = broken[i]
             bcode, bout = _crosshair(
-                "diffbehavior", f"{PACKAGE}.contracts_broken.{bl}", f"{PACKAGE}.contracts_broken.{br}",
-                "--per_condition_timeout", str(per_condition_timeout), timeout=60 + 20 * per_condition_timeout,
+                "diffbehavior",
+                f"{PACKAGE}.contracts_broken.{bl}",
+                f"{PACKAGE}.contracts_broken.{br}",
+                "--per_condition_timeout",
+                str(per_condition_timeout),
+                timeout=60 + 20 * per_condition_timeout,
             )
             control = "caught" if bcode == 1 else "MISSED"
             witness = " ".join(bout.splitlines()[:1])
-        rows.append(CrossHairRow(
-            f"{left} = {right}", claim, claim.split(" vs ")[0], "CrossHair diffbehavior",
-            f"symbolic, {per_condition_timeout:g} s per condition", result, control,
-            time.perf_counter() - started, witness if result == "no difference" else out[:200],
-        ))
+        rows.append(
+            CrossHairRow(
+                f"{left} = {right}",
+                claim,
+                claim.split(" vs ")[0],
+                "CrossHair diffbehavior",
+                f"symbolic, {per_condition_timeout:g} s per condition",
+                result,
+                control,
+                time.perf_counter() - started,
+                witness if result == "no difference" else out[:200],
+            )
+        )
     return rows

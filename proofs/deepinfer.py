@@ -27,8 +27,13 @@ def hit_length_laws(formula=hit_formula, reserve=RESERVE, block=BLOCK):
     hit, compute = _hit(formula, L, C, swa, reserve, block)
     cap = z3.If(L - reserve > 0, L - reserve, 0)
     claim = z3.And(
-        hit >= 0, compute >= 0, compute <= hit, hit <= cap, hit <= C,  # bounds
-        hit % block == 0, compute % block == 0,  # alignment
+        hit >= 0,
+        compute >= 0,
+        compute <= hit,
+        hit <= cap,
+        hit <= C,  # bounds
+        hit % block == 0,
+        compute % block == 0,  # alignment
         # a one-block back-off exactly when the hit is positive and SWA is missing
         (hit - compute == block) == z3.And(hit > 0, z3.Not(swa)),
         z3.Implies(z3.Or(swa, hit == 0), compute == hit),
@@ -52,8 +57,13 @@ def hit_length_laws_any_block(formula=hit_formula):
     hit, compute = _hit(formula, L, C, swa, reserve, block)
     cap = z3.If(L - reserve > 0, L - reserve, 0)
     claim = z3.And(
-        hit >= 0, compute >= 0, compute <= hit, hit <= cap, hit <= C,
-        hit % block == 0, compute % block == 0,
+        hit >= 0,
+        compute >= 0,
+        compute <= hit,
+        hit <= cap,
+        hit <= C,
+        hit % block == 0,
+        compute % block == 0,
         (hit - compute == block) == z3.And(hit > 0, z3.Not(swa)),
         z3.Implies(reserve + block > L, hit == 0),
     )

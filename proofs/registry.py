@@ -46,8 +46,18 @@ def run_z3(budget: Budget = CI) -> list[ProofRow]:
     for proof in Z3_PROOFS:
         r = run(proof, budget.z3_timeout_ms)
         shown = ", ".join(part for part in r.counterexample.split(", ") if not part.startswith(("div0", "mod0")))
-        rows.append(ProofRow(proof.claim, proof.functions, "Z3", proof.bounds, r.seconds, r.result, r.control,
-                        f"control ({proof.broken_rule}): {shown}" if r.result == "proved" else shown))
+        rows.append(
+            ProofRow(
+                proof.claim,
+                proof.functions,
+                "Z3",
+                proof.bounds,
+                r.seconds,
+                r.result,
+                r.control,
+                f"control ({proof.broken_rule}): {shown}" if r.result == "proved" else shown,
+            )
+        )
     return rows
 
 
@@ -56,8 +66,16 @@ def run_crosshair(budget: Budget = CI) -> list[ProofRow]:
     from .crosshair_runner import run_contracts, run_diffs
 
     return [
-        ProofRow(c.claim, c.functions, c.method, c.bounds, c.seconds, c.result, c.control,
-            f"control: {c.counterexample}" if c.control == "caught" else c.counterexample)
+        ProofRow(
+            c.claim,
+            c.functions,
+            c.method,
+            c.bounds,
+            c.seconds,
+            c.result,
+            c.control,
+            f"control: {c.counterexample}" if c.control == "caught" else c.counterexample,
+        )
         for c in run_contracts(budget.crosshair_condition_s) + run_diffs(budget.crosshair_diff_s)
     ]
 

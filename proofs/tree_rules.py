@@ -28,7 +28,10 @@ def split_preserves_coverage(prefix=prefix_cutoff, suffix=suffix_cutoff):
     claim = z3.And(
         covered == c,  # the covered prefix of the concatenated edge is unchanged
         z3.Implies(suf > 0, pre == p),  # no coverage below a gap
-        pre >= 0, pre <= p, suf >= 0, suf <= n - p,  # both halves stay inside their edges
+        pre >= 0,
+        pre <= p,
+        suf >= 0,
+        suf <= n - p,  # both halves stay inside their edges
     )
     return [n >= 2, p > 0, p < n, c >= 0, c <= n], claim
 

@@ -405,8 +405,7 @@ class RadixTree(TreeReads):
         known = rank in self._lookups  # whether the tree has seen the rank (spec.coverage.remove_batch)
         lookup = self._lookup_of(rank)
         hashes = removed.block_hashes
-        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed),
-                     self.rules, known)
+        remove_batch(rank, hashes, lambda i, scrubbed: self._remove_run(rank, lookup, hashes, i, scrubbed), self.rules, known)
 
     def _remove_run(self, rank: Rank, lookup: dict[int, Node], hashes: tuple[int, ...], i: int, scrubbed: set[int]) -> int | None:
         """Remove the run of hashes from ``i`` on one node; return how many it consumed, None if ``hashes[i]`` is not held."""
@@ -420,9 +419,7 @@ class RadixTree(TreeReads):
             return None
         # One cut for the run of following hashes on the same node (spec.coverage.removal_run).
         state = node.state
-        end, low = removal_run(
-            hashes, i, node.edge_index, current_cutoff(state, rank), lambda other: lookup.get(other) is node
-        )
+        end, low = removal_run(hashes, i, node.edge_index, current_cutoff(state, rank), lambda other: lookup.get(other) is node)
         # The run's other hashes lie in [low, cutoff): the cut uncovers them, so the scrub below drops their entries.
         state, uncovered = remove_at(state, rank, low)
         if uncovered:
@@ -451,8 +448,11 @@ class RadixTree(TreeReads):
         builds a fresh node anyway. A node that still has children, and the root, stay. Which releases
         release so is ``spec.shape.is_released_at_eviction``'s (the older ones keep dead nodes).
         """
-        while node is not self.root and node.parent is not None and is_released_at_eviction(
-                node.state, len(node.children), self.rules):
+        while (
+            node is not self.root
+            and node.parent is not None
+            and is_released_at_eviction(node.state, len(node.children), self.rules)
+        ):
             parent, key = node.parent, node.state.edge[0].local
             if parent.children.get(key) is not node:
                 return

@@ -279,7 +279,9 @@ class BlockTrie:
         nodes = 0
         for depth, node in _walk(self.root):
             assert node.owners > 0, f"an unowned node at depth {depth}"
-            assert node.owners == through.get(id(node)), f"a node at depth {depth} has {node.owners} owners, {through.get(id(node))} prompts"
+            assert node.owners == through.get(id(node)), (
+                f"a node at depth {depth} has {node.owners} owners, {through.get(id(node))} prompts"
+            )
             nodes += 1
         assert self.active_blocks == nodes, f"active_blocks {self.active_blocks} != {nodes}"
 
@@ -380,7 +382,7 @@ def _path_set_of(root: Any, is_held: Callable[[Any], bool]) -> PathSet:
     stack = [(1, h, child) for h, child in root.children.items()]
     while stack:
         depth, h, node = stack.pop()
-        del path[depth - 1:]
+        del path[depth - 1 :]
         path.append(h)
         if not node.children:
             leaves.append(tuple(path))
@@ -583,14 +585,20 @@ class SlotTracker:
 
     def loads(self, now: object) -> FrozenMap[Rank, WorkerLoad]:
         now = check_instant(now)
-        return FrozenMap({rank: slot_tracker.load_row(self._decayed_tokens(v.load.prefill, now), v.load) for rank, v in self.registry.items()})
+        return FrozenMap(
+            {rank: slot_tracker.load_row(self._decayed_tokens(v.load.prefill, now), v.load) for rank, v in self.registry.items()}
+        )
 
     def potential_loads(self, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
         q, isl, now = slot_tracker.check_potential_loads_args(query, new_isl_tokens, now)
-        return FrozenMap({
-            rank: slot_tracker.potential_load_row(self._decayed_tokens(v.load.prefill, now), v.load, q, slot_tracker.overlap_depth(v.membership, q), isl)
-            for rank, v in self.registry.items()
-        })
+        return FrozenMap(
+            {
+                rank: slot_tracker.potential_load_row(
+                    self._decayed_tokens(v.load.prefill, now), v.load, q, slot_tracker.overlap_depth(v.membership, q), isl
+                )
+                for rank, v in self.registry.items()
+            }
+        )
 
     def modeled_remaining_prefill_times(self, now: object) -> FrozenMap[Rank, Any]:
         now = check_instant(now)
@@ -615,9 +623,9 @@ class SlotTracker:
 
     def registry_snapshot(self) -> slot_tracker.PromptRegistryState:
         """Return the PromptRegistry (the read model) as the spec's abstract value."""
-        return slot_tracker.PromptRegistryState(FrozenMap({
-            rank: slot_tracker.WorkerView(v.membership.freeze(), v.load) for rank, v in self.registry.items()
-        }))
+        return slot_tracker.PromptRegistryState(
+            FrozenMap({rank: slot_tracker.WorkerView(v.membership.freeze(), v.load) for rank, v in self.registry.items()})
+        )
 
     def check(self) -> None:
         """Assert every invariant; the registry must equal the projection (always, being sequential)."""
@@ -630,4 +638,3 @@ class SlotTracker:
         assert not bad, f"write model violates {bad}"
         lag = read_model_lag(self.registry_snapshot(), state)
         assert not lag, f"registry differs from the projection: {lag}"
-

@@ -93,11 +93,7 @@ def dominates(a: Point, b: Point) -> bool:
     Source: docs/sources.md#deepinfer-11-6 "the points for which no other tested point is at least as good on both
     axes and strictly better on one".
     """
-    return (
-        a.user_rate >= b.user_rate
-        and a.gpu_rate >= b.gpu_rate
-        and (a.user_rate > b.user_rate or a.gpu_rate > b.gpu_rate)
-    )
+    return a.user_rate >= b.user_rate and a.gpu_rate >= b.gpu_rate and (a.user_rate > b.user_rate or a.gpu_rate > b.gpu_rate)
 
 
 def non_dominated(points: Sequence[Point]) -> list[int]:
@@ -167,9 +163,7 @@ def common_shrink(nextn: int, a) -> Fraction:
     return 1 - tau_conditional(nextn, a) / tau_mean_fraction(nextn, a)
 
 
-LAB25_RECORDS: tuple[Record, ...] = tuple(
-    Record(r, Fraction(s)) for r, s in ((8, 100), (16, 90), (32, 60), (48, 35), (64, 40))
-)
+LAB25_RECORDS: tuple[Record, ...] = tuple(Record(r, Fraction(s)) for r, s in ((8, 100), (16, 90), (32, 60), (48, 35), (64, 40)))
 """Lab 25's assigned records: requests per DP rank and steps per second."""
 
 LAB25_TAU = Fraction(13, 4)
@@ -193,8 +187,7 @@ def lab25_report() -> list[str]:
     lines = ["Synthetic records: requests, steps/s, user tokens/s, tokens/s/GPU"]
     for record, point in zip(LAB25_RECORDS, points, strict=True):
         lines.append(
-            f"{record.requests:>2} {int(record.steps_per_second):>3} "
-            f"{float(point.user_rate):.2f} {float(point.gpu_rate):.2f}"
+            f"{record.requests:>2} {int(record.steps_per_second):>3} {float(point.user_rate):.2f} {float(point.gpu_rate):.2f}"
         )
     frontier = non_dominated(points)
     lines.append(f"Non-dominated request counts: {frontier}")
@@ -205,9 +198,7 @@ def lab25_report() -> list[str]:
     lines.append(f"Conditional acceptance {float(a):.2f}: tau={float(conditional):.6f}")
     lines.append(f"Common axis shrink: {float(common_shrink(LAB25_NEXTN, a) * 100):.4f}%")
     sps = Fraction(PUBLISHED_USER_RATE) / LAB25_TAU
-    lines.append(
-        f"Published point, approximate: {PUBLISHED_USER_RATE} / {float(LAB25_TAU):.2f} = {float(sps):.2f} steps/s"
-    )
+    lines.append(f"Published point, approximate: {PUBLISHED_USER_RATE} / {float(LAB25_TAU):.2f} = {float(sps):.2f} steps/s")
     throughput = gpu_rate(sps, PUBLISHED_REQUESTS, LAB25_TAU, cp=1)
     lines.append(f"Implied throughput at R={PUBLISHED_REQUESTS}, CP=1: {round(throughput)} tokens/s/GPU")
     prefix_ok = conditional - 1 == sum(a**k for k in range(1, LAB25_NEXTN + 1))

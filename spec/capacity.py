@@ -47,9 +47,7 @@ class Workload:
     utilisation: Fraction  # u, in (0, 1]
 
 
-def workload(
-    arrival_rate, input_length, output_length, reuse_fraction, prefill_rate, decode_rate, utilisation
-) -> Workload:
+def workload(arrival_rate, input_length, output_length, reuse_fraction, prefill_rate, decode_rate, utilisation) -> Workload:
     """Return a checked ``Workload``; out-of-domain or non-finite numbers raise ``InvalidQuantity``."""
     w = Workload(
         in_range("arrival_rate", as_rational("arrival_rate", arrival_rate), 0, None),

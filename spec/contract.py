@@ -209,8 +209,7 @@ def on_remove_worker(state: ContractState, worker_id: int) -> ContractState:
     return FrozenMap({r: h for r, h in state.items() if r.worker_id != worker_id})
 
 
-def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool,
-             rules: RuleSet = DEFAULT_RULES) -> ContractState:
+def on_event(state: ContractState, rank: Rank, data: EventData, accepted: bool, rules: RuleSet = DEFAULT_RULES) -> ContractState:
     """Dispatch one event to its handler (``rules``: see ``on_cleared``)."""
     if isinstance(data, Stored):
         return on_stored(state, rank, data, accepted)

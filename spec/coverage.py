@@ -240,8 +240,13 @@ def stale_hashes(edge: tuple[Block, ...], uncovered: range, removed: int) -> lis
     return [removed]
 
 
-def remove_batch(rank: Rank, hashes: Sequence[int], remove_from: Callable[[int, set[int]], int | None],
-                 rules: RuleSet = DEFAULT_RULES, rank_known: bool = True) -> None:
+def remove_batch(
+    rank: Rank,
+    hashes: Sequence[int],
+    remove_from: Callable[[int, set[int]], int | None],
+    rules: RuleSet = DEFAULT_RULES,
+    rank_known: bool = True,
+) -> None:
     """Apply a ``removed`` batch: every hash the rank holds is removed first, then the first one it did not hold is reported.
 
     ``rules``: under ``Variant.REMOVAL_SKIPS_UNKNOWN`` (the concurrent indexer of 1.1.0 to 1.6.1) a hash the

@@ -264,10 +264,10 @@ def decode_event_data(data: Any) -> EventData:
     if isinstance(data, str) and data == "cleared":
         return Cleared()
     if not isinstance(data, Mapping):
-        raise _fail("data", f"expected the string \"cleared\" or an object, got {_kind(data)} {show(data)}")
+        raise _fail("data", f'expected the string "cleared" or an object, got {_kind(data)} {show(data)}')
     if len(data) != 1 or getattr(data, "duplicates", None):
         raise _fail("data", f"expected exactly one of stored/removed/cleared, got {show(sorted(map(str, data)))}")
-    (tag, body), = data.items()
+    ((tag, body),) = data.items()
     if tag == "stored":
         return _decode_stored(body)
     if tag == "removed":
@@ -289,9 +289,7 @@ def load_json(payload: bytes | bytearray | str | Mapping[str, Any], what: str = 
         except UnicodeDecodeError as exc:
             raise MalformedEvent(f"Failed to deserialize {what}: not UTF-8 ({exc})") from None
     if not isinstance(payload, str):
-        raise MalformedEvent(
-            f"Failed to deserialize {what}: expected bytes, str or a mapping, got {_kind(payload)}"
-        )
+        raise MalformedEvent(f"Failed to deserialize {what}: expected bytes, str or a mapping, got {_kind(payload)}")
     if _too_deep(payload):
         raise MalformedEvent(f"Failed to deserialize {what}: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
@@ -349,8 +347,12 @@ def check_event(event: KvCacheEvent) -> KvCacheEvent:
         for i, block in enumerate(_api_items(data.blocks, "data.stored.blocks")):
             if not isinstance(block, Block):
                 raise _fail(f"data.stored.blocks[{i}]", f"expected a Block, got {_kind(block)}")
-            blocks.append(Block(_api_uint(block.local, f"data.stored.blocks[{i}].tokens_hash"),
-                                _api_uint(block.ext, f"data.stored.blocks[{i}].block_hash")))
+            blocks.append(
+                Block(
+                    _api_uint(block.local, f"data.stored.blocks[{i}].tokens_hash"),
+                    _api_uint(block.ext, f"data.stored.blocks[{i}].block_hash"),
+                )
+            )
         data = Stored(parent, tuple(blocks))
     elif isinstance(data, Removed):
         hashes = _api_items(data.block_hashes, "data.removed.block_hashes")
@@ -389,8 +391,9 @@ def check_rank(worker_id: Any, dp_rank: Any) -> Rank:
 Payload = bytes | bytearray | str | Mapping[str, Any]
 
 
-def parse_event(worker_id: Any, payload: Payload | KvCacheEvent,
-                decode: Callable[[Payload], KvCacheEvent] = decode_event) -> tuple[Rank, KvCacheEvent]:
+def parse_event(
+    worker_id: Any, payload: Payload | KvCacheEvent, decode: Callable[[Payload], KvCacheEvent] = decode_event
+) -> tuple[Rank, KvCacheEvent]:
     """Return the rank an event applies to and the decoded event: every tree's front door.
 
     The worker id is checked before the payload is decoded (so a bad id wins over a bad

@@ -212,6 +212,7 @@ SMALL = 16
 """Up to this many entries a ``FrozenMap`` or ``FrozenSet`` is a plain dict copied on write (cheapest for the
 few holders most nodes have, and plain Python for CrossHair); past it, a persistent trie (``immutables.Map``)."""
 
+
 def _grown(items: dict) -> immutables.Map:
     return immutables.Map(items)
 

@@ -92,8 +92,9 @@ class Variant(Enum):
     tree: bool
     component: str
 
-    def __new__(cls, label: str, rule: str, statement: str, upstream: str, releases: str, tree: bool = True,
-                component: str = "tree") -> Variant:
+    def __new__(
+        cls, label: str, rule: str, statement: str, upstream: str, releases: str, tree: bool = True, component: str = "tree"
+    ) -> Variant:
         member = object.__new__(cls)
         member._value_ = label
         member.rule, member.statement, member.upstream, member.releases = rule, statement, upstream, releases
@@ -180,8 +181,10 @@ def check_variants(variants: Iterable[object]) -> None:
     """Raise ``UnknownVariant`` if anything in ``variants`` is not a ``Variant`` (a name, misspelt or not, included)."""
     strays = [v for v in variants if not isinstance(v, Variant)]
     if strays:
-        raise UnknownVariant(f"unknown variants [{', '.join(sorted(map(repr, strays)))}]: a rule set holds Variant members "
-                             f"(Variant.named looks one up by name: {', '.join(v.value for v in Variant)})")
+        raise UnknownVariant(
+            f"unknown variants [{', '.join(sorted(map(repr, strays)))}]: a rule set holds Variant members "
+            f"(Variant.named looks one up by name: {', '.join(v.value for v in Variant)})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,19 +221,45 @@ RULE_SETS: dict[str, RuleSet] = {
     r.name: r
     for r in (
         RuleSet("dynamo-1.6", frozenset(), "1.6.0", "1.6.1", "the compressed tree that releases dead nodes"),
-        RuleSet("dynamo-1.4", frozenset({_V.REUSE_DEAD_NODES, _V.BLOCKS_AS_ARRAYS}), "1.4.0", "1.5.1",
-                "the compressed tree that reuses dead nodes"),
-        RuleSet("dynamo-1.3", frozenset({_V.REUSE_DEAD_NODES, _V.BLOCKS_AS_ARRAYS, _V.CLEARED_CLEARS_WORKER}),
-                "1.3.0.post1", "1.3.1", "the compressed tree whose cleared event empties the whole worker"),
-        RuleSet("dynamo-0.6", frozenset({_V.PER_BLOCK_NODES, _V.BLOCKS_AS_ARRAYS, _V.CLEARED_CLEARS_WORKER,
-                                         _V.SELF_PARENT_ALLOWED}), "0.1.1",
-                "1.2.1", "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)"),
-        RuleSet("dynamo-1.6-concurrent", frozenset({_V.REMOVAL_SKIPS_UNKNOWN, _V.SELF_PARENT_ALLOWED}),
-                "1.4.0", "1.6.1", "the concurrent indexer (ThreadPoolIndexer over the CRTC)", "concurrent", exact=False),
-        RuleSet("dynamo-1.3-concurrent", frozenset({_V.REMOVAL_SKIPS_UNKNOWN, _V.SELF_PARENT_ALLOWED,
-                                                    _V.CLEARED_CLEARS_WORKER}),
-                "1.3.0.post1", "1.3.1", "the concurrent indexer whose cleared event empties the whole worker", "concurrent",
-                exact=False),
+        RuleSet(
+            "dynamo-1.4",
+            frozenset({_V.REUSE_DEAD_NODES, _V.BLOCKS_AS_ARRAYS}),
+            "1.4.0",
+            "1.5.1",
+            "the compressed tree that reuses dead nodes",
+        ),
+        RuleSet(
+            "dynamo-1.3",
+            frozenset({_V.REUSE_DEAD_NODES, _V.BLOCKS_AS_ARRAYS, _V.CLEARED_CLEARS_WORKER}),
+            "1.3.0.post1",
+            "1.3.1",
+            "the compressed tree whose cleared event empties the whole worker",
+        ),
+        RuleSet(
+            "dynamo-0.6",
+            frozenset({_V.PER_BLOCK_NODES, _V.BLOCKS_AS_ARRAYS, _V.CLEARED_CLEARS_WORKER, _V.SELF_PARENT_ALLOWED}),
+            "0.1.1",
+            "1.2.1",
+            "the per-block tree (with (worker, dp_rank) scores and a dump from 0.6.1)",
+        ),
+        RuleSet(
+            "dynamo-1.6-concurrent",
+            frozenset({_V.REMOVAL_SKIPS_UNKNOWN, _V.SELF_PARENT_ALLOWED}),
+            "1.4.0",
+            "1.6.1",
+            "the concurrent indexer (ThreadPoolIndexer over the CRTC)",
+            "concurrent",
+            exact=False,
+        ),
+        RuleSet(
+            "dynamo-1.3-concurrent",
+            frozenset({_V.REMOVAL_SKIPS_UNKNOWN, _V.SELF_PARENT_ALLOWED, _V.CLEARED_CLEARS_WORKER}),
+            "1.3.0.post1",
+            "1.3.1",
+            "the concurrent indexer whose cleared event empties the whole worker",
+            "concurrent",
+            exact=False,
+        ),
     )
 }
 """Every rule set, newest first. ``dynamo-1.6`` is the reference as written."""

@@ -136,5 +136,9 @@ def read_model_lag(registry: PromptRegistryState, state: SlotTrackerState) -> li
         return ["is_registry_topology_current"]
     bad = []
     for rank in state.sequences:
-        bad += [f"{p.__name__}{rank!r}" for p in (is_load_snapshot_current, is_prompt_membership_current) if not p(registry, state, rank)]
+        bad += [
+            f"{p.__name__}{rank!r}"
+            for p in (is_load_snapshot_current, is_prompt_membership_current)
+            if not p(registry, state, rank)
+        ]
     return bad

@@ -154,7 +154,9 @@ class PathSet:
         assert all(self.leaves), "an empty leaf"
         assert _maximal(self.leaves) == self.leaves, "a leaf is a prefix of another leaf"
         for gap in self.gaps:
-            assert gap and any(len(gap) < len(leaf) and leaf[: len(gap)] == gap for leaf in self.leaves), f"gap {gap} is below no leaf"
+            assert gap and any(len(gap) < len(leaf) and leaf[: len(gap)] == gap for leaf in self.leaves), (
+                f"gap {gap} is below no leaf"
+            )
 
 
 EMPTY_PATHS = PathSet()

@@ -169,7 +169,9 @@ def check_dp_range(dp_start: object, dp_size: object) -> DpRange:
     return DpRange(start, size)
 
 
-def on_register_worker(state: SlotTrackerState, worker_id: object, dp_start: object, dp_size: object, now: object) -> SlotTrackerState:
+def on_register_worker(
+    state: SlotTrackerState, worker_id: object, dp_start: object, dp_size: object, now: object
+) -> SlotTrackerState:
     """Return the state with a new worker whose slots start empty at ``now``; strict on duplicates.
 
     Source: docs/sources.md#sequences-1 ``register_worker`` (``DuplicateWorker``), "A worker that is removed and
@@ -314,7 +316,9 @@ def check_fence(request_id: str, named: Rank | None, owner: Rank | None) -> Rank
     return owner
 
 
-def on_mark_prefill_completed(state: SlotTrackerState, request_id: object, now: object, worker: object = None) -> SlotTrackerState:
+def on_mark_prefill_completed(
+    state: SlotTrackerState, request_id: object, now: object, worker: object = None
+) -> SlotTrackerState:
     """Return the state after the request's prefill completes at ``now``; ``RequestNotFound`` if unbooked.
 
     A booked request that is not prefilling is a no-op. ``worker``, when given, fences the
@@ -436,7 +440,9 @@ def read_loads(registry: PromptRegistryState, now: object) -> FrozenMap[Rank, Wo
     return FrozenMap({rank: load_row(active_prefill_tokens(v.load.prefill, now), v.load) for rank, v in registry.views.items()})
 
 
-def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_tokens: object, now: object) -> FrozenMap[Rank, PotentialLoad]:
+def read_potential_loads(
+    registry: PromptRegistryState, query: object, new_isl_tokens: object, now: object
+) -> FrozenMap[Rank, PotentialLoad]:
     """Return every slot's load if a prompt ``query`` with ``new_isl_tokens`` were routed there.
 
     Tokens: active tokens plus the uniform new tokens (not reduced by overlap), saturating
@@ -447,13 +453,17 @@ def read_potential_loads(registry: PromptRegistryState, query: object, new_isl_t
     blocks, 2 requests).
     """
     q, isl, now = check_potential_loads_args(query, new_isl_tokens, now)
-    return FrozenMap({
-        rank: potential_load_row(active_prefill_tokens(v.load.prefill, now), v.load, q, overlap_depth(v.membership, q), isl)
-        for rank, v in registry.views.items()
-    })
+    return FrozenMap(
+        {
+            rank: potential_load_row(active_prefill_tokens(v.load.prefill, now), v.load, q, overlap_depth(v.membership, q), isl)
+            for rank, v in registry.views.items()
+        }
+    )
 
 
-def read_modeled_remaining_prefill_times(registry: PromptRegistryState, now: object) -> FrozenMap[Rank, int | MissingExpectedDuration]:
+def read_modeled_remaining_prefill_times(
+    registry: PromptRegistryState, now: object
+) -> FrozenMap[Rank, int | MissingExpectedDuration]:
     """Return every slot's modeled remaining prefill time in ms, or ``MissingExpectedDuration`` for that slot.
 
     An error on one slot does not affect the others; idle slots read 0.

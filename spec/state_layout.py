@@ -445,9 +445,7 @@ def select(layout: StateLayout, cache: StateCache, state_id: int, lhp: int, to_c
     if to_ce:
         s = sizes(layout)
         n = s.dropped_compress_bytes
-        data[s.dropped_tensor_offset : s.dropped_tensor_offset + n] = row[
-            s.dropped_cache_offset : s.dropped_cache_offset + n
-        ]
+        data[s.dropped_tensor_offset : s.dropped_tensor_offset + n] = row[s.dropped_cache_offset : s.dropped_cache_offset + n]
         specified.append((s.dropped_tensor_offset, s.dropped_tensor_offset + n))
     return Selection(bytes(data), merge(specified), None)
 
@@ -470,9 +468,7 @@ def truncation_guard(swa_drop_num_layer: int, truncation_mode: object) -> None:
         raise TruncationGuardError(f"{swa_drop_num_layer} SWA layers are dropped but YOCO prefill truncation is 'off'")
 
 
-def load(
-    layout: StateLayout, cache: StateCache, state_id: int, tensor: bytes, lhp: int, truncation_mode: str
-) -> StateCache:
+def load(layout: StateLayout, cache: StateCache, state_id: int, tensor: bytes, lhp: int, truncation_mode: str) -> StateCache:
     """Return ``cache`` after restoring the stored ``tensor`` into slot ``state_id``.
 
     The guard and every argument check come first, so a rejection changes nothing. raw-prefix:
@@ -509,9 +505,7 @@ def load(
                     ring, window, seg.rows, seg.transfer_rows, seg.row_bytes, lhp
                 )
             else:
-                buf[p.cache_offset : p.cache_offset + seg.nbytes] = tensor[
-                    p.tensor_offset : p.tensor_offset + seg.nbytes
-                ]
+                buf[p.cache_offset : p.cache_offset + seg.nbytes] = tensor[p.tensor_offset : p.tensor_offset + seg.nbytes]
         new_row = bytes(buf)
     return cache[:state_id] + (new_row,) + cache[state_id + 1 :]
 
@@ -581,9 +575,7 @@ def live_window_ranges(layout: StateLayout, lhp: int, to_ce: bool, stored_only: 
     size = transfer_size(layout, to_ce)
     ranges = []
     for p in placements(layout):
-        if p.tensor_offset + p.tensor_nbytes > size or (
-            stored_only and (p.segment.dropped or isinstance(p.segment, Raw))
-        ):
+        if p.tensor_offset + p.tensor_nbytes > size or (stored_only and (p.segment.dropped or isinstance(p.segment, Raw))):
             continue
         seg = p.segment
         if isinstance(seg, Ring) and layout.mode == "ring-view":

@@ -21,7 +21,9 @@ import the code as ``kvproof.stateful_tests``), so that name is allowed once the
 
 import sys
 
-if __name__ != "kvproof.stateful_tests" and not (__name__ == "stateful_tests" and getattr(sys.modules.get("kvproof"), "PYTEST_COLLECTS_FOLDERS", False)):
+if __name__ != "kvproof.stateful_tests" and not (
+    __name__ == "stateful_tests" and getattr(sys.modules.get("kvproof"), "PYTEST_COLLECTS_FOLDERS", False)
+):
     raise ImportError(
         f"import kvproof.stateful_tests, not {__name__}: the stateful_tests/ folder is installed as the package kvproof.stateful_tests"
         " (pyproject package-dir), and importing it by its folder name would load a second copy of every module"

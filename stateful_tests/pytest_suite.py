@@ -32,11 +32,13 @@ from kvproof.stateful_tests.sequences.fixtures import slot_tracker_oracle, slot_
 # already gives every core a worker (a test of the pooled run asks for --processes itself).
 os.environ.setdefault("KVPROOF_PROCESSES", "1")
 
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("quick", parent=settings.get_profile("ci"))
-settings.register_profile("deep", max_examples=1000, derandomize=False, deadline=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "deep", max_examples=1000, derandomize=False, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("debug", derandomize=True, database=None, deadline=None, verbosity=Verbosity.verbose)
 PROFILE = profile_named()
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", PROFILE.name))

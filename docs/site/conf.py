@@ -38,7 +38,10 @@ nitpicky = True
 nitpick_ignore_regex = [
     # Names from the standard library and typing (no intersphinx: the build machine has no network).
     (r"py:(class|obj|data)", r"(typing|collections\.abc|builtins|types|fractions)\..*"),
-    (r"py:(class|obj|data)", r"(Any|Callable|Mapping|Sequence|Iterable|Iterator|Literal|TypeGuard|NamedTuple|Fraction|range|bytes)"),
+    (
+        r"py:(class|obj|data)",
+        r"(Any|Callable|Mapping|Sequence|Iterable|Iterator|Literal|TypeGuard|NamedTuple|Fraction|range|bytes)",
+    ),
     (r"py:class", r"kvproof\.spec\.primitives\.[TKVS]"),  # the type variables of FrozenMap, FrozenSet and is_int
 ]
 

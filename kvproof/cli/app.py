@@ -12,8 +12,26 @@ from typing import Any
 
 import click
 
-WORKFLOW = ("check", "vectors", "conform", "replay", "explain", "explore", "stress", "fuzz", "trace", "soak",
-            "releases", "serve", "prove", "roundtrip", "deepinfer-labs", "mutate", "bench", "docs")
+WORKFLOW = (
+    "check",
+    "vectors",
+    "conform",
+    "replay",
+    "explain",
+    "explore",
+    "stress",
+    "fuzz",
+    "trace",
+    "soak",
+    "releases",
+    "serve",
+    "prove",
+    "roundtrip",
+    "deepinfer-labs",
+    "mutate",
+    "bench",
+    "docs",
+)
 """The order ``kvproof --help`` lists the commands in: the gate first, then the campaigns a failing row leads to
 (conformance, replay, explanation, interleavings, stress, hostile input, traffic), then the surveys, the served
 oracle, proofs,
@@ -81,9 +99,14 @@ def entry() -> None:
 
     argv = sys.argv[1:]
     command = next((a for a in argv if not a.startswith("-")), None)
-    wanted = (command in NETNS_COMMANDS and os.environ.get("KVPROOF_NETNS", "1") != "0" and "ray" not in argv
-              and not process_guard.in_private_netns() and not {"-h", "--help"} & set(argv)
-              and not any("http://127.0.0.1:" in a for a in argv))  # a loopback http target lives outside any namespace
+    wanted = (
+        command in NETNS_COMMANDS
+        and os.environ.get("KVPROOF_NETNS", "1") != "0"
+        and "ray" not in argv
+        and not process_guard.in_private_netns()
+        and not {"-h", "--help"} & set(argv)
+        and not any("http://127.0.0.1:" in a for a in argv)
+    )  # a loopback http target lives outside any namespace
     if wanted:
         why = process_guard.netns_unavailable()
         if why is None:
@@ -91,9 +114,12 @@ def entry() -> None:
             sys.stderr.flush()
             os.environ[process_guard.NETNS_ENV] = "1"
             os.execvp("unshare", [*process_guard.netns_prefix(), sys.executable, "-m", "kvproof", *argv])
-        print(f"kvproof: network: no private network namespace here ({why}); a server this run starts (Dynamo's "
-              "indexer, the slot tracker) listens on every interface, and kvproof speaks to it on 127.0.0.1 only "
-              "(KVPROOF_NETNS=0 to silence)", flush=True)
+        print(
+            f"kvproof: network: no private network namespace here ({why}); a server this run starts (Dynamo's "
+            "indexer, the slot tracker) listens on every interface, and kvproof speaks to it on 127.0.0.1 only "
+            "(KVPROOF_NETNS=0 to silence)",
+            flush=True,
+        )
     main()
 
 

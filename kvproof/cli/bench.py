@@ -18,7 +18,8 @@ from .options import (
 # ----------------------------------------------------------------------------- bench
 
 
-@main.group(epilog="""
+@main.group(
+    epilog="""
 \b
 Examples:
   kvproof bench trees --requests 300
@@ -26,7 +27,8 @@ Examples:
   kvproof bench shards --processes 2 --suite stateful_tests/tree/tests
   kvproof bench roundtrip --backend numpy --backend torch
   kvproof bench crowd --ranks 100 --ranks 1000
-""")
+"""
+)
 def bench() -> None:
     """Throughput side by side in one run, as ratios (a benchmark, never a test)."""
 
@@ -42,8 +44,18 @@ def bench() -> None:
 @seed_option()
 @click.option("--repeats", type=click.IntRange(1), default=3, show_default=True, help="runs per tree (median reported)")
 @json_option
-def bench_trees(trace: str | None, requests: int | None, workers: int, capacity: int, streams: int, no_trace: bool,
-                no_memory: bool, seed: int, repeats: int, json_path: str | None) -> None:
+def bench_trees(
+    trace: str | None,
+    requests: int | None,
+    workers: int,
+    capacity: int,
+    streams: int,
+    no_trace: bool,
+    no_memory: bool,
+    seed: int,
+    repeats: int,
+    json_path: str | None,
+) -> None:
     """CPU time per event and per query, wall rates and bytes per cached block of every tree on the same JSON bytes.
 
     CPU time is this process's (every thread, the binding's and the pool's included); the ratios
@@ -64,10 +76,22 @@ def bench_trees(trace: str | None, requests: int | None, workers: int, capacity:
 @click.option("--streams", type=int, default=1000, show_default=True, help="conformance streams of the campaign")
 @click.option("--inputs", type=int, default=10000, show_default=True, help="fuzz cases of the campaign (40 blocks of 250)")
 @click.option("--processes", type=click.IntRange(2), default=2, show_default=True, help="processes of the parallel run")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="the parallel run in a local process pool or as Ray tasks")
-@click.option("--suite", "suite", multiple=True, default=("stateful_tests/tree/tests",), show_default=True, metavar="FOLDER",
-              help="a test folder of the checkout run by pytest alone and by pytest-xdist (repeatable; '' for none)")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="the parallel run in a local process pool or as Ray tasks",
+)
+@click.option(
+    "--suite",
+    "suite",
+    multiple=True,
+    default=("stateful_tests/tree/tests",),
+    show_default=True,
+    metavar="FOLDER",
+    help="a test folder of the checkout run by pytest alone and by pytest-xdist (repeatable; '' for none)",
+)
 @json_option
 def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite: tuple[str, ...], json_path: str | None) -> None:
     """The campaigns run whole in one process, then split over --processes, in one run: wall seconds and the speed-up.
@@ -84,9 +108,12 @@ def bench_shards(streams: int, inputs: int, processes: int, executor: str, suite
 
 
 @bench.command("services")
-@click.option("--target", "names", multiple=True,
-              help="a Dynamo target (repeatable; default: dynamo, dynamo-indexer@1, dynamo-indexer, dynamo-selection@1, "
-                   "dynamo-selection)")
+@click.option(
+    "--target",
+    "names",
+    multiple=True,
+    help="a Dynamo target (repeatable; default: dynamo, dynamo-indexer@1, dynamo-indexer, dynamo-selection@1, dynamo-selection)",
+)
 @click.option("--streams", type=int, default=20, show_default=True, help="generated streams, each on a fresh tree")
 @json_option
 def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) -> None:
@@ -101,12 +128,27 @@ def bench_services(names: tuple[str, ...], streams: int, json_path: str | None) 
 
 
 @bench.command("crowd")
-@click.option("--ranks", "sizes", type=int, multiple=True,
-              help="crowd sizes (repeatable; default: 100, 1,000 and 10,000 ranks on one prefix)")
-@click.option("--tree", "names", type=click.Choice(["reference", "impl", "dynamo"]), multiple=True,
-              help="trees to measure (repeatable; default: all three)")
-@click.option("--repeats", type=click.IntRange(1), default=3, show_default=True,
-              help="runs of the whole workload, interleaved (the median of each figure is reported)")
+@click.option(
+    "--ranks",
+    "sizes",
+    type=int,
+    multiple=True,
+    help="crowd sizes (repeatable; default: 100, 1,000 and 10,000 ranks on one prefix)",
+)
+@click.option(
+    "--tree",
+    "names",
+    type=click.Choice(["reference", "impl", "dynamo"]),
+    multiple=True,
+    help="trees to measure (repeatable; default: all three)",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(1),
+    default=3,
+    show_default=True,
+    help="runs of the whole workload, interleaved (the median of each figure is reported)",
+)
 @json_option
 def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, json_path: str | None) -> None:
     """Per-op cost of a store and of a removal when many ranks share one prefix, and its growth, beside Dynamo.
@@ -120,8 +162,13 @@ def bench_crowd(sizes: tuple[int, ...], names: tuple[str, ...], repeats: int, js
 
 @bench.command("ttd")
 @profile_option("the gate profile the broken changes are checked under", among=("quick", "ci"))
-@click.option("--order", "orders", type=click.Choice(["declared", "cheapest"]), multiple=True,
-              help="the row orders to time (repeatable; default both)")
+@click.option(
+    "--order",
+    "orders",
+    type=click.Choice(["declared", "cheapest"]),
+    multiple=True,
+    help="the row orders to time (repeatable; default both)",
+)
 @json_option
 def bench_ttd(profile: str | None, orders: tuple[str, ...], json_path: str | None) -> None:
     """Time to detection: how long the gate takes, stopping at its first failing row, to report each of its own broken
@@ -133,21 +180,47 @@ def bench_ttd(profile: str | None, orders: tuple[str, ...], json_path: str | Non
 
 
 @bench.command("memory")
-@click.option("--family", type=click.Choice(["tree", "sequences"]), default="tree", show_default=True,
-              help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)")
-@click.option("--requests", type=int, default=12031, show_default=True, help="requests served (the Mooncake trace has 12,031 in its hour)")
+@click.option(
+    "--family",
+    type=click.Choice(["tree", "sequences"]),
+    default="tree",
+    show_default=True,
+    help="the trees (bytes per cached block) or the slot trackers (bytes per active request block)",
+)
+@click.option(
+    "--requests", type=int, default=12031, show_default=True, help="requests served (the Mooncake trace has 12,031 in its hour)"
+)
 @seed_option()
 @click.option("--workers", type=int, default=8, show_default=True, help="workers in the fleet (one or two dp ranks each)")
-@click.option("--capacity", type=int, default=10**9, show_default=True, help="blocks per rank before LRU eviction (default: none)")
-@click.option("--trace", type=click.Path(dir_okay=False), default=None,
-              help="a Mooncake-format trace (default: the project's copy if present, else synthetic chat traffic)")
+@click.option(
+    "--capacity", type=int, default=10**9, show_default=True, help="blocks per rank before LRU eviction (default: none)"
+)
+@click.option(
+    "--trace",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="a Mooncake-format trace (default: the project's copy if present, else synthetic chat traffic)",
+)
 @click.option("--synthetic", is_flag=True, help="use synthetic chat traffic even when the trace is present")
-@click.option("--tree", "trees", multiple=True, metavar="NAME",
-              help="a tree to measure (repeatable): reference, 'impl (1 lane)', 'impl (3 lanes)', 'pool x4' or dynamo; "
-                   "default: all five")
+@click.option(
+    "--tree",
+    "trees",
+    multiple=True,
+    metavar="NAME",
+    help="a tree to measure (repeatable): reference, 'impl (1 lane)', 'impl (3 lanes)', 'pool x4' or dynamo; default: all five",
+)
 @json_option
-def bench_memory(family: str, requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
-                 trees: tuple[str, ...], json_path: str | None) -> None:
+def bench_memory(
+    family: str,
+    requests: int,
+    seed: int,
+    workers: int,
+    capacity: int,
+    trace: str | None,
+    synthetic: bool,
+    trees: tuple[str, ...],
+    json_path: str | None,
+) -> None:
     """Bytes per cached (rank, block) pair of every tree, by tracemalloc and by RSS, each tree in a fresh child process.
 
     With --family sequences: bytes per active request block of the reference and the concurrent slot tracker.
@@ -174,18 +247,38 @@ def bench_explore(schedules: int, histories: int, seed: int, json_path: str | No
 
 
 @bench.command("roundtrip")
-@click.option("--backend", "backends", multiple=True, type=click.Choice(["numpy", "torch", "cuda", "cupy"]),
-              help="an array backend to measure (repeatable); default: numpy, torch, cuda and cupy")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    type=click.Choice(["numpy", "torch", "cuda", "cupy"]),
+    help="an array backend to measure (repeatable); default: numpy, torch, cuda and cupy",
+)
 @click.option("--repeats", type=int, default=41, show_default=True, help="timed repeats per operation (median reported)")
 @click.option("--warmup", type=int, default=3, show_default=True, help="untimed runs of each operation first")
 @click.option("--row-bytes", type=int, default=1024, show_default=True, help="bytes per ring row")
-@click.option("--stored-layers", type=int, default=40, show_default=True, help="stored SWA rings of the bench layout (each R = 134 rows)")
+@click.option(
+    "--stored-layers", type=int, default=40, show_default=True, help="stored SWA rings of the bench layout (each R = 134 rows)"
+)
 @click.option("--dropped-layers", type=int, default=20, show_default=True, help="dropped rings of the bench layout")
-@click.option("--torch-threads", type=int, default=1, show_default=True,
-              help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)")
+@click.option(
+    "--torch-threads",
+    type=int,
+    default=1,
+    show_default=True,
+    help="torch intra-op threads on CPU (1: on a shared 2-core machine torch's parallel copy collapses; 0: torch's default)",
+)
 @json_option
-def bench_roundtrip(backends: tuple[str, ...], repeats: int, warmup: int, row_bytes: int, stored_layers: int, dropped_layers: int,
-                    torch_threads: int, json_path: str | None) -> None:
+def bench_roundtrip(
+    backends: tuple[str, ...],
+    repeats: int,
+    warmup: int,
+    row_bytes: int,
+    stored_layers: int,
+    dropped_layers: int,
+    torch_threads: int,
+    json_path: str | None,
+) -> None:
     """select/load GB/s of the state round trip against a plain copy of the same bytes, per backend."""
     from ..stateful_tests.deepinfer.bench import run_bench_roundtrip
 

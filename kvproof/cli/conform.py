@@ -24,7 +24,8 @@ from .options import (
 # ----------------------------------------------------------------------------- conform
 
 
-@main.group(epilog="""
+@main.group(
+    epilog="""
 \b
 Examples:
   kvproof conform tree --streams 200 --seed 1                  (impl against the installed Dynamo)
@@ -32,7 +33,8 @@ Examples:
   kvproof conform tree --concurrent --target dynamo-indexer@4
   kvproof conform slot-tracker --scenarios 20
   kvproof conform selection --model impl
-""")
+"""
+)
 def conform() -> None:
     """Differential conformance: a subject against an oracle, every outcome and score compared."""
 
@@ -44,24 +46,58 @@ def conform() -> None:
 @seed_option()
 @click.option("--stream", type=int, default=None, help="replay one stream of the run")
 @click.option("--events", type=int, default=48, show_default=True, help="operations per stream")
-@click.option("--rank-removal", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="share of worker churn that calls remove_worker_dp_rank (both trees must have it; Dynamo 1.6.1 has not)")
-@click.option("--dp-ranks", type=click.IntRange(1, 8), default=None,
-              help="most data-parallel ranks per worker (default 2; 1 for a tree that keys scores by plain worker id)")
+@click.option(
+    "--rank-removal",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="share of worker churn that calls remove_worker_dp_rank (both trees must have it; Dynamo 1.6.1 has not)",
+)
+@click.option(
+    "--dp-ranks",
+    type=click.IntRange(1, 8),
+    default=None,
+    help="most data-parallel ranks per worker (default 2; 1 for a tree that keys scores by plain worker id)",
+)
 @rules_option()
 @strict_option
 @strict_shape_option
-@click.option("--failures", "failures_dir", type=click.Path(file_okay=False), default="kvproof-failures", show_default=True,
-              help="where each reported difference is written: events (.jsonl), summary (.json) and a pytest regression test")
-@click.option("--concurrent", is_flag=True,
-              help="production mode: the target's events of different workers sent at once, reads racing them, judged by "
-                   "the contract and linearizability against the reference (a target with send_many: dynamo-indexer, "
-                   "dynamo-selection); --oracle is not used")
+@click.option(
+    "--failures",
+    "failures_dir",
+    type=click.Path(file_okay=False),
+    default="kvproof-failures",
+    show_default=True,
+    help="where each reported difference is written: events (.jsonl), summary (.json) and a pytest regression test",
+)
+@click.option(
+    "--concurrent",
+    is_flag=True,
+    help="production mode: the target's events of different workers sent at once, reads racing them, judged by "
+    "the contract and linearizability against the reference (a target with send_many: dynamo-indexer, "
+    "dynamo-selection); --oracle is not used",
+)
 @shard_options("streams")
 @json_option
-def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int | None, events: int, rank_removal: float,
-                 dp_ranks: int | None, rules: str | None, strict: bool, strict_shape: bool, failures_dir: str,
-                 concurrent: bool, shard: Any, processes: int, executor: str, json_path: str | None) -> None:
+def conform_tree(
+    target: Any,
+    oracle: Any,
+    streams: int,
+    seed: int,
+    stream: int | None,
+    events: int,
+    rank_removal: float,
+    dp_ranks: int | None,
+    rules: str | None,
+    strict: bool,
+    strict_shape: bool,
+    failures_dir: str,
+    concurrent: bool,
+    shard: Any,
+    processes: int,
+    executor: str,
+    json_path: str | None,
+) -> None:
     """Random event streams through the subject and the oracle; every difference classified, the worst shrunk.
 
     Kinds: contract (always a bug), outcome, score, dump, early-exit (reported; fails only
@@ -74,8 +110,21 @@ def conform_tree(target: Any, oracle: Any, streams: int, seed: int, stream: int 
         from ..stateful_tests.explore.production import run_concurrent
 
         finish(run_concurrent(target.name, streams, seed, stream, rules, say=click.echo), json_path)
-    options = ConformOptions(streams, seed, stream, events, rank_removal, dp_ranks, rules, strict, strict_shape, failures_dir,
-                             shard, processes, executor)
+    options = ConformOptions(
+        streams,
+        seed,
+        stream,
+        events,
+        rank_removal,
+        dp_ranks,
+        rules,
+        strict,
+        strict_shape,
+        failures_dir,
+        shard,
+        processes,
+        executor,
+    )
     report = run_conform_tree(target, oracle, options, say=click.echo, progress=Progress("conform tree", "streams"))
     finish(report, json_path)
 
@@ -84,17 +133,21 @@ def _conform_dynamo(**options: Any) -> None:
     conform_tree.callback(oracle=TARGET.convert("dynamo", None, click.get_current_context()), **options)  # type: ignore[misc]
 
 
-conform.add_command(click.Command(
-    "dynamo", callback=_conform_dynamo, params=[p for p in conform_tree.params if p.name != "oracle"],
-    help="""The subject against the real Dynamo tree (``dynamo._core.RadixTree`` of the installed ai-dynamo-runtime).
+conform.add_command(
+    click.Command(
+        "dynamo",
+        callback=_conform_dynamo,
+        params=[p for p in conform_tree.params if p.name != "oracle"],
+        help="""The subject against the real Dynamo tree (``dynamo._core.RadixTree`` of the installed ai-dynamo-runtime).
 
     The same run as `conform tree --oracle dynamo`, with every other option of `conform tree`
     (--target, --streams, --seed, --shard, --processes, --executor, ...); the last line is
     `conform: streams=N events=E queries=Q mismatches=M tolerated=T (...)`. The slot tracker's
     conformance against Dynamo is `conform slot-tracker`.
     """,
-    short_help="The subject against the real Dynamo tree: conform tree --oracle dynamo."))
-
+        short_help="The subject against the real Dynamo tree: conform tree --oracle dynamo.",
+    )
+)
 
 
 @main.command()
@@ -121,12 +174,19 @@ def explain(log_file: str | None, target: Any, rules: str | None, streams: int, 
 @click.option("--scenarios", type=int, default=200, show_default=True, help="the slot tracker's random scenarios to run")
 @seed_option(1, "the run's seed; scenario K of seed S is always the same plan")
 @click.option("--scenario", type=int, default=None, help="replay only scenario K of the run")
-@click.option("--trace", "trace_requests", type=int, default=None, metavar="REQUESTS",
-              help="also replay the tracker calls a router makes on this many requests of the shipped Mooncake slice")
+@click.option(
+    "--trace",
+    "trace_requests",
+    type=int,
+    default=None,
+    metavar="REQUESTS",
+    help="also replay the tracker calls a router makes on this many requests of the shipped Mooncake slice",
+)
 @model_option("reference", "the model compared: reference, impl, spec, a broken twin's name, or module.path:Class")
 @json_option
-def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, model: Any,
-                      json_path: str | None) -> None:
+def conform_selection(
+    scenarios: int, seed: int, scenario: int | None, trace_requests: int | None, model: Any, json_path: str | None
+) -> None:
     """A sequence tracker against the Rust ActiveSequences inside Dynamo's selection service (in process).
 
     Reservations, prefill completions, frees and output blocks; every outcome and every rank's
@@ -142,17 +202,34 @@ def conform_selection(scenarios: int, seed: int, scenario: int | None, trace_req
 @click.option("--scenarios", type=int, default=20, show_default=True, help="random scenarios to run")
 @seed_option(1, "the run's seed; scenario K of seed S is always the same plan")
 @click.option("--scenario", type=int, default=None, help="replay only scenario K of the run")
-@click.option("--jitter-ms", type=int, default=25, show_default=True,
-              help="pacing unit (ms): operations are 2-6 units apart; the time windows themselves are measured")
+@click.option(
+    "--jitter-ms",
+    type=int,
+    default=25,
+    show_default=True,
+    help="pacing unit (ms): operations are 2-6 units apart; the time windows themselves are measured",
+)
 @click.option("--parallel", type=int, default=8, show_default=True, help="scenarios run at once, each on its own model name")
 @model_option("reference", "the model compared: reference, impl, spec, a broken twin's name, or module.path:Class")
 @json_option
 @click.option("--log", "log_path", default=None, help="append the slot tracker's own log to this file")
-@click.option("--netns", is_flag=True,
-              help="run the whole conformance run (tracker and clients) in a private network namespace "
-                   "(unshare --net --map-root-user); the tracker otherwise listens on all interfaces")
-def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter_ms: int, parallel: int, model: Any,
-                         json_path: str | None, log_path: str | None, netns: bool) -> None:
+@click.option(
+    "--netns",
+    is_flag=True,
+    help="run the whole conformance run (tracker and clients) in a private network namespace "
+    "(unshare --net --map-root-user); the tracker otherwise listens on all interfaces",
+)
+def conform_slot_tracker(
+    scenarios: int,
+    seed: int,
+    scenario: int | None,
+    jitter_ms: int,
+    parallel: int,
+    model: Any,
+    json_path: str | None,
+    log_path: str | None,
+    netns: bool,
+) -> None:
     """The sequence trackers against the real `python -m dynamo.slot_tracker` (HTTP routes and replica sync).
 
     Starts the slot tracker on free local ports, prints the ai-dynamo-runtime release and the wire
@@ -164,12 +241,28 @@ def conform_slot_tracker(scenarios: int, seed: int, scenario: int | None, jitter
     from ..stateful_tests.sequences.oracle import run_conform_slot_tracker
 
     if netns and not process_guard.in_private_netns():
-        args = ["conform", "slot-tracker", "--scenarios", str(scenarios), "--seed", str(seed), "--jitter-ms", str(jitter_ms),
-                "--parallel", str(parallel), "--model", model.name, "--netns"]
-        args += ["--scenario", str(scenario)] if scenario is not None else []
-        args += ["--json", str(Path(json_path).resolve())] if json_path else []
-        args += ["--log", str(Path(log_path).resolve())] if log_path else []
-        process_guard.rerun_in_private_netns(args)  # the same pid, inside the namespace; does not return
-    report = run_conform_slot_tracker(scenarios, seed, scenario, jitter_ms, parallel, model.name, model.factory, log_path,
-                                      say=click.echo, progress=Progress("conform slot-tracker", "scenarios"))
+        given = {
+            "--scenarios": scenarios,
+            "--seed": seed,
+            "--jitter-ms": jitter_ms,
+            "--parallel": parallel,
+            "--model": model.name,
+            "--scenario": scenario,
+            "--json": json_path and Path(json_path).resolve(),
+            "--log": log_path and Path(log_path).resolve(),
+        }
+        args = [str(x) for option, value in given.items() if value is not None for x in (option, value)]
+        process_guard.rerun_in_private_netns(["conform", "slot-tracker", *args, "--netns"])  # the same pid; does not return
+    report = run_conform_slot_tracker(
+        scenarios,
+        seed,
+        scenario,
+        jitter_ms,
+        parallel,
+        model.name,
+        model.factory,
+        log_path,
+        say=click.echo,
+        progress=Progress("conform slot-tracker", "scenarios"),
+    )
     finish(report, json_path)

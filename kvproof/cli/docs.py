@@ -8,25 +8,47 @@ from ..report import finish
 from .app import main
 
 
-@main.command("docs", epilog="""
+@main.command(
+    "docs",
+    epilog="""
 \b
 Examples:
   kvproof docs                         (build/docs/html/index.html)
   kvproof docs --check-browser
   kvproof docs --write                 (regenerate the gate table, the command reference, docs/figures.md, proofs/README.md)
-""")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-              help="where to build: DIR/html is the site (default: build/docs in the checkout)")
-@click.option("--check-browser", is_flag=True, help="then open every page in headless Chromium (/usr/bin/chromium): "
-              "pictures rendered, no console errors, no failed requests; screenshots saved")
-@click.option("--screenshots", "screenshots_dir", type=click.Path(file_okay=False), default=None,
-              help="where --check-browser saves one PNG per page (default: build/docs-screenshots in the checkout)")
+""",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="where to build: DIR/html is the site (default: build/docs in the checkout)",
+)
+@click.option(
+    "--check-browser",
+    is_flag=True,
+    help="then open every page in headless Chromium (/usr/bin/chromium): "
+    "pictures rendered, no console errors, no failed requests; screenshots saved",
+)
+@click.option(
+    "--screenshots",
+    "screenshots_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="where --check-browser saves one PNG per page (default: build/docs-screenshots in the checkout)",
+)
 @click.option("--no-doctest", is_flag=True, help="skip Sphinx's doctest builder (the worked examples)")
-@click.option("--write", is_flag=True, help="instead: regenerate every generated document (the gate table of docs/gate.md, "
-              "the command reference of docs/commands.md, docs/figures.md, proofs/README.md) from the code, and build nothing")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="instead: regenerate every generated document (the gate table of docs/gate.md, "
+    "the command reference of docs/commands.md, docs/figures.md, proofs/README.md) from the code, and build nothing",
+)
 @click.option("--no-proofs", is_flag=True, help="with --write: leave proofs/README.md (regenerating it runs every proof)")
-def docs_command(out_dir: str | None, check_browser: bool, screenshots_dir: str | None, no_doctest: bool, write: bool,
-                 no_proofs: bool) -> None:
+def docs_command(
+    out_dir: str | None, check_browser: bool, screenshots_dir: str | None, no_doctest: bool, write: bool, no_proofs: bool
+) -> None:
     """Build the reference site from the code: Sphinx, warnings as errors, the examples as doctests, the links checked.
 
     One page per rule family (tree, sequences, DeepInfer) with each rule's docstring, its source,

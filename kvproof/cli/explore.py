@@ -22,29 +22,69 @@ Examples:
 
 @main.command(epilog=EXAMPLES)
 @click.argument("scenario", required=False)
-@click.option("--strategy", type=click.Choice(["pct", "random", "dfs", "hypothesis"]), default="pct", show_default=True,
-              help="how schedules are chosen: PCT (random priorities, d change points), a random walk, bounded-preemption "
-                   "depth-first search, or Hypothesis drawing and shrinking the schedule")
+@click.option(
+    "--strategy",
+    type=click.Choice(["pct", "random", "dfs", "hypothesis"]),
+    default="pct",
+    show_default=True,
+    help="how schedules are chosen: PCT (random priorities, d change points), a random walk, bounded-preemption "
+    "depth-first search, or Hypothesis drawing and shrinking the schedule",
+)
 @click.option("--budget", type=int, default=None, help="schedules to run (default: the profile's; dfs stops when exhausted)")
 @seed_option()
 @click.option("--depth", type=int, default=None, help="PCT's bug depth d (default: the profile's, 3)")
 @click.option("--preemptions", type=int, default=2, show_default=True, help="dfs: the preemption bound (-1: unbounded)")
-@click.option("--target", "target_name", type=STRUCTURE, default="impl", show_default=True,
-              help="impl, a broken structure's name (see --list), or module.path:Factory")
+@click.option(
+    "--target",
+    "target_name",
+    type=STRUCTURE,
+    default="impl",
+    show_default=True,
+    help="impl, a broken structure's name (see --list), or module.path:Factory",
+)
 @profile_option()
-@click.option("--faults", "faults", is_flag=True,
-              help="instead: raise an injected fault at each decision point of each thread, once each, and judge what is left")
-@click.option("--real", "real_runs", type=int, default=0,
-              help="instead: run each scenario this many times on real threads (switch interval 1e-6), same checks")
+@click.option(
+    "--faults",
+    "faults",
+    is_flag=True,
+    help="instead: raise an injected fault at each decision point of each thread, once each, and judge what is left",
+)
+@click.option(
+    "--real",
+    "real_runs",
+    type=int,
+    default=0,
+    help="instead: run each scenario this many times on real threads (switch interval 1e-6), same checks",
+)
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and the broken structures, and exit")
 @click.option("--mutants", is_flag=True, help="run the gate's explorer rows on every broken structure: each must be found")
 @click.option("--fresh", is_flag=True, help="with --mutants: skip the saved regressions, so every find is the explorer's own")
-@click.option("--save", "save_dir", type=click.Path(file_okay=False), default="kvproof-failures/schedules", show_default=True,
-              help="where a failing schedule is saved as a file")
+@click.option(
+    "--save",
+    "save_dir",
+    type=click.Path(file_okay=False),
+    default="kvproof-failures/schedules",
+    show_default=True,
+    help="where a failing schedule is saved as a file",
+)
 @json_option
-def explore(scenario: str | None, strategy: str, budget: int | None, seed: int, depth: int | None, preemptions: int,
-            target_name: str, profile: str | None, faults: bool, real_runs: int, list_only: bool, mutants: bool,
-            fresh: bool, save_dir: str, json_path: str | None) -> None:
+def explore(
+    scenario: str | None,
+    strategy: str,
+    budget: int | None,
+    seed: int,
+    depth: int | None,
+    preemptions: int,
+    target_name: str,
+    profile: str | None,
+    faults: bool,
+    real_runs: int,
+    list_only: bool,
+    mutants: bool,
+    fresh: bool,
+    save_dir: str,
+    json_path: str | None,
+) -> None:
     """Explore the interleavings of a race scenario under the controlled scheduler (every scenario when none is named).
 
     SCENARIO is one of `--list`, a seeded random workload `random-ops.sSEED`, or (with

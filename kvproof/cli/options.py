@@ -50,11 +50,19 @@ class TargetType(click.ParamType):
 TARGET = TargetType()
 
 
-def target_option(help_text: str = "the tree under test", default: str = DEFAULT_TARGET) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    return click.option("--target", "target", type=TARGET, default=default, show_default=True,
-                        help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "
-                             "dynamo-selection[@N], module.path:Factory, or a tree in any language over the wire protocol "
-                             "(docs/protocol.md): exec:CMD or http://127.0.0.1:PORT")
+def target_option(
+    help_text: str = "the tree under test", default: str = DEFAULT_TARGET
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--target",
+        "target",
+        type=TARGET,
+        default=default,
+        show_default=True,
+        help=f"{help_text}: reference, reference@RULES, impl, impl-lanes, impl-pool, dynamo, dynamo-indexer[@N], "
+        "dynamo-selection[@N], module.path:Factory, or a tree in any language over the wire protocol "
+        "(docs/protocol.md): exec:CMD or http://127.0.0.1:PORT",
+    )
 
 
 def seed_option(default: int | None = 1, help_text: str = "the run's seed") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -86,47 +94,77 @@ def shard_options(work: str) -> Callable[[Callable[..., Any]], Callable[..., Any
     """
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-        f = click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                         help="run the parts in a local process pool, or as Ray tasks (RAY_ADDRESS, else ray.init() here; "
-                              "the [ray] extra)")(f)
-        f = click.option("--processes", type=click.IntRange(1), default=None, callback=_processes,
-                         help=f"spread this shard's {work} over this many processes (or Ray tasks; 1: one after another in "
-                              f"this process); default: $KVPROOF_PROCESSES, else the machine's cores")(f)
-        return click.option("--shard", callback=_parse_shard, default=None, metavar="K/N",
-                            help=f"run only shard K of N: the {work} numbered i with i % N == K-1 (the shards' union "
-                                 "is the whole run)")(f)
+        f = click.option(
+            "--executor",
+            type=click.Choice(["local", "ray"]),
+            default="local",
+            show_default=True,
+            help="run the parts in a local process pool, or as Ray tasks (RAY_ADDRESS, else ray.init() here; the [ray] extra)",
+        )(f)
+        f = click.option(
+            "--processes",
+            type=click.IntRange(1),
+            default=None,
+            callback=_processes,
+            help=f"spread this shard's {work} over this many processes (or Ray tasks; 1: one after another in "
+            f"this process); default: $KVPROOF_PROCESSES, else the machine's cores",
+        )(f)
+        return click.option(
+            "--shard",
+            callback=_parse_shard,
+            default=None,
+            metavar="K/N",
+            help=f"run only shard K of N: the {work} numbered i with i % N == K-1 (the shards' union is the whole run)",
+        )(f)
 
     return decorate
 
 
-json_option = click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None,
-                           help="also write the report as JSON (with a schema version) to this file")
+json_option = click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="also write the report as JSON (with a schema version) to this file",
+)
 allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when something was skipped (a skip is never a pass)")
 
 
-def profile_option(help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci or deep",
-                   among: tuple[str, ...] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def profile_option(
+    help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci or deep", among: tuple[str, ...] | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--profile``, the same option with the same default on every command: $KVPROOF_PROFILE (when the command offers
     it), else ci (``profiles.profile_choice``)."""
     from ..stateful_tests.harness.profiles import PROFILES
 
-    return click.option("--profile", type=click.Choice(list(among or PROFILES)), default=None,
-                        help=f"{help_text}; default: $KVPROOF_PROFILE or ci")
+    return click.option(
+        "--profile",
+        type=click.Choice(list(among or PROFILES)),
+        default=None,
+        help=f"{help_text}; default: $KVPROOF_PROFILE or ci",
+    )
 
 
 def rules_option() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     from ..spec.rules import RULE_SETS
 
-    return click.option("--rules", type=click.Choice(list(RULE_SETS)), default=None,
-                        help="the rule set the reference follows (spec/rules.py; docs/releases.md); default: detected from "
-                             "the installed ai-dynamo-runtime when Dynamo is involved, else dynamo-1.6")
+    return click.option(
+        "--rules",
+        type=click.Choice(list(RULE_SETS)),
+        default=None,
+        help="the rule set the reference follows (spec/rules.py; docs/releases.md); default: detected from "
+        "the installed ai-dynamo-runtime when Dynamo is involved, else dynamo-1.6",
+    )
 
 
-strict_option = click.option("--strict", is_flag=True, help="known findings (docs/*-findings.md) fail instead of passing as known")
-strict_shape_option = click.option("--strict-shape", is_flag=True,
-                                   help="early_exit differences (which depend on node boundaries, F7) fail instead of being reported")
-
-
+strict_option = click.option(
+    "--strict", is_flag=True, help="known findings (docs/*-findings.md) fail instead of passing as known"
+)
+strict_shape_option = click.option(
+    "--strict-shape",
+    is_flag=True,
+    help="early_exit differences (which depend on node boundaries, F7) fail instead of being reported",
+)
 
 
 class NamedTracker(NamedTuple):
@@ -156,8 +194,11 @@ class TrackerType(click.ParamType):
             return NamedTracker(value, twins[value])
         factory, reason = import_factory(value)
         if factory is None:
-            self.fail(f"{reason}; use {', '.join(TARGETS)}, a broken twin ({', '.join(sorted(twins)[:3])}, ...) "
-                      "or module.path:Class", param, ctx)
+            self.fail(
+                f"{reason}; use {', '.join(TARGETS)}, a broken twin ({', '.join(sorted(twins)[:3])}, ...) or module.path:Class",
+                param,
+                ctx,
+            )
         return NamedTracker(value, factory)
 
 
@@ -177,8 +218,12 @@ class StructureType(click.ParamType):
         broken = broken_subjects()
         if value in ("impl", "impl-lanes", "impl-pool") or value in broken or ":" in str(value):
             return value
-        self.fail(f"{value!r} is not a structure the explorer knows: impl, module.path:Factory, or a broken structure "
-                  f"({', '.join(sorted(broken))})", param, ctx)
+        self.fail(
+            f"{value!r} is not a structure the explorer knows: impl, module.path:Factory, or a broken structure "
+            f"({', '.join(sorted(broken))})",
+            param,
+            ctx,
+        )
 
 
 STRUCTURE = StructureType()
@@ -198,8 +243,11 @@ class SoakTargetType(click.ParamType):
         known = ("reference", "impl", "impl-lanes", "impl-pool", *LEAKY, *TRACKERS)
         if value in known or ":" in str(value) or str(value).startswith("reference@"):
             return value
-        self.fail(f"{value!r} is not a soak target: {', '.join(dict.fromkeys(known))}, reference@RULES or "
-                  "module.path:Factory", param, ctx)
+        self.fail(
+            f"{value!r} is not a soak target: {', '.join(dict.fromkeys(known))}, reference@RULES or module.path:Factory",
+            param,
+            ctx,
+        )
 
 
 SOAK_TARGET = SoakTargetType()
@@ -210,8 +258,9 @@ def model_option(default: str, help_text: str) -> Callable[[Callable[..., Any]],
     return click.option("--model", type=TRACKER, default=default, show_default=True, help=help_text)
 
 
-def trace_option(help_text: str = "a Mooncake-format trace (default: the 1,000-request slice shipped with kvproof; the "
-                                  "full conversation trace only when named, e.g. ../shared/data/mooncake/conversation_trace.jsonl)"
-                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def trace_option(
+    help_text: str = "a Mooncake-format trace (default: the 1,000-request slice shipped with kvproof; the "
+    "full conversation trace only when named, e.g. ../shared/data/mooncake/conversation_trace.jsonl)",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--trace PATH``: the one spelling of a Mooncake trace, for every command that replays one."""
     return click.option("--trace", "trace", type=click.Path(dir_okay=False), default=None, metavar="PATH", help=help_text)

@@ -18,47 +18,108 @@ from .options import (
 # ----------------------------------------------------------------------------- trace
 
 
-@main.command(epilog="""
+@main.command(
+    epilog="""
 \b
 Examples:
   kvproof trace --requests 300
   kvproof trace --trace ../shared/data/mooncake/conversation_trace.jsonl --real-tracker 50
   kvproof trace --tree reference --tree impl --tracker reference --plot load.png
   kvproof trace --no-trees --tracker kvproof.stateful_tests.sequences.mutants:NoSpillover
-""")
+"""
+)
 @trace_option()
 @click.option("--workers", type=click.IntRange(1), default=8, show_default=True, help="workers of the router simulation")
 @click.option("--capacity", type=click.IntRange(1), default=2000, show_default=True, help="blocks each rank's prefix cache holds")
 @click.option("--dp-ranks", type=click.IntRange(1), default=1, show_default=True, help="dp ranks per worker")
-@click.option("--policy", type=click.Choice(["truth", "tree", "round-robin"]), default="truth", show_default=True,
-              help="route by the cached prefix the engines hold, by the oracle tree's scores, or in turn")
+@click.option(
+    "--policy",
+    type=click.Choice(["truth", "tree", "round-robin"]),
+    default="truth",
+    show_default=True,
+    help="route by the cached prefix the engines hold, by the oracle tree's scores, or in turn",
+)
 @click.option("--requests", "limit", type=click.IntRange(1), default=None, help="replay only the first N requests")
-@click.option("--tree", "trees", multiple=True, metavar="TARGET",
-              help="a tree to compare (repeatable; a target name or module.path:Factory); default: reference, impl, "
-                   "impl-lanes, impl-pool and dynamo (left out, with a note, when it is not installed)")
+@click.option(
+    "--tree",
+    "trees",
+    multiple=True,
+    metavar="TARGET",
+    help="a tree to compare (repeatable; a target name or module.path:Factory); default: reference, impl, "
+    "impl-lanes, impl-pool and dynamo (left out, with a note, when it is not installed)",
+)
 @click.option("--no-trees", is_flag=True, help="compare no tree (the trackers only)")
-@click.option("--oracle", default=None, help="the tree whose answers are the reference (default: dynamo when compared, else the first)")
-@click.option("--tracker", "trackers", multiple=True, type=TRACKER,
-              help="a slot tracker to compare (repeatable; spec, reference, impl, a broken twin's name, or "
-                   "module.path:Class); default: spec, reference and impl")
+@click.option(
+    "--oracle", default=None, help="the tree whose answers are the reference (default: dynamo when compared, else the first)"
+)
+@click.option(
+    "--tracker",
+    "trackers",
+    multiple=True,
+    type=TRACKER,
+    help="a slot tracker to compare (repeatable; spec, reference, impl, a broken twin's name, or "
+    "module.path:Class); default: spec, reference and impl",
+)
 @click.option("--no-trackers", is_flag=True, help="compare no slot tracker (the trees only)")
-@click.option("--prefill-rate", type=click.FloatRange(min=0, min_open=True), default=20_000.0, show_default=True,
-              help="prefill tokens per second of a rank")
-@click.option("--decode-rate", type=click.FloatRange(min=0, min_open=True), default=40.0, show_default=True,
-              help="decode tokens per second of a request")
+@click.option(
+    "--prefill-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=20_000.0,
+    show_default=True,
+    help="prefill tokens per second of a rank",
+)
+@click.option(
+    "--decode-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=40.0,
+    show_default=True,
+    help="decode tokens per second of a request",
+)
 @click.option("--decode-batch", type=click.IntRange(1), default=1, show_default=True, help="response blocks per stored extension")
-@click.option("--stress-writers", type=click.IntRange(0), default=4, show_default=True,
-              help="also replay the events on this many writer threads of the concurrent tree, read the whole time (0: skip)")
-@click.option("--real-tracker", "real_speedup", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="also replay the tracker calls on the real `python -m dynamo.slot_tracker`, time compressed this many "
-                   "times, against the reference bracketed by the measured instants (0: skip)")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="write the active requests of every rank over time to this image (needs the [plot] extra)")
+@click.option(
+    "--stress-writers",
+    type=click.IntRange(0),
+    default=4,
+    show_default=True,
+    help="also replay the events on this many writer threads of the concurrent tree, read the whole time (0: skip)",
+)
+@click.option(
+    "--real-tracker",
+    "real_speedup",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="also replay the tracker calls on the real `python -m dynamo.slot_tracker`, time compressed this many "
+    "times, against the reference bracketed by the measured instants (0: skip)",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="write the active requests of every rank over time to this image (needs the [plot] extra)",
+)
 @json_option
-def trace(trace: str | None, workers: int, capacity: int, dp_ranks: int, policy: str, limit: int | None,
-          trees: tuple[str, ...], no_trees: bool, oracle: str | None, trackers: tuple[Any, ...], no_trackers: bool,
-          prefill_rate: float, decode_rate: float, decode_batch: int, stress_writers: int, real_speedup: float,
-          plot_path: str | None, json_path: str | None) -> None:
+def trace(
+    trace: str | None,
+    workers: int,
+    capacity: int,
+    dp_ranks: int,
+    policy: str,
+    limit: int | None,
+    trees: tuple[str, ...],
+    no_trees: bool,
+    oracle: str | None,
+    trackers: tuple[Any, ...],
+    no_trackers: bool,
+    prefill_rate: float,
+    decode_rate: float,
+    decode_batch: int,
+    stress_writers: int,
+    real_speedup: float,
+    plot_path: str | None,
+    json_path: str | None,
+) -> None:
     """Replay a Mooncake trace through a simulated router and every layer, and compare them at every step.
 
     The trace is the 1,000-request slice shipped with kvproof unless --trace names another file of the

@@ -27,8 +27,15 @@ from typing import Any
 
 CHROMIUM = os.environ.get("KVPROOF_CHROMIUM", "/usr/bin/chromium")
 
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def unavailable() -> str | None:
@@ -137,8 +144,11 @@ def check_pages(html: Path, pages: list[str], screenshots: Path | None = None, t
                         page.wait_for_url(base + REDIRECTS[name], wait_until="load", timeout=timeout_ms)
                     except Exception as exc:  # playwright's TimeoutError: the redirect did not happen
                         check.problems.append(f"did not lead to {REDIRECTS[name]}: {type(exc).__name__}")
-                check.problems += [f"request failed: {url} ({failure})" for url, failure, referer in check.failed
-                                   if not left_behind(failure, referer, page.url)]
+                check.problems += [
+                    f"request failed: {url} ({failure})"
+                    for url, failure, referer in check.failed
+                    if not left_behind(failure, referer, page.url)
+                ]
                 for src, complete, width in page.eval_on_selector_all("img", _IMAGES):
                     check.images += 1
                     if not complete or width == 0:
@@ -157,4 +167,8 @@ def check_pages(html: Path, pages: list[str], screenshots: Path | None = None, t
 def site_pages(html: Path) -> list[str]:
     """Every page of the built site except the generated source listings, index and search (``_modules``, ``genindex``, ``search``)."""
     skip = ("_modules/", "genindex.html", "search.html", "py-modindex.html")
-    return [p.relative_to(html).as_posix() for p in sorted(html.rglob("*.html")) if not p.relative_to(html).as_posix().startswith(skip)]
+    return [
+        p.relative_to(html).as_posix()
+        for p in sorted(html.rglob("*.html"))
+        if not p.relative_to(html).as_posix().startswith(skip)
+    ]

@@ -91,7 +91,9 @@ def _sphinx(builder: str, source: Path, conf: Path, doctrees: Path, out: Path, f
         # myst-parser 5.2 reads an attribute Sphinx 9 deprecates for 11: the library's notice, not the site's warning
         warnings.filterwarnings("ignore", message=".*MystReferenceResolver.app' is deprecated")
         code = build_main([*argv, str(source), str(out)])
-    lines = [line for line in (warning_file.read_text() if warning_file.exists() else stderr.getvalue()).splitlines() if line.strip()]
+    lines = [
+        line for line in (warning_file.read_text() if warning_file.exists() else stderr.getvalue()).splitlines() if line.strip()
+    ]
     return code, lines
 
 
@@ -136,16 +138,25 @@ def build_site_apart(out: Path, timeout_s: float = 900.0) -> SiteBuild:
     process (a patched rule, an imported module, a leftover thread) can reach the build. The child's whole output is
     the failing step's message when it does not report."""
     try:
-        ran = subprocess.run([sys.executable, "-m", "kvproof.docs_site.build", str(out)], capture_output=True, text=True,
-                             timeout=timeout_s, check=False)
+        ran = subprocess.run(
+            [sys.executable, "-m", "kvproof.docs_site.build", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        return SiteBuild(out / "html", [SiteStep("html", timeout_s, False, [f"the build ran past {timeout_s:.0f} s and was stopped"])])
+        return SiteBuild(
+            out / "html", [SiteStep("html", timeout_s, False, [f"the build ran past {timeout_s:.0f} s and was stopped"])]
+        )
     lines = ran.stdout.strip().splitlines()
     try:
         return SiteBuild.from_json(json.loads(lines[-1]))
     except (IndexError, ValueError, KeyError, TypeError):
         said = [line for line in (ran.stdout + ran.stderr).splitlines() if line.strip()][-60:]
-        return SiteBuild(out / "html", [SiteStep("html", 0.0, False, [f"the build process exited {ran.returncode} without a report:", *said])])
+        return SiteBuild(
+            out / "html", [SiteStep("html", 0.0, False, [f"the build process exited {ran.returncode} without a report:", *said])]
+        )
 
 
 if __name__ == "__main__":

@@ -93,10 +93,14 @@ def proofs() -> tuple[ProofEntry, ...]:
 
     def family_of(functions: tuple[str, ...]) -> str:
         module = functions[0].removeprefix(SPEC).split(".")[0]
-        return {"coverage": "tree", "shape": "tree", "match": "tree", "prefill": "sequences", "token_load": "sequences"}.get(module, "deepinfer")
+        return {"coverage": "tree", "shape": "tree", "match": "tree", "prefill": "sequences", "token_load": "sequences"}.get(
+            module, "deepinfer"
+        )
 
-    entries = [ProofEntry(p.name, p.claim, tuple(qualified(f) for f in p.functions.split(",")), "Z3", p.bounds, p.family)
-               for p in Z3_PROOFS]
+    entries = [
+        ProofEntry(p.name, p.claim, tuple(qualified(f) for f in p.functions.split(",")), "Z3", p.bounds, p.family)
+        for p in Z3_PROOFS
+    ]
     for name, functions in contracts.CHECKED.items():
         claim = (getattr(contracts, name).__doc__ or name).strip().splitlines()[0]
         fs = tuple(qualified(f) for f in functions.split(","))
@@ -172,8 +176,14 @@ def laws(family: str) -> tuple[LawEntry, ...]:
     if family == "deepinfer":
         from ..stateful_tests.deepinfer import roundtrip_laws
 
-        return tuple(LawEntry(f"{law.name} {law.run.__name__}", f"{law.title}. {_first_paragraph(law.run.__doc__)}",
-                              frozenset(names_in(law.run))) for law in roundtrip_laws.LAWS)
+        return tuple(
+            LawEntry(
+                f"{law.name} {law.run.__name__}",
+                f"{law.title}. {_first_paragraph(law.run.__doc__)}",
+                frozenset(names_in(law.run)),
+            )
+            for law in roundtrip_laws.LAWS
+        )
     raise KeyError(f"unknown family {family!r}: use {', '.join(FAMILIES)}")
 
 
@@ -206,5 +216,7 @@ def rule_set_rows() -> list[tuple[str, str, str, str]]:
     """``(rule set, releases, variants, summary)`` from ``spec.rules.RULE_SETS``, newest first."""
     from ..spec.rules import RULE_SETS
 
-    return [(r.name, f"{r.first} to {r.last}", ", ".join(map(str, sorted(r.variants))) or "none: the reference as written", r.summary)
-            for r in RULE_SETS.values()]
+    return [
+        (r.name, f"{r.first} to {r.last}", ", ".join(map(str, sorted(r.variants))) or "none: the reference as written", r.summary)
+        for r in RULE_SETS.values()
+    ]

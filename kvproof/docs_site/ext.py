@@ -127,15 +127,27 @@ class GuardsDirective(SphinxDirective):
         items = nodes.bullet_list()
         if proved:
             for p in proved:
-                items += nodes.list_item("", _para(f"{p.method}: ", _literal(p.name), f" ({p.claim}; about ",
-                                                   _literal(", ".join(f.removeprefix("kvproof.") for f in p.functions)), ")"))
+                items += nodes.list_item(
+                    "",
+                    _para(
+                        f"{p.method}: ",
+                        _literal(p.name),
+                        f" ({p.claim}; about ",
+                        _literal(", ".join(f.removeprefix("kvproof.") for f in p.functions)),
+                        ")",
+                    ),
+                )
         else:
-            items += nodes.list_item("", _para("No proof is about this rule or a kernel it calls: it is checked by sampling only."))
+            items += nodes.list_item(
+                "", _para("No proof is about this rule or a kernel it calls: it is checked by sampling only.")
+            )
         if checked:
             for law in checked:
                 items += nodes.list_item("", _para("law: ", _literal(law.name), f" ({law.statement})"))
         else:
-            items += nodes.list_item("", _para("No law names this function; the room's laws below check it through the trackers and trees."))
+            items += nodes.list_item(
+                "", _para("No law names this function; the room's laws below check it through the trackers and trees.")
+            )
         box += _para(nodes.strong("", "Guarded by"), " (read off the proof registry and the law sources):")
         box += items
         return [box]
@@ -155,20 +167,43 @@ class TableDirective(SphinxDirective):
             failed = [r.claim for r in rows if r.result != "proved" or r.control != "caught"]
             if not rows or failed:
                 raise self.error(f"the {family} proofs do not all hold with their controls caught: {failed or 'none found'}")
-            return [table(("theorem", "spec kernels", "bounds", "at build time", "negative control (its model)"),
-                          [(r.claim, f"`{r.functions}`", r.bounds, r.result, f"{r.control}: {r.witness}") for r in rows],
-                          (5, 3, 3, 1, 3))]
+            return [
+                table(
+                    ("theorem", "spec kernels", "bounds", "at build time", "negative control (its model)"),
+                    [(r.claim, f"`{r.functions}`", r.bounds, r.result, f"{r.control}: {r.witness}") for r in rows],
+                    (5, 3, 3, 1, 3),
+                )
+            ]
         if kind == "checks":
             entries = [p for p in catalog.proofs() if p.family == family and p.method != "Z3"]
-            return [table(("CrossHair", "claim", "spec kernels"),
-                          [(p.method.removeprefix("CrossHair "), p.claim, "`" + ", ".join(f.removeprefix("kvproof.") for f in p.functions) + "`")
-                           for p in entries], (1, 4, 2))]
+            return [
+                table(
+                    ("CrossHair", "claim", "spec kernels"),
+                    [
+                        (
+                            p.method.removeprefix("CrossHair "),
+                            p.claim,
+                            "`" + ", ".join(f.removeprefix("kvproof.") for f in p.functions) + "`",
+                        )
+                        for p in entries
+                    ],
+                    (1, 4, 2),
+                )
+            ]
         if kind == "laws":
             return [table(("law", "statement"), [(f"`{law.name}`", law.statement) for law in catalog.laws(family)], (2, 5))]
         if kind == "gate":
-            return [table(("layer", "gate row", "what it checks", "fails on (its control)"), catalog.gate_rows(family), (1, 2, 5, 3))]
+            return [
+                table(("layer", "gate row", "what it checks", "fails on (its control)"), catalog.gate_rows(family), (1, 2, 5, 3))
+            ]
         if kind == "variants":
-            return [table(("variant", "the reference's rule", "the variant", "upstream", "releases"), catalog.variant_rows(), (2, 3, 4, 3, 2))]
+            return [
+                table(
+                    ("variant", "the reference's rule", "the variant", "upstream", "releases"),
+                    catalog.variant_rows(),
+                    (2, 3, 4, 3, 2),
+                )
+            ]
         if kind == "rule-sets":
             return [table(("rule set", "releases", "variants", "what it describes"), catalog.rule_set_rows(), (1, 1, 3, 3))]
         raise self.error(f"unknown table {kind!r}: use proofs, checks, laws, gate, variants, rule-sets")

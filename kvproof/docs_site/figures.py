@@ -83,8 +83,15 @@ def _holding_axes(ax: Any, h: Holding, ranks: tuple[Rank, ...], x0: float = 0.0,
             color = (FULL if rank in h.full else PARTIAL) if held else EMPTY
             ax.add_patch(Rectangle((x0 + k, y), 0.92, 0.85, color=color))
             if held:
-                ax.text(x0 + k + 0.46, y + 0.42, f"b{block.local}", ha="center", va="center", fontsize=7,
-                        color="white" if rank in h.full else "#1a365d")
+                ax.text(
+                    x0 + k + 0.46,
+                    y + 0.42,
+                    f"b{block.local}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if rank in h.full else "#1a365d",
+                )
         if labels:
             ax.text(x0 - 0.2, y + 0.42, repr(rank), ha="right", va="center", fontsize=8)
         count = h.held.get(rank, 0)
@@ -109,8 +116,13 @@ def draw_split(data: list[Holding]) -> Any:
     ax.set_xlim(-1.6, x_suffix + len(suffix.edge) + 1.8)
     ax.set_ylim(-0.2, len(SPLIT_RANKS) + 0.8)
     ax.set_axis_off()
-    fig.text(0.07, 0.93, "dark: the rank holds the whole edge (full_edge_workers); light: a prefix (worker_cutoffs)",
-             fontsize=8, color="#4a5568")
+    fig.text(
+        0.07,
+        0.93,
+        "dark: the rank holds the whole edge (full_edge_workers); light: a prefix (worker_cutoffs)",
+        fontsize=8,
+        color="#4a5568",
+    )
     return fig
 
 
@@ -122,7 +134,9 @@ class LookupRow:
     """One lane's lookup for one rank at one moment: per external hash, the edge of the node it names and whether that node holds it."""
 
     title: str
-    entries: list[tuple[int, tuple[int, ...], bool]]  # (external hash, named node's edge as local hashes, the node holds the hash)
+    entries: list[
+        tuple[int, tuple[int, ...], bool]
+    ]  # (external hash, named node's edge as local hashes, the node holds the hash)
 
 
 def _lookup_row(title: str, lane: Any, rank: Rank) -> LookupRow:
@@ -177,12 +191,20 @@ def draw_repair(data: tuple[list[LookupRow], int]) -> Any:
                 continue
             edge, ok = named[ext]
             ax.add_patch(Rectangle((x, y), 1.8, 0.8, color=FULL if ok else STALE))
-            ax.text(x + 0.9, y + 0.4, f"{ext} -> [{' '.join(map(str, edge))}]", ha="center", va="center", fontsize=7, color="white")
+            ax.text(
+                x + 0.9, y + 0.4, f"{ext} -> [{' '.join(map(str, edge))}]", ha="center", va="center", fontsize=7, color="white"
+            )
     ax.set_xlim(-0.1, len(hashes) * 1.9 + 0.1)
     ax.set_ylim(-0.2, len(rows) * 1.5 + 0.1)
     ax.set_axis_off()
-    fig.text(0.01, 0.92, f"lane 0's lookup of rank (1, 0): hash -> the edge of the node the entry names; red: that node no "
-             f"longer holds the hash (stale); repairs made: {repairs}", fontsize=8, color="#4a5568")
+    fig.text(
+        0.01,
+        0.92,
+        f"lane 0's lookup of rank (1, 0): hash -> the edge of the node the entry names; red: that node no "
+        f"longer holds the hash (stale); repairs made: {repairs}",
+        fontsize=8,
+        color="#4a5568",
+    )
     return fig
 
 
@@ -246,15 +268,23 @@ def _done(request_id: str) -> Callable[[Any, int], Any]:
 
 def prefill_data() -> list[Timeline]:
     """The 10 s / 6 s spillover, and a credit capped at the removal time, as the spec tracker reads them."""
-    spill = _timeline("spillover: r1 (100 tokens, 10 s) at 0 s, r2 (60 tokens, 6 s) at 2 s", [
-        (0.0, "r1 added: anchor", _add("r1", 100, 10)),
-        (2.0, "r2 added", _add("r2", 60, 6)),
-    ], end=18)
-    capped = _timeline("credit capped: A (100 tokens, 10 s), B (40 tokens, 4 s) at 0 s; B completes at 2 s", [
-        (0.0, "A added: anchor", _add("A", 100, 10)),
-        (0.0, "B added", _add("B", 40, 4)),
-        (2.0, "B completes: anchor to min(0 + 4, 2) = 2 s", _done("B")),
-    ], end=14)
+    spill = _timeline(
+        "spillover: r1 (100 tokens, 10 s) at 0 s, r2 (60 tokens, 6 s) at 2 s",
+        [
+            (0.0, "r1 added: anchor", _add("r1", 100, 10)),
+            (2.0, "r2 added", _add("r2", 60, 6)),
+        ],
+        end=18,
+    )
+    capped = _timeline(
+        "credit capped: A (100 tokens, 10 s), B (40 tokens, 4 s) at 0 s; B completes at 2 s",
+        [
+            (0.0, "A added: anchor", _add("A", 100, 10)),
+            (0.0, "B added", _add("B", 40, 4)),
+            (2.0, "B completes: anchor to min(0 + 4, 2) = 2 s", _done("B")),
+        ],
+        end=14,
+    )
     return [spill, capped]
 
 
@@ -273,7 +303,9 @@ def draw_prefill(data: list[Timeline]) -> Any:
         right = ax.twinx()
         (tok,) = right.step(line.times, line.tokens, where="post", color=ACCENT, lw=1.5, ls="--", label="active prefill tokens")
         right.set_ylabel("tokens", color=ACCENT, fontsize=8)
-        right.set_ylim(0, max(line.tokens) * 2.2 + 1)  # below the time line, so the two do not overlap where they are proportional
+        right.set_ylim(
+            0, max(line.tokens) * 2.2 + 1
+        )  # below the time line, so the two do not overlap where they are proportional
         for a in sorted({a for a in line.anchor_since if a is not None}):
             ax.axvline(a, color="#718096", lw=1, ls=":")
         top = ax.get_ylim()[1]
@@ -319,8 +351,9 @@ def ring_data(rows: int = 6, transfer_rows: int = 4, written: int = 9) -> RingPi
     empty = bytes([255]) * rows
     reloaded = load_state_to_cache(empty, window, rows, transfer_rows, 1, lhp)
     again = select_state_slice(reloaded, rows, transfer_rows, 1, lhp)
-    return RingPicture(rows, transfer_rows, lhp, list(ring), list(window),
-                       [None if b == 255 else b for b in reloaded], again == window)
+    return RingPicture(
+        rows, transfer_rows, lhp, list(ring), list(window), [None if b == 255 else b for b in reloaded], again == window
+    )
 
 
 def draw_ring(data: RingPicture) -> Any:
@@ -330,27 +363,49 @@ def draw_ring(data: RingPicture) -> Any:
 
     fig = Figure(figsize=(10, 3.4))
     ax = fig.add_axes((0.01, 0.02, 0.98, 0.86))
-    lanes: list[tuple[str, list[int] | list[int | None], float, str]] = [("cache ring (slot s holds position p, p mod R = s)", data.slots, 3.2, "slot"),
-             ("transfer window (S rows, oldest first)", data.window, 1.6, "row"),
-             ("ring after load into an empty ring", data.reloaded, 0.0, "slot")]
+    lanes: list[tuple[str, list[int] | list[int | None], float, str]] = [
+        ("cache ring (slot s holds position p, p mod R = s)", data.slots, 3.2, "slot"),
+        ("transfer window (S rows, oldest first)", data.window, 1.6, "row"),
+        ("ring after load into an empty ring", data.reloaded, 0.0, "slot"),
+    ]
     in_window = set(data.window)
     for title, values, y, what in lanes:
         ax.text(0, y + 1.0, title, fontsize=8.5, weight="bold")
         for i, value in enumerate(values):
             color = EMPTY if value is None else (FULL if value in in_window else PARTIAL)
             ax.add_patch(Rectangle((i * 1.2, y), 1.1, 0.75, color=color))
-            ax.text(i * 1.2 + 0.55, y + 0.5, "-" if value is None else f"p{value}", ha="center", va="center", fontsize=8,
-                    color="white" if color == FULL else "#1a365d")
-            ax.text(i * 1.2 + 0.55, y + 0.12, f"{what} {i}", ha="center", va="center", fontsize=6,
-                    color="white" if color == FULL else "#4a5568")
+            ax.text(
+                i * 1.2 + 0.55,
+                y + 0.5,
+                "-" if value is None else f"p{value}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if color == FULL else "#1a365d",
+            )
+            ax.text(
+                i * 1.2 + 0.55,
+                y + 0.12,
+                f"{what} {i}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if color == FULL else "#4a5568",
+            )
     for j, p in enumerate(data.window):
         s = p % data.rows
         ax.add_patch(FancyArrowPatch((s * 1.2 + 0.55, 3.2), (j * 1.2 + 0.55, 2.35), arrowstyle="->", color="#718096", lw=0.8))
     ax.set_xlim(-0.1, max(data.rows, data.transfer_rows) * 1.2 + 0.1)
     ax.set_ylim(-0.1, 4.5)
     ax.set_axis_off()
-    fig.text(0.01, 0.93, f"R = {data.rows} slots, S = {data.transfer_rows} rows, last hit position {data.lhp}; "
-             f"select after load returns the same window: {data.round_trip_equal}", fontsize=8, color="#4a5568")
+    fig.text(
+        0.01,
+        0.93,
+        f"R = {data.rows} slots, S = {data.transfer_rows} rows, last hit position {data.lhp}; "
+        f"select after load returns the same window: {data.round_trip_equal}",
+        fontsize=8,
+        color="#4a5568",
+    )
     return fig
 
 

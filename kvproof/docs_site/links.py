@@ -54,7 +54,7 @@ def check_site(html: Path) -> list[str]:
             target = path if not parts.path else (path.parent / unquote(parts.path)).resolve()
             if target.is_dir():
                 target = target / "index.html"
-            where = f"{path.relative_to(html)}: {attr}=\"{value}\""
+            where = f'{path.relative_to(html)}: {attr}="{value}"'
             if not target.is_relative_to(html):
                 broken.append(f"{where}: leaves the site")
             elif not target.is_file():

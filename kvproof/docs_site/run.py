@@ -46,12 +46,15 @@ class SiteRun:
     def summary_line(self) -> str:
         if self.checks is None:
             return self.built.summary()
-        return (f"browser: pages={len(self.checks)} pictures={sum(c.images for c in self.checks)} "
-                f"problems={sum(len(c.problems) for c in self.bad)} screenshots={self.shots} ({self.seconds:.1f} s)")
+        return (
+            f"browser: pages={len(self.checks)} pictures={sum(c.images for c in self.checks)} "
+            f"problems={sum(len(c.problems) for c in self.bad)} screenshots={self.shots} ({self.seconds:.1f} s)"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        pages = None if self.checks is None else [{"page": c.page, "images": c.images, "problems": c.problems}
-                                                  for c in self.checks]
+        pages = (
+            None if self.checks is None else [{"page": c.page, "images": c.images, "problems": c.problems} for c in self.checks]
+        )
         return self.built.to_json() | {"pages": pages}
 
 

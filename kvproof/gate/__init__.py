@@ -67,10 +67,20 @@ class Row:
         return self.result.value
 
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, "layer": self.layer, "name": self.name, "checks": self.checks,
-                "examples": self.examples, "seconds": round(self.seconds, 3), "result": self.result.value,
-                "known": sorted(set(self.known)), "notes": self.notes, "left_out": self.left_out, "detail": self.detail,
-                "replay": self.replay}
+        return {
+            "family": self.family,
+            "layer": self.layer,
+            "name": self.name,
+            "checks": self.checks,
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "result": self.result.value,
+            "known": sorted(set(self.known)),
+            "notes": self.notes,
+            "left_out": self.left_out,
+            "detail": self.detail,
+            "replay": self.replay,
+        }
 
 
 @dataclass
@@ -152,8 +162,13 @@ def select(ctx: Context, families: tuple[str, ...], only: str | None) -> GateSel
         elif only and only not in check.layer and only not in check.name and only != check.family:
             continue
         elif (verdict := check.relevant(ctx)) is not True:
-            left_out.append((check, verdict or "checks a structure this target does not ship (the embedded implementation's "
-                                              "concurrent tree or pool)"))
+            left_out.append(
+                (
+                    check,
+                    verdict
+                    or "checks a structure this target does not ship (the embedded implementation's concurrent tree or pool)",
+                )
+            )
         else:
             chosen.append(check)
     return GateSelection(families, chosen, left_out)
@@ -190,15 +205,29 @@ class GateReport:
     def to_json(self) -> dict[str, Any]:
         from ..stateful_tests.harness.process_guard import network_note
 
-        return {"target": self.target, "profile": self.profile, "seed": self.seed, "families": list(self.families),
-                "rules": self.rules, "rules_note": self.rules_note, "network": network_note(),
-                "rows": [r.to_json() for r in self.rows],
-                "left_out": [{"check": k, "reason": why} for k, why in self.left_out]}
+        return {
+            "target": self.target,
+            "profile": self.profile,
+            "seed": self.seed,
+            "families": list(self.families),
+            "rules": self.rules,
+            "rules_note": self.rules_note,
+            "network": network_note(),
+            "rows": [r.to_json() for r in self.rows],
+            "left_out": [{"check": k, "reason": why} for k, why in self.left_out],
+        }
 
 
-def make_context(target_name: str, factory: Callable[[], Any], profile: Profile, seed: int | None,
-                 rules: str | None = None, strict: bool = False, strict_shape: bool = False,
-                 trace: str | None = None) -> Context:
+def make_context(
+    target_name: str,
+    factory: Callable[[], Any],
+    profile: Profile,
+    seed: int | None,
+    rules: str | None = None,
+    strict: bool = False,
+    strict_shape: bool = False,
+    trace: str | None = None,
+) -> Context:
     """The run's context; ``rules`` overrides the rule set ``resolve_rules`` would pick (``--rules``), ``trace`` the
     Mooncake trace the traffic row replays (``--trace``)."""
     from ..stateful_tests.harness.targets import resolve_rules
@@ -303,12 +332,26 @@ class GateTask:
         from ..stateful_tests.harness.profiles import profile_named
         from ..stateful_tests.harness.targets import load_target
 
-        target = load_target(self.target_name, rule_set_named(self.rules)) if self.target_name == "reference" and self.rules \
+        target = (
+            load_target(self.target_name, rule_set_named(self.rules))
+            if self.target_name == "reference" and self.rules
             else load_target(self.target_name)
+        )
         if target.factory is None:
             raise RuntimeError(f"{self.target_name} is unavailable: {target.reason}")
-        return plan(self.target_name, target.factory, profile_named(self.profile), self.seed, self.only,
-                    self.families, self.rules, self.strict, self.strict_shape, shard, self.trace)
+        return plan(
+            self.target_name,
+            target.factory,
+            profile_named(self.profile),
+            self.seed,
+            self.only,
+            self.families,
+            self.rules,
+            self.strict,
+            self.strict_shape,
+            shard,
+            self.trace,
+        )
 
     def __call__(self, shard: Shard) -> GateReport:
         return run_gate(*self.plan(shard))
@@ -323,13 +366,20 @@ def merge_gate(parts: list[GateReport], order: list[str]) -> GateReport:
     return GateReport(first.target, first.profile, first.seed, first.families, rows, left_out, first.rules, first.rules_note)
 
 
-def run_gate(ctx: Context, selection: GateSelection, progress: Callable[[Row, int, int], None] | None = None,
-             fail_fast: bool = False) -> GateReport:
+def run_gate(
+    ctx: Context, selection: GateSelection, progress: Callable[[Row, int, int], None] | None = None, fail_fast: bool = False
+) -> GateReport:
     """Run the selected rows in order; ``progress(row, done, total)`` after each. With ``fail_fast`` the run stops at
     the first row that fails, and the rows it did not reach are left out, saying so (never counted as passed)."""
-    report = GateReport(ctx.target_name, ctx.profile.name, ctx.seed, selection.families,
-                        left_out=[(c.key, why) for c, why in selection.left_out],
-                        rules=ctx.rules.name, rules_note=ctx.rules_note)
+    report = GateReport(
+        ctx.target_name,
+        ctx.profile.name,
+        ctx.seed,
+        selection.families,
+        left_out=[(c.key, why) for c, why in selection.left_out],
+        rules=ctx.rules.name,
+        rules_note=ctx.rules_note,
+    )
     for done, check in enumerate(selection.checks, 1):
         row = run_check(check, ctx)
         report.rows.append(row)

@@ -36,7 +36,11 @@ def _broken_concurrent_tree_in_the_twin(mp: MonkeyPatch) -> None:
     """The concurrent tree as ConcurrentExtendsInternalNode."""
     from kvproof.stateful_tests.tree import impl_mutants, twin
 
-    mp.setattr(twin, "impl_vs_reference", functools.partial(twin.impl_vs_reference, impl_class=impl_mutants.ConcurrentExtendsInternalNode))
+    mp.setattr(
+        twin,
+        "impl_vs_reference",
+        functools.partial(twin.impl_vs_reference, impl_class=impl_mutants.ConcurrentExtendsInternalNode),
+    )
 
 
 def _broken_concurrent_tree_under_stress(mp: MonkeyPatch) -> None:
@@ -165,7 +169,9 @@ class RowControl:
 CONTROLS = [
     RowControl("node-rule laws", "impl", _broken_node_rule, "quick", "AssertionError"),
     RowControl("observed Dynamo behaviours", TREE_MUTANTS + "NoLookupScrub", None, "quick", "steps differ"),
-    RowControl("state machine vs contract", TREE_MUTANTS + "SplitCarriesOneTooMany", None, "quick", "snapshot breaks the contract"),
+    RowControl(
+        "state machine vs contract", TREE_MUTANTS + "SplitCarriesOneTooMany", None, "quick", "snapshot breaks the contract"
+    ),
     RowControl("dump rebuilds the tree", TREE_MUTANTS + "DumpDropsLastEvent", None, "quick", "rebuilt"),
     RowControl("bad input is rejected, harmless", TREE_MUTANTS + "AcceptsGarbage", None, "quick", "accepted"),
     RowControl("hostile input (fuzz)", "impl", _front_door_without_a_type_check, "quick", "Dynamo refused it"),
@@ -174,25 +180,43 @@ CONTROLS = [
     RowControl("equals reference (3 lanes, lockstep)", "impl", _broken_concurrent_tree_in_the_twin, "quick", "TwinMismatch"),
     RowControl("pool: pipelined streams, one flush", POOLS + "RoutesByEvent", None, "quick", "the reference says"),
     RowControl("interleavings: explorer + linearizability", POOLS + "FanoutWithoutGate", None, "quick", "not linearizable"),
-    RowControl("interleavings: explorer + linearizability", POOLS + "ForgetsRouteWithEventsInFlight", None, "quick",
-               "remove-vs-own-events"),
-    RowControl("pool: removal racing its workers' events", POOLS + "ForgetsRouteWithEventsInFlight", None, "quick",
-               "check() after every worker was removed"),
+    RowControl(
+        "interleavings: explorer + linearizability",
+        POOLS + "ForgetsRouteWithEventsInFlight",
+        None,
+        "quick",
+        "remove-vs-own-events",
+    ),
+    RowControl(
+        "pool: removal racing its workers' events",
+        POOLS + "ForgetsRouteWithEventsInFlight",
+        None,
+        "quick",
+        "check() after every worker was removed",
+    ),
     RowControl("faults mid-operation: clean, torn or poisoned", POOLS + "NeverPoisoned", None, "quick", "broken="),
     RowControl("real-thread stress, strict + chaos", "impl", _broken_concurrent_tree_under_stress, "quick", "stress: ops="),
     RowControl("rule laws", "impl", _broken_tracker("NoCreditCap"), "quick", "no decay 1 ms after a removal"),
     RowControl("three-way state machine", "impl", _broken_tracker("ZeroTokenHintTracked"), "quick", "write model violates"),
     RowControl("upstream values", "impl", _broken_tracker("NoCreditCap"), "quick", "impl: "),
-    RowControl("bad input, harmless", "impl", _broken_tracker("MarkUnknownIsSilent"), "quick", "accepted, expected RequestNotFound"),
+    RowControl(
+        "bad input, harmless", "impl", _broken_tracker("MarkUnknownIsSilent"), "quick", "accepted, expected RequestNotFound"
+    ),
     RowControl("stress (real threads)", "impl", _broken_tracker_under_stress, "ci", "problems="),
     RowControl("interleavings (explorer)", "impl", _broken_tracker("PublishAfterUnlock"), "quick", "registry has not converged"),
     RowControl("faults mid-operation: clean or poisoned", "impl", _broken_tracker("NeverPoisonedTracker"), "quick", "broken="),
     RowControl("negative controls", "impl", _a_sequence_control_that_catches_nothing, "quick", "NotBrokenTracker (values)"),
     RowControl("vs dynamo.slot_tracker", "impl", _broken_model_against_the_real_tracker, "quick", "mismatches in"),
-    RowControl("vs the selection service's ActiveSequences", "impl", _broken_model_against_the_selection_service, "quick",
-               "mismatches; first:"),
-    RowControl("production mode: lanes at once, reads racing", TREE_MUTANTS + "FedAtOnceOverCredits", None, "quick",
-               "over-credits"),
+    RowControl(
+        "vs the selection service's ActiveSequences",
+        "impl",
+        _broken_model_against_the_selection_service,
+        "quick",
+        "mismatches; first:",
+    ),
+    RowControl(
+        "production mode: lanes at once, reads racing", TREE_MUTANTS + "FedAtOnceOverCredits", None, "quick", "over-credits"
+    ),
     RowControl("golden numbers (ch. 11 labs)", "impl", _broken_lab_rule, "quick", "printed lines differ"),
     RowControl("round-trip laws, numpy", "impl", _broken_round_trip, "quick", "laws fail"),
     RowControl("round-trip laws, torch CPU", "impl", _broken_round_trip, "quick", "laws fail"),

@@ -81,12 +81,33 @@ def _controls(ctx: Context, row: Row) -> None:
 
 
 CHECKS: list[Check] = [
-    Check("deepinfer", "deepinfer", "golden numbers (ch. 11 labs)", _golden,
-          what="every printed line of the chapter's labs 23-25, reproduced by spec/"),
-    Check("deepinfer", "deepinfer", "round-trip laws, numpy", _laws("numpy"),
-          what='impl.state_roundtrip on numpy arrays obeys the 19 round-trip laws'),
-    Check("deepinfer", "deepinfer", "round-trip laws, torch CPU", _laws("torch"), _torch_applies,
-          what='impl.state_roundtrip on torch CPU tensors obeys the 19 round-trip laws'),
-    Check("deepinfer", "deepinfer", "negative controls and traps", _controls,
-          what='each broken round trip is caught by its laws; each weak-test trap is shown weak and its strong check catches it'),
+    Check(
+        "deepinfer",
+        "deepinfer",
+        "golden numbers (ch. 11 labs)",
+        _golden,
+        what="every printed line of the chapter's labs 23-25, reproduced by spec/",
+    ),
+    Check(
+        "deepinfer",
+        "deepinfer",
+        "round-trip laws, numpy",
+        _laws("numpy"),
+        what="impl.state_roundtrip on numpy arrays obeys the 19 round-trip laws",
+    ),
+    Check(
+        "deepinfer",
+        "deepinfer",
+        "round-trip laws, torch CPU",
+        _laws("torch"),
+        _torch_applies,
+        what="impl.state_roundtrip on torch CPU tensors obeys the 19 round-trip laws",
+    ),
+    Check(
+        "deepinfer",
+        "deepinfer",
+        "negative controls and traps",
+        _controls,
+        what="each broken round trip is caught by its laws; each weak-test trap is shown weak and its strong check catches it",
+    ),
 ]

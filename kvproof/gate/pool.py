@@ -36,9 +36,13 @@ def _row(task: GateTask, key: str) -> Row:
 
 
 TYPICAL_SECONDS = {
-    "tree: differential vs Dynamo": 32, "tree: hostile input (fuzz)": 24, "sequences: rule laws": 21,
-    "proofs: CrossHair contracts and diffs": 19, "tree: real-thread stress, strict + chaos": 17,
-    "tree: interleavings: explorer + linearizability": 14, "tree: equals reference (3 lanes, lockstep)": 10,
+    "tree: differential vs Dynamo": 32,
+    "tree: hostile input (fuzz)": 24,
+    "sequences: rule laws": 21,
+    "proofs: CrossHair contracts and diffs": 19,
+    "tree: real-thread stress, strict + chaos": 17,
+    "tree: interleavings: explorer + linearizability": 14,
+    "tree: equals reference (3 lanes, lockstep)": 10,
 }
 """The slowest rows' seconds in a ci-profile run on 2 cores (2026-12-06): the order of the rows a machine has never
 timed (a fresh clone, CI), so that the heaviest still start first. Only an order: a stale figure costs time, not
@@ -53,9 +57,14 @@ def slowest_first(checks: list[Check], seconds: dict[str, float]) -> list[Check]
     return untimed + sorted((c for c in checks if c.key in seconds), key=lambda c: -seconds[c.key])
 
 
-def run_rows(task: GateTask, checks: list[Check], processes: int, seconds: dict[str, float],
-             progress: Callable[[Row, int, int], None] | None = None,
-             fail_fast: bool = False) -> tuple[list[Row], list[tuple[str, str]]]:
+def run_rows(
+    task: GateTask,
+    checks: list[Check],
+    processes: int,
+    seconds: dict[str, float],
+    progress: Callable[[Row, int, int], None] | None = None,
+    fail_fast: bool = False,
+) -> tuple[list[Row], list[tuple[str, str]]]:
     """Run ``checks`` as tasks of ``processes`` processes; return (their rows in declared order, rows not run with why).
 
     ``progress(row, done, total)`` is called here, in the order the rows finish. A process that dies breaks the
@@ -116,11 +125,16 @@ def _alone(task: GateTask, check: Check) -> Row:
     try:
         return pool.submit(_row, task, check.key).result()
     except BrokenProcessPool as exc:
-        return Row(check.family, check.layer, check.name, result=Result.FAIL,
-                   detail=f"the process running this row died before it reported ({exc}); kvproof's own process "
-                          "crashed, not the target (a target runs in a host process of its own)",
-                   replay=f"kvproof check --target {shlex.quote(task.target_name)} --profile {task.profile} --seed {task.seed} "
-                          f"--processes 1 --only '{check.name}'")
+        return Row(
+            check.family,
+            check.layer,
+            check.name,
+            result=Result.FAIL,
+            detail=f"the process running this row died before it reported ({exc}); kvproof's own process "
+            "crashed, not the target (a target runs in a host process of its own)",
+            replay=f"kvproof check --target {shlex.quote(task.target_name)} --profile {task.profile} --seed {task.seed} "
+            f"--processes 1 --only '{check.name}'",
+        )
     finally:
         _stop(pool)
 

@@ -27,7 +27,9 @@ def _report(rows, row: Row) -> None:
     failed = [r for r in rows if not r.ok]
     if failed:
         r = failed[0]
-        raise Failed(f"{len(failed)} of {len(rows)} failed; first: {r.property}: {r.result}, control {r.control} {r.counterexample}")
+        raise Failed(
+            f"{len(failed)} of {len(rows)} failed; first: {r.property}: {r.result}, control {r.control} {r.counterexample}"
+        )
 
 
 def _z3(ctx: Context, row: Row) -> None:
@@ -43,10 +45,20 @@ def _crosshair(ctx: Context, row: Row) -> None:
 
 
 CHECKS = [
-    Check("proofs", "proofs", "Z3 proofs, controls sat", _z3,
-          what="every Z3 theorem over spec/'s arithmetic kernels is unsat, and its broken rule is sat"),
-    Check("proofs", "proofs", "CrossHair contracts and diffs", _crosshair,
-          what='CrossHair contracts and diffbehavior on the kernels hold, and their broken twins are refuted'),
+    Check(
+        "proofs",
+        "proofs",
+        "Z3 proofs, controls sat",
+        _z3,
+        what="every Z3 theorem over spec/'s arithmetic kernels is unsat, and its broken rule is sat",
+    ),
+    Check(
+        "proofs",
+        "proofs",
+        "CrossHair contracts and diffs",
+        _crosshair,
+        what="CrossHair contracts and diffbehavior on the kernels hold, and their broken twins are refuted",
+    ),
 ]
 
 
@@ -69,8 +81,10 @@ class ProveRun:
 
         table(HEADERS, table_rows(self.rows), numeric=(4,))
         for r in self.rows if self.verbose else []:
-            say(f"\n{r.property}\n  {r.method} on {r.function}; bounds: {r.bounds}\n  {r.result}; control {r.control}: "
-                f"{r.counterexample}")
+            say(
+                f"\n{r.property}\n  {r.method} on {r.function}; bounds: {r.bounds}\n  {r.result}; control {r.control}: "
+                f"{r.counterexample}"
+            )
         if self.wrote:
             say(f"wrote {self.wrote}")
         for r in self.rows:

@@ -51,8 +51,11 @@ class CheckRun:
 
     @property
     def skipped(self) -> str:
-        return ("kvproof check: a skipped check is not a pass; install what it needs or pass --allow-skip"
-                if self.report.skipped else "")
+        return (
+            "kvproof check: a skipped check is not a pass; install what it needs or pass --allow-skip"
+            if self.report.skipped
+            else ""
+        )
 
     def render(self, say: Say, table: Callable[..., None]) -> None:
         say("")
@@ -65,16 +68,20 @@ class CheckRun:
 
     def summary_line(self) -> str:
         r = self.report
-        return (f"\nkvproof check: {len(r.passed)} passed, {len(r.failed)} failed, {len(r.skipped)} skipped "
-                f"in {self.seconds:.1f} s (target={r.target} profile={r.profile} seed={r.seed})")
+        return (
+            f"\nkvproof check: {len(r.passed)} passed, {len(r.failed)} failed, {len(r.skipped)} skipped "
+            f"in {self.seconds:.1f} s (target={r.target} profile={r.profile} seed={r.seed})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return self.report.to_json()
 
     def junit(self) -> tuple[str, list[dict[str, Any]]]:
         """The JUnit suite's name and one case per row."""
-        return (f"kvproof check --target {self.report.target}",
-                [{"classname": f"kvproof.{r.family}.{r.layer}", **r.to_json()} for r in self.report.rows])
+        return (
+            f"kvproof check --target {self.report.target}",
+            [{"classname": f"kvproof.{r.family}.{r.layer}", **r.to_json()} for r in self.report.rows],
+        )
 
 
 def row_notes(row: Row) -> list[str]:
@@ -124,10 +131,13 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
         factory = load_target("reference", rule_set_named(options.rules)).factory
     wanted = FAMILIES if "all" in options.families else options.families or None
     o = options
-    ctx, selection = plan(target.name, factory, chosen, o.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.shard,
-                          o.trace)
-    say(f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}"
-        + ("" if o.shard.whole else f" shard={o.shard} ({len(selection.checks)} rows)"))
+    ctx, selection = plan(
+        target.name, factory, chosen, o.seed, o.only, wanted, o.rules, o.strict, o.strict_shape, o.shard, o.trace
+    )
+    say(
+        f"kvproof check: target={target.name} profile={chosen.name} seed={ctx.seed} families={','.join(selection.families)}"
+        + ("" if o.shard.whole else f" shard={o.shard} ({len(selection.checks)} rows)")
+    )
     say(f"kvproof check: {ctx.rules_note}")
     if not selection.checks:
         raise CampaignInputError(f"no gate row matches --only {o.only!r} in families {', '.join(selection.families)}")
@@ -147,8 +157,16 @@ def run_check(target: Any, options: CheckPlan, say: Say) -> CheckRun:
     return CheckRun(report, time.perf_counter() - started)
 
 
-def _run_rows(task: GateTask, ctx: Any, selection: GateSelection, o: CheckPlan, processes: int,
-              seconds: dict[str, float], progress: Callable[[Row, int, int], None], say: Say) -> GateReport:
+def _run_rows(
+    task: GateTask,
+    ctx: Any,
+    selection: GateSelection,
+    o: CheckPlan,
+    processes: int,
+    seconds: dict[str, float],
+    progress: Callable[[Row, int, int], None],
+    say: Say,
+) -> GateReport:
     """The rows run in a local pool of ``processes``, as shards of an executor, or one after another here."""
     from . import cheapest_first, merge_gate, run_gate
 
@@ -156,17 +174,19 @@ def _run_rows(task: GateTask, ctx: Any, selection: GateSelection, o: CheckPlan, 
     if o.executor == "local" and processes > 1 and len(selection.checks) > 1:
         from .pool import run_rows
 
-        say(f"kvproof check: {len(selection.checks)} rows as tasks of {processes} processes, "
-            + ("cheapest first (--fail-fast)" if o.fail_fast else "slowest first"))
+        say(
+            f"kvproof check: {len(selection.checks)} rows as tasks of {processes} processes, "
+            + ("cheapest first (--fail-fast)" if o.fail_fast else "slowest first")
+        )
         rows, not_run = run_rows(task, selection.checks, processes, seconds, progress, o.fail_fast)
-        return GateReport(task.target_name, task.profile, ctx.seed, selection.families, rows, left_out + not_run,
-                          ctx.rules.name, ctx.rules_note)
+        return GateReport(
+            task.target_name, task.profile, ctx.seed, selection.families, rows, left_out + not_run, ctx.rules.name, ctx.rules_note
+        )
     if o.executor != "local":
         from ..stateful_tests.harness.shards import run_parts
 
         say(f"kvproof check: {len(selection.checks)} rows in {processes} parts ({o.executor})")
-        report = merge_gate(run_parts(task, o.shard.split(processes), processes, o.executor),
-                            [c.key for c in selection.checks])
+        report = merge_gate(run_parts(task, o.shard.split(processes), processes, o.executor), [c.key for c in selection.checks])
         report.left_out = left_out
         for done, row in enumerate(report.rows, 1):
             progress(row, done, len(report.rows))
@@ -176,8 +196,9 @@ def _run_rows(task: GateTask, ctx: Any, selection: GateSelection, o: CheckPlan, 
     return run_gate(ctx, selection, progress, o.fail_fast)
 
 
-def _progress_printer(selection: GateSelection, seconds: dict[str, float], heavy: set[str], processes: int,
-                      started: float, say: Say) -> Callable[[Row, int, int], None]:
+def _progress_printer(
+    selection: GateSelection, seconds: dict[str, float], heavy: set[str], processes: int, started: float, say: Say
+) -> Callable[[Row, int, int], None]:
     """A progress callback: one line per finished row, with an estimate of the time left (``time_left``)."""
     finished: dict[str, float] = {}
 
@@ -186,8 +207,10 @@ def _progress_printer(selection: GateSelection, seconds: dict[str, float], heavy
         finished[f"{row.family}: {row.name}"] = row.seconds
         rest = [c.key for c in selection.checks if c.key not in finished]
         left = time_left(rest, seconds, {k: s for k, s in finished.items() if k not in heavy}, processes)
-        say(f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
-            f"elapsed {elapsed:.0f} s, about {left:.0f} s left)")
+        say(
+            f"  [{done}/{total}] {row.result.value:<4} {row.family}: {row.name} ({row.seconds:.1f} s; "
+            f"elapsed {elapsed:.0f} s, about {left:.0f} s left)"
+        )
 
     return progress
 

@@ -29,7 +29,9 @@ def _machine(ctx: Context, row: Row) -> None:
     from ..stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
 
     machine = sequence_machine_for()
-    run_machine(machine, sequence_machine_settings(ctx.profile.sequences.machine_examples, ctx.profile.sequences.machine_steps), ctx.seed)
+    run_machine(
+        machine, sequence_machine_settings(ctx.profile.sequences.machine_examples, ctx.profile.sequences.machine_steps), ctx.seed
+    )
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
 
@@ -142,7 +144,9 @@ def _conformance(ctx: Context, row: Row) -> None:
     if report.mismatches:
         m = report.mismatches[0]
         row.replay = f"kvproof conform slot-tracker --seed {ctx.seed} --scenarios {scenarios} --scenario {m.scenario}"
-        raise Failed(f"{len(report.mismatches)} mismatches in {report.scenarios} scenarios; first:\n{m.report(ctx.seed, scenarios)}")
+        raise Failed(
+            f"{len(report.mismatches)} mismatches in {report.scenarios} scenarios; first:\n{m.report(ctx.seed, scenarios)}"
+        )
 
 
 def _selection_applies(ctx: Context) -> str | None:
@@ -159,8 +163,13 @@ def trace_calls(requests: int) -> list[Any]:
     from ..stateful_tests.tree.trace_check import check_trace
     from ..stateful_tests.tree.traffic import default_trace, mooncake_requests
 
-    report = check_trace(mooncake_requests(default_trace(), limit=requests), RouterPlan(workers=8, capacity=500), {},
-                         {"reference": SlotTracker}, keep_calls=True)
+    report = check_trace(
+        mooncake_requests(default_trace(), limit=requests),
+        RouterPlan(workers=8, capacity=500),
+        {},
+        {"reference": SlotTracker},
+        keep_calls=True,
+    )
     return report.calls
 
 
@@ -178,38 +187,95 @@ def _selection(ctx: Context, row: Row) -> None:
     row.left_out += report.left_out.lines()
     if report.mismatches or trace.mismatches:
         m = (report.mismatches or trace.mismatches)[0]
-        row.replay = (f"kvproof conform selection --seed {ctx.seed} --scenarios {scenarios} --scenario {m.scenario}"
-                      if report.mismatches else f"kvproof conform selection --trace {ctx.profile.tree.trace_requests}")
-        raise Failed(f"{len(report.mismatches)} of {report.scenarios} scenarios and {len(trace.mismatches)} trace "
-                     f"mismatches; first:\n{m.report(ctx.seed, scenarios, trace=not report.mismatches)}")
+        row.replay = (
+            f"kvproof conform selection --seed {ctx.seed} --scenarios {scenarios} --scenario {m.scenario}"
+            if report.mismatches
+            else f"kvproof conform selection --trace {ctx.profile.tree.trace_requests}"
+        )
+        raise Failed(
+            f"{len(report.mismatches)} of {report.scenarios} scenarios and {len(trace.mismatches)} trace "
+            f"mismatches; first:\n{m.report(ctx.seed, scenarios, trace=not report.mismatches)}"
+        )
 
 
 # ``--only`` matches a family, layer or name substring; these layers and names avoid "spec" and "vectors",
 # the words that select the tree's own rows.
 CHECKS: list[Check] = [
-    Check("sequences", "laws", "rule laws", _spec_laws,
-          what='the active-sequence laws over random histories, on the spec, reference and concurrent trackers'),
-    Check("sequences", "machine", "three-way state machine", _machine,
-          what='spec, reference and concurrent trackers driven alike on a fake clock: every outcome and read equal'),
-    Check("sequences", "values", "upstream values", _values,
-          what='the named upstream values, experiments and rule boundaries (sequences/values.py), on the spec, reference and concurrent trackers'),
-    Check("sequences", "api", "bad input, harmless", _bad_input,
-          what='malformed or impossible tracker calls get the exact typed error and change nothing, on all three trackers'),
-    Check("sequences", "concurrency", "stress (real threads)", _stress,
-          what='the concurrent tracker under racing adds, frees and marks: no request lost or owned twice, registry equals the projection'),
-    Check("sequences", "explore", "interleavings (explorer)", _explore,
-          what='the concurrent tracker\'s races under PCT and random schedules of the controlled scheduler: every history '
-               'linearizable against the reference tracker (reads per the eventually consistent registry), check() at the end'),
-    Check("sequences", "explore", "faults mid-operation: clean or poisoned", _faults,
-          what='an injected exception at every decision point of every thread of the tracker\'s race scenarios, once each: '
-               'afterwards check() holds and the history is linearizable with the call whole or absent, or the tracker is '
-               'poisoned and refuses every later call'),
-    Check("sequences", "controls", "negative controls", _controls,
-          what='each broken tracker is caught by the values or the law its table names'),
-    Check("sequences", "conformance", "vs dynamo.slot_tracker", _conformance, _conformance_applies,
-          what='the reference tracker against the real python -m dynamo.slot_tracker (HTTP and replica sync)'),
-    Check("sequences", "conformance", "vs the selection service's ActiveSequences", _selection, _selection_applies,
-          what="the reference tracker against the Rust ActiveSequences inside dynamo._core.SelectionService: "
-               "reservations, prefill completions, frees and output blocks, every outcome and every rank's load and "
-               "potential load compared, on the slot tracker's scenarios and the Mooncake trace's tracker calls"),
+    Check(
+        "sequences",
+        "laws",
+        "rule laws",
+        _spec_laws,
+        what="the active-sequence laws over random histories, on the spec, reference and concurrent trackers",
+    ),
+    Check(
+        "sequences",
+        "machine",
+        "three-way state machine",
+        _machine,
+        what="spec, reference and concurrent trackers driven alike on a fake clock: every outcome and read equal",
+    ),
+    Check(
+        "sequences",
+        "values",
+        "upstream values",
+        _values,
+        what="the named upstream values, experiments and rule boundaries (sequences/values.py), on the spec, reference and concurrent trackers",
+    ),
+    Check(
+        "sequences",
+        "api",
+        "bad input, harmless",
+        _bad_input,
+        what="malformed or impossible tracker calls get the exact typed error and change nothing, on all three trackers",
+    ),
+    Check(
+        "sequences",
+        "concurrency",
+        "stress (real threads)",
+        _stress,
+        what="the concurrent tracker under racing adds, frees and marks: no request lost or owned twice, registry equals the projection",
+    ),
+    Check(
+        "sequences",
+        "explore",
+        "interleavings (explorer)",
+        _explore,
+        what="the concurrent tracker's races under PCT and random schedules of the controlled scheduler: every history "
+        "linearizable against the reference tracker (reads per the eventually consistent registry), check() at the end",
+    ),
+    Check(
+        "sequences",
+        "explore",
+        "faults mid-operation: clean or poisoned",
+        _faults,
+        what="an injected exception at every decision point of every thread of the tracker's race scenarios, once each: "
+        "afterwards check() holds and the history is linearizable with the call whole or absent, or the tracker is "
+        "poisoned and refuses every later call",
+    ),
+    Check(
+        "sequences",
+        "controls",
+        "negative controls",
+        _controls,
+        what="each broken tracker is caught by the values or the law its table names",
+    ),
+    Check(
+        "sequences",
+        "conformance",
+        "vs dynamo.slot_tracker",
+        _conformance,
+        _conformance_applies,
+        what="the reference tracker against the real python -m dynamo.slot_tracker (HTTP and replica sync)",
+    ),
+    Check(
+        "sequences",
+        "conformance",
+        "vs the selection service's ActiveSequences",
+        _selection,
+        _selection_applies,
+        what="the reference tracker against the Rust ActiveSequences inside dynamo._core.SelectionService: "
+        "reservations, prefill completions, frees and output blocks, every outcome and every rank's load and "
+        "potential load compared, on the slot tracker's scenarios and the Mooncake trace's tracker calls",
+    ),
 ]

@@ -83,6 +83,7 @@ def _vectors(ctx: Context, row: Row) -> None:
     left_out = LeftOut()
     if not ctx.rules.exact:
         return _vectors_by_contract(ctx, row, under_rules)
+
     def job(scenario: Any) -> list[str]:
         if ctx.rules.variants and depends_on_rules(scenario, plain, under_rules):
             rejudged.append(scenario.name)
@@ -96,8 +97,10 @@ def _vectors(ctx: Context, row: Row) -> None:
     row.left_out += left_out.lines()
     if rejudged:
         row.known.append(ctx.rules.name)
-        row.notes.append(f"{len(rejudged)} vectors judged by the reference under {ctx.rules.name}, since their 1.6.1 "
-                         f"observation depends on its variants: {', '.join(rejudged)}")
+        row.notes.append(
+            f"{len(rejudged)} vectors judged by the reference under {ctx.rules.name}, since their 1.6.1 "
+            f"observation depends on its variants: {', '.join(rejudged)}"
+        )
     if problems:
         raise Failed(f"{len(problems)} steps differ; first: {problems[0]}")
 
@@ -115,10 +118,14 @@ def _vectors_by_contract(ctx: Context, row: Row, under_rules: Callable[[], Any])
     judged = []
     for scenario in SCENARIOS:
         if "out of contract" in scenario.source:
-            left_out.add("out-of-contract vector", "the contract does not say what a tree answers there, and this rule set "
-                         "is not exact", where=scenario.name)
+            left_out.add(
+                "out-of-contract vector",
+                "the contract does not say what a tree answers there, and this rule set is not exact",
+                where=scenario.name,
+            )
         else:
             judged.append(scenario)
+
     def run(scenario: Any) -> list[Any]:
         ops, queries = scenario_ops(scenario)
         return compare_prefix(ctx.factory, under_rules, ops, queries, [], left_out)[0]
@@ -150,8 +157,12 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
     recording = Recording(factory)
     machine = contract_machine_for(recording if record else factory, rules=ctx.rules)
     try:
-        run_machine(machine, machine_settings(ctx.profile.tree.machine_examples, ctx.profile.tree.machine_steps), ctx.seed,
-                    ctx.profile.tree.shrink_s)
+        run_machine(
+            machine,
+            machine_settings(ctx.profile.tree.machine_examples, ctx.profile.tree.machine_steps),
+            ctx.seed,
+            ctx.profile.tree.shrink_s,
+        )
     except Exception as exc:
         if not record or recording.last is None:
             raise
@@ -161,8 +172,9 @@ def _run_contract_machine(factory: Callable[[], Any], ctx: Context, row: Row, re
         path.write_text("".join(line + "\n" for line in recording.last.lines))
         row.replay = f"kvproof replay log {path} --target {shlex.quote(ctx.target_name)}{_judging(ctx)}"
         lines = recording.last.lines
-        events = "\n".join(f"    {line}" for line in lines[:12]) + (f"\n    ... {len(lines) - 12} more lines in the file"
-                                                                   if len(lines) > 12 else "")
+        events = "\n".join(f"    {line}" for line in lines[:12]) + (
+            f"\n    ... {len(lines) - 12} more lines in the file" if len(lines) > 12 else ""
+        )
         raise Failed(f"{type(exc).__name__}: {first}\n  the shrunk run as Dynamo events ({path}):\n{events}") from None
     row.examples = len(machine.runs)
     row.checks = sum(run["_checks"] for run in machine.runs)
@@ -199,15 +211,19 @@ def _dump_rebuild(ctx: Context, row: Row) -> None:
             raise Failed(f"stream {index}: {problems[0]} ({len(problems)} problems)")
     if known_entries:
         row.known.append("F2")
-        row.notes.append(f"F2 in {streams_with_f2} streams: {known_entries} dump entries name a parent their rank no longer "
-                         f"holds and are refused on replay (docs/dynamo-findings.md F2; --strict fails them)")
+        row.notes.append(
+            f"F2 in {streams_with_f2} streams: {known_entries} dump entries name a parent their rank no longer "
+            f"holds and are refused on replay (docs/dynamo-findings.md F2; --strict fails them)"
+        )
 
 
 def _one_at_a_time(ctx: Context) -> bool | str:
     """A row that drives one tree a step at a time cannot batch a target's per-round-trip delay across trees."""
     if _capabilities(ctx).lockstep:
-        return ("each step needs its own round trip to the target, which costs a fixed delay (a recovery call's second); "
-                "the row drives one tree at a time, so it cannot share it (the streams, vectors and dumps rows do)")
+        return (
+            "each step needs its own round trip to the target, which costs a fixed delay (a recovery call's second); "
+            "the row drives one tree at a time, so it cannot share it (the streams, vectors and dumps rows do)"
+        )
     return True
 
 
@@ -222,8 +238,9 @@ def _bad_input(ctx: Context, row: Row) -> None:
     from ..stateful_tests.tree.api_laws import VALID_UNDER, check_tree_bad_input
 
     variants, left_out = ctx.rules.variants, LeftOut()
-    tried, problems = check_tree_bad_input(ctx.factory, require_typed=ctx.target_name in ("reference", "impl"),
-                                           variants=variants, left_out=left_out)
+    tried, problems = check_tree_bad_input(
+        ctx.factory, require_typed=ctx.target_name in ("reference", "impl"), variants=variants, left_out=left_out
+    )
     row.left_out += left_out.lines()
     exempt = [name for name, v in VALID_UNDER.items() if v in variants]
     row.known += [str(VALID_UNDER[name]) for name in exempt]
@@ -249,9 +266,11 @@ def conformance_oracle(ctx: Context) -> tuple[str, Callable[[], Any] | None, str
         return "dynamo", None, dynamo.reason
     installed, _ = resolve_rules("dynamo")
     if installed.name != ctx.rules.name:
-        return ("reference", load_target("reference", ctx.rules).factory,
-                f"the reference under {ctx.rules.name}: the installed ai-dynamo-runtime {dynamo_release()} follows "
-                f"{installed.name}")
+        return (
+            "reference",
+            load_target("reference", ctx.rules).factory,
+            f"the reference under {ctx.rules.name}: the installed ai-dynamo-runtime {dynamo_release()} follows {installed.name}",
+        )
     return "dynamo", dynamo.factory, f"ai-dynamo-runtime {dynamo_release()}"
 
 
@@ -266,23 +285,35 @@ def _conformance(ctx: Context, row: Row) -> None:
     caps = capabilities(ctx.factory)
     profile = DEFAULT_PROFILE if caps.dp_ranks else StreamProfile(max_dp_ranks=1)
     report = conform(
-        ctx.factory, oracle, ctx.profile.tree.conform_streams, ctx.seed, profile,
-        subject_name=ctx.target_name, oracle_name=oracle_name, max_reported=1,
-        strict=ctx.strict or not tolerates_known(ctx), strict_shape=ctx.strict_shape, rules=ctx.rules.name,
+        ctx.factory,
+        oracle,
+        ctx.profile.tree.conform_streams,
+        ctx.seed,
+        profile,
+        subject_name=ctx.target_name,
+        oracle_name=oracle_name,
+        max_reported=1,
+        strict=ctx.strict or not tolerates_known(ctx),
+        strict_shape=ctx.strict_shape,
+        rules=ctx.rules.name,
     )
     row.examples, row.checks = report.streams, report.queries + report.events
     row.known += list(report.kinds.known)
     row.left_out += report.left_out.lines()
-    said = {"F2": "dump events of ranks below parents they no longer hold",
-            "F7": "early_exit answers that differ only by where the trees cut edges; --strict-shape fails them"}
+    said = {
+        "F2": "dump events of ranks below parents they no longer hold",
+        "F7": "early_exit answers that differ only by where the trees cut edges; --strict-shape fails them",
+    }
     for name, streams in sorted(report.kinds.known.items()):
         row.notes.append(f"{name} in {streams} streams: {said.get(name, 'docs/dynamo-findings.md')}")
     if report.mismatches:
         m = report.mismatches[0]
         row.replay = m.replay_command(ctx.target_name, oracle_name) + _judging(ctx, strict=not tolerates_known(ctx))
         notes = "".join(f"\n  note: {n}" for n in caps.notes())
-        raise Failed(f"{len(report.mismatches)} of {report.streams} streams differ against {why} "
-                     f"({report.kinds.line()}); first:\n{m.report(ctx.target_name, oracle_name)}{notes}")
+        raise Failed(
+            f"{len(report.mismatches)} of {report.streams} streams differ against {why} "
+            f"({report.kinds.line()}); first:\n{m.report(ctx.target_name, oracle_name)}{notes}"
+        )
 
 
 def _feeds_at_once(ctx: Context) -> bool | str:
@@ -313,12 +344,16 @@ def _production(ctx: Context, row: Row) -> None:
     row.left_out += report.left_out.lines()
     if report.tolerated:
         row.known.append("F11")
-        row.notes.append(f"F11 in {report.tolerated} streams: histories within the contract that the reference under "
-                         f"{ctx.rules.name}, which is not exact, cannot linearize")
+        row.notes.append(
+            f"F11 in {report.tolerated} streams: histories within the contract that the reference under "
+            f"{ctx.rules.name}, which is not exact, cannot linearize"
+        )
     failed = report.failures or report.not_linearizable
     if failed or not report.ok:
-        row.replay = (f"kvproof conform tree --concurrent --target {shlex.quote(ctx.target_name)} --seed {ctx.seed} "
-                      f"--streams {ctx.profile.tree.production_streams}")
+        row.replay = (
+            f"kvproof conform tree --concurrent --target {shlex.quote(ctx.target_name)} --seed {ctx.seed} "
+            f"--streams {ctx.profile.tree.production_streams}"
+        )
     if failed:
         raise Failed(f"{report.summary_line()}; first:\n{report.report(failed[0])}")
     if report.race is not None:
@@ -342,7 +377,9 @@ def _impl_stress(ctx: Context, row: Row) -> None:
         row.examples += report.ops
         row.checks += report.reads + report.checkpoints
         if report.failed:
-            row.replay = f"kvproof stress tree --ops {ctx.profile.tree.stress_ops} --seed {ctx.seed} --mode {mode} --yield-sleep 0.05"
+            row.replay = (
+                f"kvproof stress tree --ops {ctx.profile.tree.stress_ops} --seed {ctx.seed} --mode {mode} --yield-sleep 0.05"
+            )
             raise Failed(f"{mode}: {report.summary_line()}; first: {report.problems[0]}")
 
 
@@ -484,18 +521,27 @@ def _trace(ctx: Context, row: Row) -> None:
         raise Skip(why)
     path, limit = (Path(ctx.trace) if ctx.trace else default_trace()), ctx.profile.tree.trace_requests
     subject = ctx.target_name if ctx.target_name != oracle_name else f"{ctx.target_name} (target)"
-    report = check_trace(mooncake_requests(path, limit=limit), RouterPlan(workers=TRACE_WORKERS, capacity=TRACE_CAPACITY), {subject: ctx.factory, oracle_name: oracle},
-                         {}, oracle=oracle_name)
+    report = check_trace(
+        mooncake_requests(path, limit=limit),
+        RouterPlan(workers=TRACE_WORKERS, capacity=TRACE_CAPACITY),
+        {subject: ctx.factory, oracle_name: oracle},
+        {},
+        oracle=oracle_name,
+    )
     verdict = next(t for t in report.trees if t.name == subject)
     row.examples, row.checks = report.stats.requests, verdict.queries + report.stats.event_count
     row.left_out += report.left_out.lines()
     if verdict.tolerated:
         row.notes.append(f"{verdict.tolerated} answers tolerated: early-exit cuts both trees explain (F7), or F2 dump entries")
     if not verdict.ok:
-        row.replay = (f"kvproof trace --trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
-                      f"--requests {limit} --tree {ctx.target_name} --tree {oracle_name} --oracle {oracle_name} --no-trackers")
-        raise Failed(f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
-                     f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}")
+        row.replay = (
+            f"kvproof trace --trace {path} --workers {TRACE_WORKERS} --capacity {TRACE_CAPACITY} "
+            f"--requests {limit} --tree {ctx.target_name} --tree {oracle_name} --oracle {oracle_name} --no-trackers"
+        )
+        raise Failed(
+            f"{verdict.mismatches} mismatches and {verdict.overcredits} over-credits against {why} "
+            f"over {report.stats.requests} requests of {path.name}; first: {verdict.first}"
+        )
 
 
 def _conformance_applies(ctx: Context) -> str | None:
@@ -504,45 +550,137 @@ def _conformance_applies(ctx: Context) -> str | None:
 
 
 CHECKS: list[Check] = [
-    Check("tree", "spec", "node-rule laws", _spec_laws,
-          what='the node rules of spec/ (cover-prefix, removal, split, extension, plans, the match walk) over random edge states; spec only, not the target'),
-    Check("tree", "vectors", "observed Dynamo behaviours", _vectors, _needs_dump_and_ranks,
-          what='the target replays every vector observed on Dynamo 1.6.1 (crtc.md §13, §10): every outcome, score and dump'),
-    Check("tree", "contract", "state machine vs contract", _contract_machine, _needs_ranks, relevant=_one_at_a_time,
-          what='the target driven by the contract machine: no overcount, no unexplained undercount, accepted and rejected stores, check() after every step'),
-    Check("tree", "api", "dump rebuilds the tree", _dump_rebuild, _needs_dump,
-          what="the target's dump replayed into a fresh target answers every query alike"),
-    Check("tree", "api", "bad input is rejected, harmless", _bad_input, _needs_dump, relevant=_has_wire,
-          what='malformed events, ids and queries get a typed error from the target and leave its state unchanged'),
-    Check("tree", "api", "hostile input (fuzz)", _fuzz, relevant=_fuzz_relevant,
-          what='grammar-aware and byte-level hostile cases over every tree at once (and Dynamo): a typed error or an '
-               'acceptance, the state byte-identical after a rejection, check() holding, every tree deciding alike, '
-               'Dynamo alike except the recorded differences (docs/hostile-input.md)'),
-    Check("tree", "conformance", "differential vs Dynamo", _conformance, _conformance_applies,
-          what='the target against an oracle tree (Dynamo; the reference under the release\'s rule set when the target is Dynamo) on random streams: every difference classified (contract, outcome, score, dump, early-exit)'),
-    Check("tree", "traffic", "the Mooncake trace, routed", _trace, _conformance_applies, relevant=_one_at_a_time,
-          what='requests of the Mooncake conversation trace through the router simulation (8 workers, 500-block caches, '
-               'LRU eviction): every routing query asked of the target and the oracle in both early_exit modes before '
-               'routing, scores equal and never above what the engine holds (no over-credit)'),
-    Check("tree", "concurrent", "production mode: lanes at once, reads racing", _production, relevant=_feeds_at_once,
-          what="the target's events of different workers sent at once, on their own lanes, as production does, with reads "
-               "racing them: every outcome and read within the contract for the states each rank passed through, every "
-               "round's history linearizable against the reference (Dynamo's indexer and selection service)"),
-    Check("tree", "impl", "equals reference (3 lanes, lockstep)", _impl_twin, relevant=embedded_only,
-          what='the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine'),
-    Check("tree", "impl", "pool: pipelined streams, one flush", _pool_pipelined, relevant=_pool_relevant,
-          what='the thread-pool indexer with events submitted, one flush, then outcomes, scores and snapshot equal to the reference'),
-    Check("tree", "impl", "pool: removal racing its workers' events", _pool_removal, relevant=_pool_relevant,
-          what="the thread-pool indexer on real threads, removers racing the writers of the same workers and readers: "
-               "after every worker is removed once more nothing is credited and check() holds (no event landed where "
-               "a later removal does not reach)"),
-    Check("tree", "explore", "interleavings: explorer + linearizability", _explore, relevant=_explore_relevant,
-          what='every tree race scenario (lanes and the pool) under PCT and random schedules of the controlled scheduler, '
-               'regressions first: every history linearizable against the reference, check() at the end'),
-    Check("tree", "explore", "faults mid-operation: clean, torn or poisoned", _faults, relevant=_explore_relevant,
-          what='an injected exception at every decision point of every thread of every tree race scenario, once each: '
-               'afterwards check() holds and the history is linearizable with the call whole, absent or a legal part, '
-               'or the tree is poisoned and refuses every later call'),
-    Check("tree", "impl", "real-thread stress, strict + chaos", _impl_stress, relevant=embedded_only,
-          what='the concurrent tree under 8 writers and 4 readers: every read within what each rank held, parity or contract at quiescence'),
+    Check(
+        "tree",
+        "spec",
+        "node-rule laws",
+        _spec_laws,
+        what="the node rules of spec/ (cover-prefix, removal, split, extension, plans, the match walk) over random edge states; spec only, not the target",
+    ),
+    Check(
+        "tree",
+        "vectors",
+        "observed Dynamo behaviours",
+        _vectors,
+        _needs_dump_and_ranks,
+        what="the target replays every vector observed on Dynamo 1.6.1 (crtc.md §13, §10): every outcome, score and dump",
+    ),
+    Check(
+        "tree",
+        "contract",
+        "state machine vs contract",
+        _contract_machine,
+        _needs_ranks,
+        relevant=_one_at_a_time,
+        what="the target driven by the contract machine: no overcount, no unexplained undercount, accepted and rejected stores, check() after every step",
+    ),
+    Check(
+        "tree",
+        "api",
+        "dump rebuilds the tree",
+        _dump_rebuild,
+        _needs_dump,
+        what="the target's dump replayed into a fresh target answers every query alike",
+    ),
+    Check(
+        "tree",
+        "api",
+        "bad input is rejected, harmless",
+        _bad_input,
+        _needs_dump,
+        relevant=_has_wire,
+        what="malformed events, ids and queries get a typed error from the target and leave its state unchanged",
+    ),
+    Check(
+        "tree",
+        "api",
+        "hostile input (fuzz)",
+        _fuzz,
+        relevant=_fuzz_relevant,
+        what="grammar-aware and byte-level hostile cases over every tree at once (and Dynamo): a typed error or an "
+        "acceptance, the state byte-identical after a rejection, check() holding, every tree deciding alike, "
+        "Dynamo alike except the recorded differences (docs/hostile-input.md)",
+    ),
+    Check(
+        "tree",
+        "conformance",
+        "differential vs Dynamo",
+        _conformance,
+        _conformance_applies,
+        what="the target against an oracle tree (Dynamo; the reference under the release's rule set when the target is Dynamo) on random streams: every difference classified (contract, outcome, score, dump, early-exit)",
+    ),
+    Check(
+        "tree",
+        "traffic",
+        "the Mooncake trace, routed",
+        _trace,
+        _conformance_applies,
+        relevant=_one_at_a_time,
+        what="requests of the Mooncake conversation trace through the router simulation (8 workers, 500-block caches, "
+        "LRU eviction): every routing query asked of the target and the oracle in both early_exit modes before "
+        "routing, scores equal and never above what the engine holds (no over-credit)",
+    ),
+    Check(
+        "tree",
+        "concurrent",
+        "production mode: lanes at once, reads racing",
+        _production,
+        relevant=_feeds_at_once,
+        what="the target's events of different workers sent at once, on their own lanes, as production does, with reads "
+        "racing them: every outcome and read within the contract for the states each rank passed through, every "
+        "round's history linearizable against the reference (Dynamo's indexer and selection service)",
+    ),
+    Check(
+        "tree",
+        "impl",
+        "equals reference (3 lanes, lockstep)",
+        _impl_twin,
+        relevant=embedded_only,
+        what="the concurrent tree on 3 lanes (lazy repair) in lockstep with the reference under the contract machine",
+    ),
+    Check(
+        "tree",
+        "impl",
+        "pool: pipelined streams, one flush",
+        _pool_pipelined,
+        relevant=_pool_relevant,
+        what="the thread-pool indexer with events submitted, one flush, then outcomes, scores and snapshot equal to the reference",
+    ),
+    Check(
+        "tree",
+        "impl",
+        "pool: removal racing its workers' events",
+        _pool_removal,
+        relevant=_pool_relevant,
+        what="the thread-pool indexer on real threads, removers racing the writers of the same workers and readers: "
+        "after every worker is removed once more nothing is credited and check() holds (no event landed where "
+        "a later removal does not reach)",
+    ),
+    Check(
+        "tree",
+        "explore",
+        "interleavings: explorer + linearizability",
+        _explore,
+        relevant=_explore_relevant,
+        what="every tree race scenario (lanes and the pool) under PCT and random schedules of the controlled scheduler, "
+        "regressions first: every history linearizable against the reference, check() at the end",
+    ),
+    Check(
+        "tree",
+        "explore",
+        "faults mid-operation: clean, torn or poisoned",
+        _faults,
+        relevant=_explore_relevant,
+        what="an injected exception at every decision point of every thread of every tree race scenario, once each: "
+        "afterwards check() holds and the history is linearizable with the call whole, absent or a legal part, "
+        "or the tree is poisoned and refuses every later call",
+    ),
+    Check(
+        "tree",
+        "impl",
+        "real-thread stress, strict + chaos",
+        _impl_stress,
+        relevant=embedded_only,
+        what="the concurrent tree under 8 writers and 4 readers: every read within what each rank held, parity or contract at quiescence",
+    ),
 ]

@@ -60,7 +60,9 @@ def healthy_seconds(profile: str) -> dict[str, float]:
     """What each row takes on the healthy embedded implementation (one full run of every family)."""
     target = load_target("impl")
     assert target.factory is not None
-    ctx, selection = plan("impl", target.factory, profile_named(profile), 1, families=("tree", "sequences", "deepinfer", "proofs"))
+    ctx, selection = plan(
+        "impl", target.factory, profile_named(profile), 1, families=("tree", "sequences", "deepinfer", "proofs")
+    )
     return {f"{r.family}: {r.name}": r.seconds for r in run_gate(ctx, selection).rows}
 
 
@@ -90,9 +92,11 @@ def summary(detections: list[Detection], order: str) -> str:
         return f"{order}: no control caught"
     walls = [d.wall_s for d in caught]
     cpus = [d.cpu_s for d in caught]
-    return (f"{order}: {len(caught)} of {len(mine)} broken changes reported; time to the first failing row: median "
-            f"{statistics.median(walls):.1f} s wall / {statistics.median(cpus):.1f} s CPU, 90th percentile "
-            f"{p90(walls):.1f} s / {p90(cpus):.1f} s")
+    return (
+        f"{order}: {len(caught)} of {len(mine)} broken changes reported; time to the first failing row: median "
+        f"{statistics.median(walls):.1f} s wall / {statistics.median(cpus):.1f} s CPU, 90th percentile "
+        f"{p90(walls):.1f} s / {p90(cpus):.1f} s"
+    )
 
 
 @dataclass
@@ -132,6 +136,8 @@ def run_ttd_bench(profile: str, orders: tuple[str, ...], say: Callable[[str], No
         for order in chosen:  # one line per broken change as it is done: a long run shows its progress
             d = detect(control, profile, order, seconds)
             bench.detections.append(d)
-            say(f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
-                f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}")
+            say(
+                f"  {d.control[:60]:<60} {d.order:<9} {d.wall_s:6.1f} s wall {d.cpu_s:6.1f} s CPU  "
+                f"{d.rows_run:2d} rows  first failing: {d.first_failing or 'NONE'}"
+            )
     return bench

@@ -22,7 +22,9 @@ def test_conform_prints_the_summary_line_last_and_writes_json(dynamo_tree, tmp_p
 @pytest.mark.dynamo
 def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch, kvproof_cli):
     monkeypatch.chdir(tmp_path)
-    ran = kvproof_cli("conform", "tree", "--target", "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs", "--streams", "20")
+    ran = kvproof_cli(
+        "conform", "tree", "--target", "kvproof.stateful_tests.tree.mutants:SplitDropsCarriedCutoffs", "--streams", "20"
+    )
     assert ran.code == EXIT_FAIL and "regenerate the stream: kvproof conform tree --target" in ran.out
     assert "replay the events: kvproof replay log " in ran.out and "mismatches=0" not in ran.last
     assert list((tmp_path / "kvproof-failures").glob("*.json"))
@@ -32,10 +34,12 @@ def test_conform_exits_non_zero_on_a_mismatch(dynamo_tree, tmp_path, monkeypatch
 def test_conform_dynamo_is_conform_tree_against_dynamo_and_its_shards_make_the_whole_run(dynamo_tree, tmp_path, kvproof_cli):
     """``conform dynamo`` (the issue's command) runs ``conform tree --oracle dynamo``; its two shards run exactly the whole
     run's streams, and their events, queries and tolerated differences add up to the whole run's."""
+
     def run(name: str, *args: str, command: str = "dynamo") -> dict:
         out = tmp_path / f"{name}.json"
-        ran = kvproof_cli("conform", command, "--streams", "12", "--seed", "3", "--failures", str(tmp_path / name),
-                          "--json", str(out), *args)
+        ran = kvproof_cli(
+            "conform", command, "--streams", "12", "--seed", "3", "--failures", str(tmp_path / name), "--json", str(out), *args
+        )
         assert ran.code == EXIT_PASS and "subject=impl oracle=dynamo" in ran.out, ran.out
         return json.loads(out.read_text())
 
@@ -69,7 +73,9 @@ def test_check_runs_one_row_and_reports_a_table_json_and_junit(tmp_path, kvproof
 
 def test_check_fails_on_a_broken_target_and_the_junit_row_says_why(tmp_path, kvproof_cli):
     xml = tmp_path / "gate.xml"
-    ran = kvproof_cli("check", "--target", "kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--only", "vectors", "--junit", str(xml))
+    ran = kvproof_cli(
+        "check", "--target", "kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--only", "vectors", "--junit", str(xml)
+    )
     assert ran.code == EXIT_FAIL and "FAIL" in ran.out and "replay: kvproof check --target" in ran.out
     (case,) = [case for suite in JUnitXml.fromfile(str(xml)) for case in suite]
     assert not case.is_passed and "steps differ" in case.result[0].text
@@ -173,8 +179,7 @@ def test_a_shard_that_is_not_k_over_n_is_a_usage_error(kvproof_cli):
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])
-def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(kvproof_cli, tmp_path, monkeypatch,
-                                                                              processes):
+def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(kvproof_cli, tmp_path, monkeypatch, processes):
     """A broken tree under --fail-fast: exit 1 at the first failing row; every row it did not reach is listed as not run
     (never as passed); the next run starts with the rows that were cheapest here. In one process or as a pool's tasks
     (where a row running beside the failing one may fail too, or is stopped and listed as not run)."""
@@ -203,8 +208,11 @@ def options_without_help(group) -> list[str]:
     def walk(command, path):
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, [*path, name])
-        found.extend(f"{' '.join(path)} {p.opts[0]}" for p in command.params
-                     if isinstance(p, click.Option) and not p.help and not p.hidden and p.name != "help")
+        found.extend(
+            f"{' '.join(path)} {p.opts[0]}"
+            for p in command.params
+            if isinstance(p, click.Option) and not p.help and not p.hidden and p.name != "help"
+        )
 
     walk(group, ["kvproof"])
     return found
@@ -239,9 +247,13 @@ def profile_defaults_that_differ(group) -> list[str]:
     def walk(command, path):
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, [*path, name])
-        found.extend(f"{' '.join(path)} --profile" for p in command.params
-                     if isinstance(p, click.Option) and "--profile" in p.opts
-                     and (p.default is not None or not (p.help or "").endswith("default: $KVPROOF_PROFILE or ci")))
+        found.extend(
+            f"{' '.join(path)} --profile"
+            for p in command.params
+            if isinstance(p, click.Option)
+            and "--profile" in p.opts
+            and (p.default is not None or not (p.help or "").endswith("default: $KVPROOF_PROFILE or ci"))
+        )
 
     walk(group, ["kvproof"])
     return found
@@ -291,8 +303,12 @@ def test_every_processes_option_has_the_one_default(monkeypatch):
     from kvproof.cli import main
     from kvproof.stateful_tests.harness.shards import processes_choice
 
-    commands = {"check": main.commands["check"], "conform tree": main.commands["conform"].commands["tree"],
-                "fuzz": main.commands["fuzz"], "stress tree": main.commands["stress"].commands["tree"]}
+    commands = {
+        "check": main.commands["check"],
+        "conform tree": main.commands["conform"].commands["tree"],
+        "fuzz": main.commands["fuzz"],
+        "stress tree": main.commands["stress"].commands["tree"],
+    }
     for name, command in commands.items():
         option = next(p for p in command.params if isinstance(p, click.Option) and "--processes" in p.opts)
         ctx = click.Context(command)

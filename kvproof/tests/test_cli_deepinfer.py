@@ -47,14 +47,40 @@ def test_labs_reproduce_the_book(kvproof_cli):
 def test_bench_runs_side_by_side_and_writes_json(tmp_path, kvproof_cli):
     """A smoke run of the benchmark's code path: tiny sizes; nothing about speed is asserted."""
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "roundtrip", "--backend", "numpy", "--backend", "torch", "--backend", "cuda", "--repeats", "2", "--warmup", "0",
-                      "--row-bytes", "8", "--stored-layers", "2", "--dropped-layers", "1", "--json", str(out))
+    ran = kvproof_cli(
+        "bench",
+        "roundtrip",
+        "--backend",
+        "numpy",
+        "--backend",
+        "torch",
+        "--backend",
+        "cuda",
+        "--repeats",
+        "2",
+        "--warmup",
+        "0",
+        "--row-bytes",
+        "8",
+        "--stored-layers",
+        "2",
+        "--dropped-layers",
+        "1",
+        "--json",
+        str(out),
+    )
     assert ran.code == EXIT_PASS
     body = json.loads(out.read_text())
     assert body["schema"] == "kvproof.bench-roundtrip/1"
     rows = body["rows"]
     numpy_ops = {r["operation"] for r in rows if r["backend"] == "numpy"}
-    assert numpy_ops == {"select ring-view stored", "select ring-view handoff", "load ring-view", "select raw-prefix", "load raw-prefix"}
+    assert numpy_ops == {
+        "select ring-view stored",
+        "select ring-view handoff",
+        "load ring-view",
+        "select raw-prefix",
+        "load raw-prefix",
+    }
     assert all(r["ratio"] is not None and r["ratio"] > 0 for r in rows if r["op_gbps"] is not None)
     assert all(r["note"].startswith("SKIP: ") for r in rows if r["op_gbps"] is None)
     assert "ratio" in ran.out
@@ -63,8 +89,24 @@ def test_bench_runs_side_by_side_and_writes_json(tmp_path, kvproof_cli):
 def test_bench_roundtrip_takes_its_repeats(tmp_path, kvproof_cli):
     """``--repeats N`` reaches the benchmark (argparse's nested subparsers once reset it to 41)."""
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "roundtrip", "--backend", "numpy", "--repeats", "5", "--warmup", "0", "--row-bytes", "8",
-                      "--stored-layers", "1", "--dropped-layers", "1", "--json", str(out))
+    ran = kvproof_cli(
+        "bench",
+        "roundtrip",
+        "--backend",
+        "numpy",
+        "--repeats",
+        "5",
+        "--warmup",
+        "0",
+        "--row-bytes",
+        "8",
+        "--stored-layers",
+        "1",
+        "--dropped-layers",
+        "1",
+        "--json",
+        str(out),
+    )
     assert ran.code == EXIT_PASS and "--repeats 5 " in ran.out
     assert {r["repeats"] for r in json.loads(out.read_text())["rows"]} == {5}
 

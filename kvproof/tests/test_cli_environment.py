@@ -12,8 +12,9 @@ def test_without_ray_the_ray_executor_is_an_environment_problem(kvproof_cli, mon
     from kvproof.stateful_tests.harness import shards
 
     monkeypatch.setattr(shards, "ray_unavailable", lambda: "ray is not installed (pip install 'kvproof[ray]')")
-    ran = kvproof_cli("conform", "tree", "--target", "impl", "--oracle", "reference", "--streams", "2",
-                      "--processes", "2", "--executor", "ray")
+    ran = kvproof_cli(
+        "conform", "tree", "--target", "impl", "--oracle", "reference", "--streams", "2", "--processes", "2", "--executor", "ray"
+    )
     assert ran.code == EXIT_USAGE and "ray is not installed (pip install 'kvproof[ray]')" in ran.out, ran.out
     assert "Traceback" not in ran.out
 
@@ -59,10 +60,13 @@ def test_without_dynamo_a_dynamo_target_is_an_environment_problem(kvproof_cli, m
         assert ran.code == EXIT_USAGE and "ai-dynamo-runtime is not installed" in ran.out, (args, ran.out)
 
 
-@pytest.mark.parametrize("command, probe", [
-    (("conform", "slot-tracker", "--scenarios", "1"), "kvproof.stateful_tests.sequences.oracle.oracle_unavailable"),
-    (("conform", "selection", "--scenarios", "1"), "kvproof.stateful_tests.sequences.selection_oracle.unavailable"),
-])
+@pytest.mark.parametrize(
+    "command, probe",
+    [
+        (("conform", "slot-tracker", "--scenarios", "1"), "kvproof.stateful_tests.sequences.oracle.oracle_unavailable"),
+        (("conform", "selection", "--scenarios", "1"), "kvproof.stateful_tests.sequences.selection_oracle.unavailable"),
+    ],
+)
 def test_without_dynamo_its_oracles_are_an_environment_problem(kvproof_cli, monkeypatch, command, probe):
     monkeypatch.setattr(probe, lambda: "ai-dynamo-runtime is not installed")
     ran = kvproof_cli(*command)

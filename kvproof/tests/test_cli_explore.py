@@ -13,8 +13,9 @@ def test_explore_passes_the_implementation_and_prints_the_pct_guarantee(kvproof_
 
 def test_explore_finds_a_broken_tree_saves_the_schedule_and_its_token_replays(kvproof_cli, tmp_path):
     saved = tmp_path / "schedules"
-    ran = kvproof_cli("explore", "fanout-vs-split", "--target", "FanoutWithoutGate", "--save", str(saved),
-                      "--json", str(tmp_path / "e.json"))
+    ran = kvproof_cli(
+        "explore", "fanout-vs-split", "--target", "FanoutWithoutGate", "--save", str(saved), "--json", str(tmp_path / "e.json")
+    )
     assert ran.code == EXIT_FAIL and ran.last == "explore: scenarios=1 schedules=4 failing=1"
     token = next(line.split()[-1] for line in ran.out.splitlines() if line.strip().startswith("token:"))
     assert token.startswith("fanout-vs-split/FanoutWithoutGate/pct.d3.s1#") and len(list(saved.glob("*.json"))) == 1

@@ -12,7 +12,9 @@ from kvproof.stateful_tests.mutation.workspace import Workspace
 
 def canned(killed: int, survived: int, gaps: int = 0):
     mutants = [Mutant(f"kvproof.spec.coverage.x_f__mutmut_{i}", "spec/coverage.py", 1, ttd_s=0.25) for i in range(killed)]
-    mutants += [Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)]
+    mutants += [
+        Mutant(f"kvproof.spec.coverage.x_g__mutmut_{i}", "spec/coverage.py", 0, diff=f"-a\n+b{i}") for i in range(survived)
+    ]
     mutants += [Mutant(f"kvproof.spec.coverage.x_h__mutmut_{i}", "spec/coverage.py", 33, diff=f"-c\n+d{i}") for i in range(gaps)]
 
     def fake(root, targets, shard, max_children, equivalents, timeout, work, *args, **kwargs):
@@ -21,8 +23,13 @@ def canned(killed: int, survived: int, gaps: int = 0):
         assert work.parent.parent.name == ".kvproof-mutate"
         modules = {t.module for t in targets}
         mine = set(sharded_names([m.name for m in mutants], shard))
-        return driver.MutationRun(Report([m for m in mutants if m.name in mine and m.module in modules]),
-                          Workspace(Path("/nonexistent"), tuple(targets)), [], 1.5, Path("/nonexistent/log"))
+        return driver.MutationRun(
+            Report([m for m in mutants if m.name in mine and m.module in modules]),
+            Workspace(Path("/nonexistent"), tuple(targets)),
+            [],
+            1.5,
+            Path("/nonexistent/log"),
+        )
 
     return fake
 
@@ -62,8 +69,9 @@ def test_the_merged_shards_print_the_whole_runs_table_and_verdict(kvproof_cli, m
         files.append(str(tmp_path / f"shard-{k}.json"))
         part = kvproof_cli("mutate", "--profile", "quick", "--shard", f"{k}/3", "--json", files[-1])
         assert part.last.endswith(f"shard={k}/3")
-    merged = kvproof_cli("mutate", "--merge", files[2], "--merge", files[0], "--merge", files[1],
-                         "--json", str(tmp_path / "merged.json"))
+    merged = kvproof_cli(
+        "mutate", "--merge", files[2], "--merge", files[0], "--merge", files[1], "--json", str(tmp_path / "merged.json")
+    )
     assert merged.code == whole.code == EXIT_FAIL
     assert merged.last == whole.last + " merged=3", merged.out
     table = [line for line in whole.out.splitlines() if line.startswith("spec/coverage.py")]
@@ -101,4 +109,7 @@ def test_whole_runs_split_by_module_merge_into_the_layers_verdict(kvproof_cli, m
     assert part.code == EXIT_USAGE and "spec/coverage.py is judged by" in part.out
     kvproof_cli("mutate", "--profile", "quick", "--paths", "spec/token_load.py", "--json", b)
     part = kvproof_cli("mutate", "--merge", a, "--merge", b)
-    assert part.code == EXIT_USAGE and part.last == "kvproof mutate --merge: spec/ is not judged whole: no report has spec/service_queue.py"
+    assert (
+        part.code == EXIT_USAGE
+        and part.last == "kvproof mutate --merge: spec/ is not judged whole: no report has spec/service_queue.py"
+    )

@@ -10,7 +10,9 @@ SHORT_SOAK = ("--epochs", "6", "--epoch-s", "30", "--capacity", "50", "--untrace
 def test_bench_memory_reports_both_measures_side_by_side(tmp_path, kvproof_cli):
     """A smoke run of the benchmark's code path (synthetic traffic, two trees); nothing about size is asserted."""
     out = tmp_path / "memory.json"
-    ran = kvproof_cli("bench", "memory", "--requests", "120", "--synthetic", "--tree", "reference", "--tree", "dynamo", "--json", str(out))
+    ran = kvproof_cli(
+        "bench", "memory", "--requests", "120", "--synthetic", "--tree", "reference", "--tree", "dynamo", "--json", str(out)
+    )
     body = json.loads(out.read_text())
     assert ran.code == EXIT_PASS and body["schema"] == "kvproof.bench-memory/1"
     assert ran.out.startswith("workload: synthetic chat traffic, 120 requests")
@@ -53,7 +55,9 @@ def test_soak_refuses_an_unknown_target(kvproof_cli):
 def test_soak_of_the_slot_trackers_passes_and_catches_a_leaking_twin(kvproof_cli):
     short = ("--family", "sequences", "--epochs", "6", "--epoch-s", "240", "--untraced")
     ran = kvproof_cli("soak", *short, "--target", "impl")
-    assert ran.code == EXIT_PASS and ran.last.startswith("soak: family=sequences target=impl epochs=6") and "growth=none" in ran.last
+    assert (
+        ran.code == EXIT_PASS and ran.last.startswith("soak: family=sequences target=impl epochs=6") and "growth=none" in ran.last
+    )
     leaky = kvproof_cli("soak", *short, "--target", "NeverExpires")
     assert leaky.code == EXIT_FAIL and "BROKEN request records <= booked requests" in leaky.out
 
@@ -73,8 +77,22 @@ def test_soak_serves_a_mooncake_trace_looped_with_fresh_ids(tmp_path, kvproof_cl
     from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
 
     out = tmp_path / "soak.json"
-    ran = kvproof_cli("soak", "--target", "reference", "--epochs", "6", "--epoch-s", "400", "--capacity", "50", "--untraced",
-                      "--trace", str(SHIPPED_TRACE), "--json", str(out))
+    ran = kvproof_cli(
+        "soak",
+        "--target",
+        "reference",
+        "--epochs",
+        "6",
+        "--epoch-s",
+        "400",
+        "--capacity",
+        "50",
+        "--untraced",
+        "--trace",
+        str(SHIPPED_TRACE),
+        "--json",
+        str(out),
+    )
     assert ran.code == EXIT_PASS, ran.out
     assert "traffic: " in ran.out and "(1000 requests), replayed every 331 s" in ran.out
     requests = [s["requests"] for s in json.loads(out.read_text())["samples"]]
@@ -90,8 +108,20 @@ def test_bench_trees_leads_with_the_trace_and_labels_the_synthetic_row(tmp_path,
     from kvproof.stateful_tests.tree.traffic import SHIPPED_TRACE
 
     out = tmp_path / "bench.json"
-    ran = kvproof_cli("bench", "trees", "--trace", str(SHIPPED_TRACE), "--requests", "40", "--streams", "2", "--repeats", "1",
-                      "--json", str(out))
+    ran = kvproof_cli(
+        "bench",
+        "trees",
+        "--trace",
+        str(SHIPPED_TRACE),
+        "--requests",
+        "40",
+        "--streams",
+        "2",
+        "--repeats",
+        "1",
+        "--json",
+        str(out),
+    )
     assert ran.code == EXIT_PASS, ran.out
     first, second = ran.out.split("\n\n")[:2]
     assert first.startswith("workload 1 (trace; the representative one): mooncake_conversation_1k.jsonl, 40 requests")

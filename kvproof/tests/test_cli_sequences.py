@@ -9,8 +9,7 @@ def test_gate_rows_are_registered():
     from kvproof.gate import all_checks
 
     names = [c.name for c in all_checks() if c.family == "sequences"]
-    for row in ("rule laws", "three-way state machine", "upstream values",
-                "stress (real threads)", "vs dynamo.slot_tracker"):
+    for row in ("rule laws", "three-way state machine", "upstream values", "stress (real threads)", "vs dynamo.slot_tracker"):
         assert row in names
 
 
@@ -37,7 +36,9 @@ def test_the_conformance_row_skips_visibly_without_the_package(monkeypatch):
     from kvproof.stateful_tests.sequences import oracle as slot_tracker_oracle
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.startswith(("dynamo", "zmq")) else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.startswith(("dynamo", "zmq")) else real(name, *a)
+    )
     reason = slot_tracker_oracle.oracle_unavailable()
     assert reason and "dynamo" in reason and "pip install" in reason
     row = next(c for c in CHECKS if c.layer == "conformance")

@@ -25,7 +25,12 @@ def _is_command(fn: ast.FunctionDef) -> bool:
 def body_lines(fn: ast.FunctionDef) -> int:
     """Lines from the first statement after the docstring to the end of the function (0 for a docstring only)."""
     body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     if not body:
         return 0
@@ -35,8 +40,7 @@ def body_lines(fn: ast.FunctionDef) -> int:
 def command_bodies(source: str, where: str) -> dict[str, int]:
     """``{"module:function": body lines}`` of every click command callback in ``source``."""
     tree = ast.parse(source)
-    return {f"{where}:{fn.name}": body_lines(fn) for fn in ast.walk(tree)
-            if isinstance(fn, ast.FunctionDef) and _is_command(fn)}
+    return {f"{where}:{fn.name}": body_lines(fn) for fn in ast.walk(tree) if isinstance(fn, ast.FunctionDef) and _is_command(fn)}
 
 
 def all_command_bodies() -> dict[str, int]:
@@ -90,7 +94,17 @@ def test_help_lists_the_commands_in_workflow_order(kvproof_cli):
 
 def test_every_group_shows_examples(kvproof_cli):
     """Each command group (and the front-door commands) shows a few invocations in its help."""
-    for args in (("conform",), ("replay",), ("stress",), ("bench",), ("check",), ("explore",), ("fuzz",), ("trace",),
-                 ("releases",), ("docs",)):
+    for args in (
+        ("conform",),
+        ("replay",),
+        ("stress",),
+        ("bench",),
+        ("check",),
+        ("explore",),
+        ("fuzz",),
+        ("trace",),
+        ("releases",),
+        ("docs",),
+    ):
         ran = kvproof_cli(*args, "--help")
         assert ran.code == 0 and "Examples:" in ran.out and f"kvproof {args[0]} " in ran.out.split("Examples:")[1], args

@@ -23,8 +23,16 @@ def test_trace_prints_the_summary_and_every_verdict_and_exits_0(tmp_path, kvproo
 
 
 def test_trace_exits_1_on_a_broken_tree_and_names_the_over_credit(kvproof_cli):
-    ran = kvproof_cli("trace", *SMALL[:-1], "300", "--tree", "reference", "--tree",
-                      "kvproof.stateful_tests.tree.mutants:IgnoresRemovalBatches", "--no-trackers")
+    ran = kvproof_cli(
+        "trace",
+        *SMALL[:-1],
+        "300",
+        "--tree",
+        "reference",
+        "--tree",
+        "kvproof.stateful_tests.tree.mutants:IgnoresRemovalBatches",
+        "--no-trackers",
+    )
     assert ran.code == EXIT_FAIL and "over-credits" in ran.out and "overcredits=0" not in ran.last
 
 
@@ -92,8 +100,9 @@ def test_binned_means_keep_the_integral_on_awkward_slice_edges() -> None:
 
 @pytest.mark.dynamo
 def test_the_real_slot_tracker_is_a_tracker_row(kvproof_cli, slot_tracker_oracle):
-    ran = kvproof_cli("trace", *SMALL[:-1], "60", "--no-trees", "--tracker", "reference", "--stress-writers", "0",
-                      "--real-tracker", "20")
+    ran = kvproof_cli(
+        "trace", *SMALL[:-1], "60", "--no-trees", "--tracker", "reference", "--stress-writers", "0", "--real-tracker", "20"
+    )
     assert ran.code == EXIT_PASS, ran.out
     assert "dynamo.slot_tracker (x20)" in ran.out and ran.last.startswith("trace: requests=60 ")
 

@@ -9,7 +9,11 @@ def test_no_generated_document_drifts():
     """The one drift test: every generated document is what ``kvproof docs --write`` writes (``proofs/README.md`` by its
     stable cells in proofs/test_proofs.py, where every proof runs anyway)."""
     cheap = [d for d in docs.GENERATED if not d.runs_proofs]
-    assert {d.name for d in cheap} >= {"the gate table of docs/gate.md", "the command reference of docs/commands.md", "docs/figures.md"}
+    assert {d.name for d in cheap} >= {
+        "the gate table of docs/gate.md",
+        "the command reference of docs/commands.md",
+        "docs/figures.md",
+    }
     assert docs.stale(cheap) == [], "stale: run kvproof docs --write"
 
 
@@ -51,8 +55,10 @@ def test_regenerating_the_proofs_readme_keeps_it_when_only_a_counterexample_diff
     committed ones leaves the file as it is; a changed result or a new row rewrites it (the negative controls)."""
     from kvproof.proofs.registry import ProofRow
 
-    rows = [ProofRow("a claim", "`spec.f`", "Z3", "all integers", 0.1, "proved", "caught", "x=1"),
-            ProofRow("another", "`spec.g`", "Z3", "all integers", 0.1, "proved", "caught", "y=2")]
+    rows = [
+        ProofRow("a claim", "`spec.f`", "Z3", "all integers", 0.1, "proved", "caught", "x=1"),
+        ProofRow("another", "`spec.g`", "Z3", "all integers", 0.1, "proved", "caught", "y=2"),
+    ]
     committed = docs.proofs_readme(rows)
     witness_moved = [rows[0], ProofRow(*(list(vars(rows[1]).values())[:-1] + ["y=3"]))]
     assert docs.proofs_readme_over(committed, witness_moved) == committed

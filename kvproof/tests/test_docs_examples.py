@@ -50,11 +50,15 @@ def _select_mod_s(ring, rows, transfer_rows, row_bytes, lhp):
 ORIGINAL: dict[str, Any] = {}
 
 
-@pytest.mark.parametrize(("module", "name", "broken", "page", "label"), [
-    ("kvproof.spec.shape", "split_at", _broken_split, "tree.md", "example-split"),
-    ("kvproof.spec.prefill", "credited_anchor_since", _uncapped_credit, "sequences.md", "example-credit"),
-    ("kvproof.spec.state_layout", "select_state_slice", _select_mod_s, "deepinfer.md", "example-ring"),
-], ids=["split-drops-suffix-cutoffs", "credit-uncapped", "select-mod-S"])
+@pytest.mark.parametrize(
+    ("module", "name", "broken", "page", "label"),
+    [
+        ("kvproof.spec.shape", "split_at", _broken_split, "tree.md", "example-split"),
+        ("kvproof.spec.prefill", "credited_anchor_since", _uncapped_credit, "sequences.md", "example-credit"),
+        ("kvproof.spec.state_layout", "select_state_slice", _select_mod_s, "deepinfer.md", "example-ring"),
+    ],
+    ids=["split-drops-suffix-cutoffs", "credit-uncapped", "select-mod-S"],
+)
 def test_negative_control_a_broken_rule_fails_its_worked_example(monkeypatch, module, name, broken, page, label):
     """Negative control: the examples call the real rule, so breaking the rule makes its example report failures."""
     import importlib

@@ -99,12 +99,16 @@ def _site(tmp_path, body):
 
 
 def test_internal_links_that_resolve_pass(tmp_path):
-    site = _site(tmp_path, '<a href="sub/b.html#here">b</a><img src="x.png"><a href="#top">t</a><a href="https://example.org/">e</a>')
+    site = _site(
+        tmp_path, '<a href="sub/b.html#here">b</a><img src="x.png"><a href="#top">t</a><a href="https://example.org/">e</a>'
+    )
     assert links.check_site(site) == []
 
 
 def test_negative_control_broken_internal_links_are_reported(tmp_path):
-    site = _site(tmp_path, '<a href="sub/c.html">c</a><a href="sub/b.html#gone">g</a><img src="y.png"><a href="../../out.html">o</a>')
+    site = _site(
+        tmp_path, '<a href="sub/c.html">c</a><a href="sub/b.html#gone">g</a><img src="y.png"><a href="../../out.html">o</a>'
+    )
     broken = links.check_site(site)
     assert len(broken) == 4, broken
     assert any("no file sub/c.html" in b for b in broken) and any("id='gone'" in b for b in broken)
@@ -117,8 +121,17 @@ def test_negative_control_broken_internal_links_are_reported(tmp_path):
 def test_the_site_builds_with_warnings_as_errors_and_every_example_passing(built_site):
     assert built_site.ok, "\n".join(m for s in built_site.steps for m in s.messages)
     html = built_site.html
-    for page in ("site/index.html", "site/tree.html", "site/sequences.html", "site/deepinfer.html", "site/findings.html",
-                 "site/releases.html", "dynamo-findings.html", "releases.html", "index.html"):
+    for page in (
+        "site/index.html",
+        "site/tree.html",
+        "site/sequences.html",
+        "site/deepinfer.html",
+        "site/findings.html",
+        "site/releases.html",
+        "dynamo-findings.html",
+        "releases.html",
+        "index.html",
+    ):
         assert (html / page).is_file(), page
     assert sorted(p.name for p in (html / "_images").glob("*.png")) == sorted(f"{n}.png" for n in figures.FIGURES)
     assert "proved" in (html / "site" / "tree.html").read_text()

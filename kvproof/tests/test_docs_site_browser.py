@@ -73,7 +73,9 @@ def test_negative_control_a_missing_picture_a_console_error_and_a_404_are_report
         '<img src="missing.png" alt="gone"><script src="nope.js"></script>'
         '<script>console.error("broken on purpose"); throw new Error("thrown on purpose")</script></body></html>'
     )
-    (tmp_path / "good.html").write_text('<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body><p>fine</p></body></html>')
+    (tmp_path / "good.html").write_text(
+        '<!DOCTYPE html><html><head><link rel="icon" href="data:,"></head><body><p>fine</p></body></html>'
+    )
     checks = {c.page: c for c in browser.check_pages(tmp_path, ["bad.html", "good.html"])}
     bad = "\n".join(checks["bad.html"].problems)
     assert "picture did not render: missing.png" in bad

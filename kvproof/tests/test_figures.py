@@ -39,10 +39,29 @@ def test_the_checks_catch_a_stale_page_and_an_undated_figure():
 
 
 def test_recording_a_figure_replaces_its_entry_in_place(tmp_path):
-    report = {"schema": "kvproof.mutate/1", "passed": True, "median_ttd_s": 0.1, "p90_ttd_s": 1.0,
-              "layers": [{"name": "spec", "total": 2, "killed": 2, "timeout": 0, "survived": 0, "equivalent": 0,
-                          "no_tests": 0, "score": 1.0, "other": 0}]}
-    entries = [{"what": "a", "command": "c", "date": "2026-12-01", "result": "r"}, {"what": "b", "command": "c", "date": "2026-12-01", "result": "r"}]
+    report = {
+        "schema": "kvproof.mutate/1",
+        "passed": True,
+        "median_ttd_s": 0.1,
+        "p90_ttd_s": 1.0,
+        "layers": [
+            {
+                "name": "spec",
+                "total": 2,
+                "killed": 2,
+                "timeout": 0,
+                "survived": 0,
+                "equivalent": 0,
+                "no_tests": 0,
+                "score": 1.0,
+                "other": 0,
+            }
+        ],
+    }
+    entries = [
+        {"what": "a", "command": "c", "date": "2026-12-01", "result": "r"},
+        {"what": "b", "command": "c", "date": "2026-12-01", "result": "r"},
+    ]
     after = figures.record(entries, "a", "2026-12-06", "kvproof mutate --merge m.json", report)
     assert [e["what"] for e in after] == ["a", "b"] and "spec/ **100.0%**" in figures.result_of(after[0])
     path = tmp_path / "figures.json"

@@ -37,8 +37,11 @@ def test_every_gate_row_has_a_control():
 
 
 # The rows that need an oracle, by the suite's fixture that provides (or skips, or fails for) it.
-ORACLE_FIXTURES = {"differential vs Dynamo": "dynamo_tree", "vs dynamo.slot_tracker": "slot_tracker_oracle",
-                   "vs the selection service's ActiveSequences": "dynamo_tree"}
+ORACLE_FIXTURES = {
+    "differential vs Dynamo": "dynamo_tree",
+    "vs dynamo.slot_tracker": "slot_tracker_oracle",
+    "vs the selection service's ActiveSequences": "dynamo_tree",
+}
 
 
 @pytest.mark.parametrize("control", CONTROLS, ids=[c.row for c in CONTROLS])

@@ -31,5 +31,6 @@ def test_the_node_example_passes_against_the_served_reference():
 def test_the_node_example_fails_against_a_served_broken_twin():
     ran = run_example("kvproof.stateful_tests.tree.mutants:WalkStopsAtDepth")
     assert ran.returncode == 1, ran.stdout + ran.stderr
-    assert "the whole prefix scores per worker: expected [[1,0,6],[2,0,2]], the served tree answered [[1,0,4],[2,0,2]]" \
-        in ran.stderr
+    assert (
+        "the whole prefix scores per worker: expected [[1,0,6],[2,0,2]], the served tree answered [[1,0,4],[2,0,2]]" in ran.stderr
+    )

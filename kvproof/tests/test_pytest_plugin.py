@@ -8,8 +8,13 @@ import pytest
 
 def run_pytest(tmp_path, *args):
     """Run pytest in an empty folder (so only the plugin's items are collected) and return its output."""
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -22,7 +27,9 @@ def test_the_gate_rows_run_as_pytest_items(tmp_path):
 
 
 def test_a_broken_tree_fails_its_row_with_the_replay_command(tmp_path):
-    code, out = run_pytest(tmp_path, "--kvproof-target=kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--kvproof-only=vectors")
+    code, out = run_pytest(
+        tmp_path, "--kvproof-target=kvproof.stateful_tests.tree.mutants:NoLookupScrub", "--kvproof-only=vectors"
+    )
     assert code == 1, out
     assert "1 failed" in out and "steps differ" in out and "replay: kvproof check --target" in out
 

@@ -42,8 +42,12 @@ def code_counts() -> dict[str, int]:
     from kvproof.stateful_tests.explore.campaign import broken_subjects
     from kvproof.stateful_tests.tree.vectors import SCENARIOS
 
-    return {"gate rows": len(all_checks()), "families": len(FAMILIES), "vectors": len(SCENARIOS),
-            "broken concurrent structures": len(broken_subjects())}
+    return {
+        "gate rows": len(all_checks()),
+        "families": len(FAMILIES),
+        "vectors": len(SCENARIOS),
+        "broken concurrent structures": len(broken_subjects()),
+    }
 
 
 def test_the_readme_is_at_most_150_lines():

@@ -215,7 +215,8 @@ HEADERS = ("backend", "operation", "MB", "op GB/s", "copy GB/s", "ratio")
 def table_rows(rows: list[RoundTripBenchRow]) -> list[tuple[str, ...]]:
     """The rows of the table the README quotes (a skipped backend shows its reason)."""
     return [
-        (r.backend, r.note, "", "", "", "") if r.op_gbps is None or r.copy_gbps is None or r.ratio is None
+        (r.backend, r.note, "", "", "", "")
+        if r.op_gbps is None or r.copy_gbps is None or r.ratio is None
         else (r.backend, r.operation, f"{r.megabytes:.2f}", f"{r.op_gbps:.2f}", f"{r.copy_gbps:.2f}", f"{r.ratio:.2f}")
         for r in rows
     ]
@@ -244,8 +245,13 @@ class RoundTripBench:
 
 
 def run_bench_roundtrip(
-    names: list[str], repeats: int = 41, warmup: int = 3, row_bytes: int = 1024,
-    stored: int = 40, dropped: int = 20, threads: int = 1,
+    names: list[str],
+    repeats: int = 41,
+    warmup: int = 3,
+    row_bytes: int = 1024,
+    stored: int = 40,
+    dropped: int = 20,
+    threads: int = 1,
 ) -> RoundTripBench:
     """Run the round-trip benchmark on the backends ``names`` (a skipped backend is a row with its reason).
 

@@ -79,9 +79,7 @@ def golden_problems(golden: Golden) -> tuple[int, list[str]]:
     """Return how many printed lines were compared and a message for each that the spec does not reproduce."""
     want = golden.book.splitlines()
     got = golden.render()
-    problems = [
-        f"{golden.name} line {i + 1}: book {w!r}, spec {g!r}" for i, (w, g) in enumerate(zip(want, got)) if w != g
-    ]
+    problems = [f"{golden.name} line {i + 1}: book {w!r}, spec {g!r}" for i, (w, g) in enumerate(zip(want, got)) if w != g]
     if len(want) != len(got):
         problems.append(f"{golden.name}: book has {len(want)} lines, spec {len(got)}")
     return len(want), problems
@@ -108,8 +106,10 @@ class LabsRun:
                 say(f"   DIFFERS: {p}")
 
     def summary_line(self) -> str:
-        return (f"deepinfer-labs: labs={len(self.results)} lines={sum(c for _, c, _ in self.results)} "
-                f"differ={sum(len(p) for _, _, p in self.results)}")
+        return (
+            f"deepinfer-labs: labs={len(self.results)} lines={sum(c for _, c, _ in self.results)} "
+            f"differ={sum(len(p) for _, _, p in self.results)}"
+        )
 
     def to_json(self) -> dict[str, object]:
         return {"labs": [{"name": g.name, "source": g.source, "lines": c, "differ": p} for g, c, p in self.results]}

@@ -162,9 +162,7 @@ class UnpaddedSwaDrop(RoundTrip):
 
     def __init__(self, layout: StateLayout, alloc_fill: int | None = None) -> None:
         super().__init__(layout, alloc_fill)
-        unpadded = sum(
-            p.payload_nbytes for p in placements(layout) if p.segment.dropped and isinstance(p.segment, Ring)
-        )
+        unpadded = sum(p.payload_nbytes for p in placements(layout) if p.segment.dropped and isinstance(p.segment, Ring))
         self.sizes = replace(
             self.sizes,
             swa_drop_total_bytes_inference_pad=unpadded,
@@ -489,8 +487,11 @@ def run_controls(
             detail = f"lab 24 laws broken over {total} cases: {counts}" if counts else "no lab 24 law broken"
         else:
             total, witnesses, failing = first_violation(rule)
-            detail = (f"lab 24 laws {', '.join(witnesses)} broken at case {total} of the domain "
-                      f"({next(iter(witnesses.values()))})" if witnesses else "no lab 24 law broken")
+            detail = (
+                f"lab 24 laws {', '.join(witnesses)} broken at case {total} of the domain ({next(iter(witnesses.values()))})"
+                if witnesses
+                else "no lab 24 law broken"
+            )
         results.append(ControlResult(f"hit rule: {rule.__name__}", bool(failing), detail, failing, total))
     for mutant in MUTANTS:
         names = CAUGHT_BY[mutant]

@@ -74,9 +74,7 @@ def random_layout(rng: random.Random) -> StateLayout:
         previous = segments[-1] if segments else None
         if isinstance(previous, Ring) and rng.random() < 0.4:  # layers alike: the implementation groups them
             segments.append(
-                replace(
-                    previous, name=f"ring{i}", dropped=previous.dropped if rng.random() < 0.7 else not previous.dropped
-                )
+                replace(previous, name=f"ring{i}", dropped=previous.dropped if rng.random() < 0.7 else not previous.dropped)
             )
         elif rng.random() < 0.75:
             rows = rng.choice([1, 2, 3, 5, 8, 13, 16, rng.randint(1, 40)])
@@ -96,9 +94,7 @@ def _positions(rng: random.Random, layout: StateLayout) -> int:
     rings = _rings(layout) or [Ring("none", 1, 1, 1)]
     ring = rng.choice(rings)
     r, s = ring.rows, ring.transfer_rows
-    return rng.choice(
-        [-1, 0, max(-1, s - 2), s - 1, r - 1, r, r + s, rng.randint(-1, 3 * r + 3), rng.randint(r, 10 * r)]
-    )
+    return rng.choice([-1, 0, max(-1, s - 2), s - 1, r - 1, r, r + s, rng.randint(-1, 3 * r + 3), rng.randint(r, 10 * r)])
 
 
 def fixed_cases(seed: int) -> list[Case]:
@@ -135,9 +131,7 @@ def fixed_cases(seed: int) -> list[Case]:
         ("nothing stored, raw-prefix", nothing_stored_raw, 30),
         ("compress-first order, stored raw", compress_first, 23),
     ]
-    return [
-        Case(i, name, layout, 3, 1 + i % 2, lhp, seed * 1_000_003 + i) for i, (name, layout, lhp) in enumerate(specs)
-    ]
+    return [Case(i, name, layout, 3, 1 + i % 2, lhp, seed * 1_000_003 + i) for i, (name, layout, lhp) in enumerate(specs)]
 
 
 def make_cases(seed: int, count: int) -> list[Case]:
@@ -409,14 +403,10 @@ def law_spec_agreement(run: LawRun) -> list[str]:
             out = run.dev(run.garbage(size)) if use_out else None
             got = rt.select(cache, c.state_id, c.lhp, to_ce, out=out)
             if expected is None:
-                run.expect(
-                    got is None, problems, f"select(to_ce={to_ce}) of size 0 returned {type(got).__name__}, not None"
-                )
+                run.expect(got is None, problems, f"select(to_ce={to_ce}) of size 0 returned {type(got).__name__}, not None")
                 continue
             got_bytes = bytes(run.host(got))
-            run.expect(
-                len(got_bytes) == size, problems, f"select(to_ce={to_ce}) has {len(got_bytes)} bytes, not {size}"
-            )
+            run.expect(len(got_bytes) == size, problems, f"select(to_ce={to_ce}) has {len(got_bytes)} bytes, not {size}")
             a, b = spec.take(got_bytes, expected.specified), spec.take(expected.data, expected.specified)
             run.expect(
                 a == b,
@@ -515,9 +505,7 @@ def law_ground_truth_load(run: LawRun) -> list[str]:
             q
             for q in spec.window_positions(ring.transfer_rows, c.lhp)
             if q >= 0
-            and not np.array_equal(
-                row[p.cache_offset + spec.slot_of(q, ring.rows) * ring.row_bytes :][: ring.row_bytes], hist[q]
-            )
+            and not np.array_equal(row[p.cache_offset + spec.slot_of(q, ring.rows) * ring.row_bytes :][: ring.row_bytes], hist[q])
         ]
         run.expect(
             not bad,
@@ -840,8 +828,9 @@ def try_read_only_cache(run: LawRun, rt: RoundTrip, host: np.ndarray, problems: 
         raised = None
     except Exception as exc:
         raised = exc
-    run.expect(isinstance(raised, StateArgumentError) and np.array_equal(frozen, host), problems,
-               f"read-only cache: raised {raised!r}")
+    run.expect(
+        isinstance(raised, StateArgumentError) and np.array_equal(frozen, host), problems, f"read-only cache: raised {raised!r}"
+    )
 
 
 def bad_inputs(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[BadRoundTripCall]:
@@ -869,16 +858,24 @@ def _bad_positions(run: LawRun, rt: RoundTrip) -> Iterator[BadRoundTripCall]:
     they must raise typed errors."""
     c, disk = run.case, run.sizes.state_size_to_disk
     sid, lhp = c.state_id, c.lhp
-    yield BadRoundTripCall("state id out of range", lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
-                   StateArgumentError)
+    yield BadRoundTripCall(
+        "state id out of range",
+        lambda cache, out: rt.load(cache, c.n_states, run.dev(run.garbage(disk)), lhp, "on"),
+        StateArgumentError,
+    )
     yield BadRoundTripCall("state id negative", lambda cache, out: rt.select(cache, -1, lhp, True), StateArgumentError)
     yield BadRoundTripCall("state id bool", lambda cache, out: rt.select(cache, True, lhp, True), StateArgumentType)
-    yield BadRoundTripCall("position below -1", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"),
-                   StateArgumentError)
-    yield BadRoundTripCall("position float", lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True),  # type: ignore[arg-type]
-                   StateArgumentType)
-    yield BadRoundTripCall("position bool", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"),
-                   StateArgumentType)
+    yield BadRoundTripCall(
+        "position below -1", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), -2, "on"), StateArgumentError
+    )
+    yield BadRoundTripCall(
+        "position float",
+        lambda cache, out: rt.select(cache, sid, float(max(lhp, 0)), True),  # type: ignore[arg-type]
+        StateArgumentType,
+    )
+    yield BadRoundTripCall(
+        "position bool", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), True, "on"), StateArgumentType
+    )
     yield BadRoundTripCall("to_ce not bool", lambda cache, out: rt.select(cache, sid, lhp, "yes"), StateArgumentType)  # type: ignore[arg-type]
 
 
@@ -889,19 +886,25 @@ def _bad_destinations(run: LawRun, rt: RoundTrip, host: np.ndarray) -> Iterator[
     if not total:
         return
     foreign = _foreign_array(run, total)
-    yield BadRoundTripCall("out wrong size", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
-                   run.garbage(total + 1))
-    yield BadRoundTripCall("out 2-D", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError,
-                   run.garbage((1, total)))
+    yield BadRoundTripCall(
+        "out wrong size", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError, run.garbage(total + 1)
+    )
+    yield BadRoundTripCall(
+        "out 2-D", lambda cache, out: rt.select(cache, sid, lhp, True, out=out), StateArgumentError, run.garbage((1, total))
+    )
     wide = run.be.from_numpy(run.garbage(total).astype(np.int16))
     yield BadRoundTripCall("out wrong dtype", lambda cache, out: rt.select(cache, sid, lhp, True, out=wide), StateArgumentType)
     if foreign is not None:
-        yield BadRoundTripCall("out of another library", lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign),
-                       StateArgumentType)
+        yield BadRoundTripCall(
+            "out of another library", lambda cache, out: rt.select(cache, sid, lhp, True, out=foreign), StateArgumentType
+        )
     if host.shape[1] >= total and c.n_states > 1:
         other = (sid + 1) % c.n_states
-        yield BadRoundTripCall("out overlaps the cache", lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
-                       StateArgumentError)
+        yield BadRoundTripCall(
+            "out overlaps the cache",
+            lambda cache, out: rt.select(cache, sid, lhp, True, out=cache[other, :total]),
+            StateArgumentError,
+        )
 
 
 def _foreign_array(run: LawRun, total: int) -> Any:
@@ -917,15 +920,23 @@ def _bad_tensors(run: LawRun, rt: RoundTrip) -> Iterator[BadRoundTripCall]:
     c, disk = run.case, run.sizes.state_size_to_disk
     sid, lhp = c.state_id, c.lhp
     if disk:
-        yield BadRoundTripCall("tensor wrong size", lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
-                       StateArgumentError)
+        yield BadRoundTripCall(
+            "tensor wrong size",
+            lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk + 1)), lhp, "on"),
+            StateArgumentError,
+        )
         if c.n_states > 1:
             other = (sid + 1) % c.n_states
-            yield BadRoundTripCall("tensor overlaps another slot", lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
-                           StateArgumentError)
-    yield BadRoundTripCall("truncation mode not str",
-                   lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
-                   StateArgumentType)
+            yield BadRoundTripCall(
+                "tensor overlaps another slot",
+                lambda cache, out: rt.load(cache, sid, cache[other, :disk], lhp, "on"),
+                StateArgumentError,
+            )
+    yield BadRoundTripCall(
+        "truncation mode not str",
+        lambda cache, out: rt.load(cache, sid, run.dev(run.garbage(disk)), lhp, None),  # type: ignore[arg-type]
+        StateArgumentType,
+    )
 
 
 @dataclass(frozen=True)
@@ -1042,9 +1053,7 @@ def run_suite(
 
 def catches(factory: Factory, law_names: Sequence[str], cases: Sequence[Case], backend_name: str = "numpy") -> bool:
     """Return True when at least one of the named laws fails for ``factory`` on ``cases``."""
-    report = run_suite(
-        backend_name, factory=factory, laws=[LAW_BY_NAME[n] for n in law_names], cases=cases, stop_at_first=True
-    )
+    report = run_suite(backend_name, factory=factory, laws=[LAW_BY_NAME[n] for n in law_names], cases=cases, stop_at_first=True)
     return bool(report.failed)
 
 
@@ -1075,8 +1084,10 @@ class RoundTripRun:
 
     def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
         r = self.result
-        say(f"kvproof roundtrip: backend={self.backend} seed={self.seed} cases={r.cases}"
-            + (f" (case {self.case} only)" if self.case is not None else ""))
+        say(
+            f"kvproof roundtrip: backend={self.backend} seed={self.seed} cases={r.cases}"
+            + (f" (case {self.case} only)" if self.case is not None else "")
+        )
         table(SuiteReport.HEADERS, r.table_rows(), numeric=(2, 3))
         for law_result in r.failed:
             for c, message in law_result.problems[:3]:
@@ -1096,16 +1107,31 @@ class RoundTripRun:
         r = self.result
         if r.skipped:
             return f"\nkvproof roundtrip: SKIP backend={self.backend}: {r.skipped}"
-        return (f"\nkvproof roundtrip: {len(r.results) - len(r.failed)} laws passed, {len(r.failed)} failed, {r.checks} checks "
-                f"(backend={self.backend} seed={self.seed} cases={r.cases})")
+        return (
+            f"\nkvproof roundtrip: {len(r.results) - len(r.failed)} laws passed, {len(r.failed)} failed, {r.checks} checks "
+            f"(backend={self.backend} seed={self.seed} cases={r.cases})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         r = self.result
-        return {"backend": self.backend, "seed": self.seed, "cases": r.cases, "skipped": r.skipped,
-                "laws": [{"law": x.law.name, "title": x.law.title, "cases": x.cases, "checks": x.checks,
-                          "result": "pass" if x.passed else "FAIL", "problems": [f"case {c.index}: {m}" for c, m in x.problems[:5]]}
-                         for x in r.results],
-                "controls": [c.__dict__ for c in self.controls]}
+        return {
+            "backend": self.backend,
+            "seed": self.seed,
+            "cases": r.cases,
+            "skipped": r.skipped,
+            "laws": [
+                {
+                    "law": x.law.name,
+                    "title": x.law.title,
+                    "cases": x.cases,
+                    "checks": x.checks,
+                    "result": "pass" if x.passed else "FAIL",
+                    "problems": [f"case {c.index}: {m}" for c, m in x.problems[:5]],
+                }
+                for x in r.results
+            ],
+            "controls": [c.__dict__ for c in self.controls],
+        }
 
 
 def run_roundtrip(backend: str, seed: int, count: int, case: int | None, controls: bool) -> RoundTripRun:

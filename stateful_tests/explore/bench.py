@@ -90,7 +90,9 @@ def run_bench_explore(schedules: int = 3000, histories: int = 200, seed: int = 1
         result.rows.append((f"toy 3x10 schedules/s, {label}", _rate(toy, strategy, schedules), schedules))
     make = functools.partial(ConcurrentRadixTree, lanes=3)
     real = SCENARIOS["fanout-vs-split"].build(make)
-    result.rows.append(("fanout-vs-split schedules/s (with its check)", _rate(real, RandomWalk(seed), schedules // 10), schedules // 10))
+    result.rows.append(
+        ("fanout-vs-split schedules/s (with its check)", _rate(real, RandomWalk(seed), schedules // 10), schedules // 10)
+    )
     times, sizes = [], []
     for k in range(histories):
         setup, threads, final = random_layout(seed * 100_003 + k, calls_per_thread=16)
@@ -101,7 +103,12 @@ def run_bench_explore(schedules: int = 3000, histories: int = 200, seed: int = 1
         linearizability.check(program.spec(), calls)
         times.append((time.perf_counter() - start) * 1000)
         sizes.append(len(calls))
-    result.rows.append((f"ms per linearizability check ({statistics.median(sizes):.0f}-call histories, median)",
-                        statistics.median(times), histories))
+    result.rows.append(
+        (
+            f"ms per linearizability check ({statistics.median(sizes):.0f}-call histories, median)",
+            statistics.median(times),
+            histories,
+        )
+    )
     result.rows.append(("ms per linearizability check (90th percentile)", sorted(times)[int(0.9 * len(times))], histories))
     return result

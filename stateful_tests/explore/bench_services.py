@@ -44,11 +44,16 @@ class ServiceRow:
         return n / seconds if seconds > 0 else float("inf")
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "mode": self.mode, "events": self.events, "queries": self.queries,
-                "events_per_s": round(self.per_second(self.events, self.event_wall), 1),
-                "cpu_us_per_event": round(1e6 * self.event_cpu / max(self.events, 1), 1),
-                "queries_per_s": round(self.per_second(self.queries, self.query_wall), 1) if self.queries else None,
-                "cpu_us_per_query": round(1e6 * self.query_cpu / max(self.queries, 1), 1) if self.queries else None}
+        return {
+            "target": self.target,
+            "mode": self.mode,
+            "events": self.events,
+            "queries": self.queries,
+            "events_per_s": round(self.per_second(self.events, self.event_wall), 1),
+            "cpu_us_per_event": round(1e6 * self.event_cpu / max(self.events, 1), 1),
+            "queries_per_s": round(self.per_second(self.queries, self.query_wall), 1) if self.queries else None,
+            "cpu_us_per_query": round(1e6 * self.query_cpu / max(self.queries, 1), 1) if self.queries else None,
+        }
 
 
 def _child_cpu(tree: Any) -> float:
@@ -152,16 +157,37 @@ def table(rows: list[ServiceRow]) -> list[tuple[Any, ...]]:
     out = []
     for r in rows:
         j = r.to_json()
-        out.append((r.target, r.mode, r.events, j["events_per_s"], j["cpu_us_per_event"],
-                    ratio(r.event_cpu, r.events, base.event_cpu if base else 0, base.events if base else 0),
-                    r.queries, j["queries_per_s"] or "-", j["cpu_us_per_query"] or "-",
-                    ratio(r.query_cpu, r.queries, base.query_cpu if base else 0, base.queries if base else 0)
-                    if r.mode == "deterministic" else "-"))
+        out.append(
+            (
+                r.target,
+                r.mode,
+                r.events,
+                j["events_per_s"],
+                j["cpu_us_per_event"],
+                ratio(r.event_cpu, r.events, base.event_cpu if base else 0, base.events if base else 0),
+                r.queries,
+                j["queries_per_s"] or "-",
+                j["cpu_us_per_query"] or "-",
+                ratio(r.query_cpu, r.queries, base.query_cpu if base else 0, base.queries if base else 0)
+                if r.mode == "deterministic"
+                else "-",
+            )
+        )
     return out
 
 
-HEADERS = ("target", "mode", "events", "events/s", "CPU us/event", "CPU vs binding", "queries", "queries/s",
-           "CPU us/query", "CPU vs binding")
+HEADERS = (
+    "target",
+    "mode",
+    "events",
+    "events/s",
+    "CPU us/event",
+    "CPU vs binding",
+    "queries",
+    "queries/s",
+    "CPU us/query",
+    "CPU vs binding",
+)
 
 
 @dataclass

@@ -62,12 +62,16 @@ def scenario_named(name: str) -> ExploreScenario:
     if name in SCENARIOS:
         return SCENARIOS[name]
     prefix = f"{RANDOM}.s"
-    if name.startswith(prefix) and name[len(prefix):].isdigit():
+    if name.startswith(prefix) and name[len(prefix) :].isdigit():
         from . import tree_scenarios
 
-        seed = int(name[len(prefix):])
-        return ExploreScenario(name, "lanes", f"a random workload of seed {seed} on three lanes and a reader (tree_scenarios.random_workload)",
-                        lambda make: tree_scenarios.workload_program(make, tree_scenarios.random_workload(seed)))
+        seed = int(name[len(prefix) :])
+        return ExploreScenario(
+            name,
+            "lanes",
+            f"a random workload of seed {seed} on three lanes and a reader (tree_scenarios.random_workload)",
+            lambda make: tree_scenarios.workload_program(make, tree_scenarios.random_workload(seed)),
+        )
     raise KeyError(f"unknown scenario {name!r}: one of {', '.join(SCENARIOS)}, or {prefix}SEED")
 
 
@@ -98,8 +102,12 @@ def broken_subjects() -> dict[str, type]:
     from ..sequences import mutants as sequence_mutants
     from ..tree import impl_mutants
 
-    tracker = [sequence_mutants.BookBeforeSlotLock, sequence_mutants.MarkSkipsPublish, sequence_mutants.MarkIsLost,
-               sequence_mutants.PublishAfterUnlock]
+    tracker = [
+        sequence_mutants.BookBeforeSlotLock,
+        sequence_mutants.MarkSkipsPublish,
+        sequence_mutants.MarkIsLost,
+        sequence_mutants.PublishAfterUnlock,
+    ]
     return {impl_mutants.short_name(m): m for m in [*impl_mutants.EXPLORER_MUTANTS, *impl_mutants.POOL_MUTANTS, *tracker]}
 
 
@@ -110,8 +118,12 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     from ...impl.slot_tracker import ConcurrentSlotTracker
 
     if name in ("impl", "impl-lanes", "impl-pool"):
-        return Subject("impl", functools.partial(ConcurrentRadixTree, lanes=3), functools.partial(ThreadPoolIndexer, threads=2),
-                       functools.partial(ConcurrentSlotTracker, None))
+        return Subject(
+            "impl",
+            functools.partial(ConcurrentRadixTree, lanes=3),
+            functools.partial(ThreadPoolIndexer, threads=2),
+            functools.partial(ConcurrentSlotTracker, None),
+        )
     broken_by_name = broken_subjects()
     broken = broken_by_name.get(name)
     if broken is not None:
@@ -130,8 +142,9 @@ def subject_for(name: str, factory: Callable[..., Any] | None = None) -> Subject
     if isinstance(factory, type):
         if issubclass(factory, ConcurrentRadixTree):
             tree_class = factory
-            return Subject(name, functools.partial(tree_class, lanes=3),
-                           lambda: ThreadPoolIndexer(threads=2, tree=tree_class(lanes=2)))
+            return Subject(
+                name, functools.partial(tree_class, lanes=3), lambda: ThreadPoolIndexer(threads=2, tree=tree_class(lanes=2))
+            )
         if issubclass(factory, ThreadPoolIndexer):
             return Subject(name, pool=functools.partial(factory, threads=2))
         if issubclass(factory, ConcurrentSlotTracker):
@@ -275,9 +288,9 @@ def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) ->
         for k in range(len(best) - 1, -1, -1):
             if k >= len(best):
                 continue
-            trials = [best[:k] + best[k + 1:]]  # drop the decision (the later ones shift up)
+            trials = [best[:k] + best[k + 1 :]]  # drop the decision (the later ones shift up)
             if k and best[k] != best[k - 1]:
-                trials.append(best[:k] + [best[k - 1]] + best[k + 1:])  # continue the previous thread instead
+                trials.append(best[:k] + [best[k - 1]] + best[k + 1 :])  # continue the previous thread instead
             for trial in trials:
                 if fails_alike(program, trial, kind):
                     best, changed = trial, True
@@ -287,8 +300,15 @@ def shrink_schedule(program: HistoryProgram, decisions: list[int], kind: str) ->
     return best
 
 
-def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, seconds: float | None = None,
-            shrink: bool = True, offset: int = 0) -> Exploration:
+def explore(
+    scenario: str,
+    subject: Subject,
+    strategy: Strategy,
+    budget: int,
+    seconds: float | None = None,
+    shrink: bool = True,
+    offset: int = 0,
+) -> Exploration:
     """Run up to ``budget`` schedules of ``scenario`` (or until ``seconds`` pass); stop at the first failure.
 
     ``offset``: how many schedules ``strategy`` already ran on this scenario (a sweep's second pass goes on with the
@@ -316,10 +336,17 @@ def explore(scenario: str, subject: Subject, strategy: Strategy, budget: int, se
             decisions = shrink_schedule(program, result.decisions, kind) if shrink else list(result.decisions)
             replayed, preempted = replay_counted(program, decisions)  # leaves the shrunk schedule's history behind
             final = replayed if replayed.failed and _kind(replayed) == kind else result
-            schedule = Schedule(scenario, subject.name, f"{strategy.name}#{offset + index}", tuple(decisions), kind=kind,
-                                detail=final.problems[0].split("\n", 1)[0])
-            report.found = Found(schedule, final.problems, program.recorder.describe(), offset + index, found_at,
-                                 len(result.decisions), preempted)
+            schedule = Schedule(
+                scenario,
+                subject.name,
+                f"{strategy.name}#{offset + index}",
+                tuple(decisions),
+                kind=kind,
+                detail=final.problems[0].split("\n", 1)[0],
+            )
+            report.found = Found(
+                schedule, final.problems, program.recorder.describe(), offset + index, found_at, len(result.decisions), preempted
+            )
             break
     else:
         report.exhausted = strategy.exhausted()
@@ -343,9 +370,11 @@ def pct_budget_line(threads: int, decisions: int, depth: int) -> str:
     from .pct import depth_bound
 
     p = depth_bound(threads, decisions, depth)
-    return (f"PCT depth {depth}: n={threads} threads, k={decisions} decisions: each schedule finds a depth-{depth} bug "
-            f"with probability >= 1/(n*k^{depth - 1}) = {p:.2g}; {budget_for(threads, decisions, depth)} schedules "
-            f"give 95% confidence")
+    return (
+        f"PCT depth {depth}: n={threads} threads, k={decisions} decisions: each schedule finds a depth-{depth} bug "
+        f"with probability >= 1/(n*k^{depth - 1}) = {p:.2g}; {budget_for(threads, decisions, depth)} schedules "
+        f"give 95% confidence"
+    )
 
 
 def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed: int) -> Exploration:
@@ -392,12 +421,20 @@ def explore_with_hypothesis(scenario: str, subject: Subject, examples: int, seed
             return report
         result, program, workload = last[0]
         kind = _kind(result)
-        schedule = Schedule(scenario, subject.name, f"hypothesis.s{seed}", tuple(result.decisions), workload=workload,
-                            kind=kind, detail=result.problems[0].split("\n", 1)[0])
+        schedule = Schedule(
+            scenario,
+            subject.name,
+            f"hypothesis.s{seed}",
+            tuple(result.decisions),
+            workload=workload,
+            kind=kind,
+            detail=result.problems[0].split("\n", 1)[0],
+        )
         history = program.recorder.describe()
         _, preempted = replay_counted(program, list(result.decisions))
-        report.found = Found(schedule, result.problems, history, report.schedules,
-                             time.perf_counter() - start, len(result.decisions), preempted)
+        report.found = Found(
+            schedule, result.problems, history, report.schedules, time.perf_counter() - start, len(result.decisions), preempted
+        )
     report.seconds = time.perf_counter() - start
     return report
 
@@ -469,10 +506,18 @@ def replay_regressions(subject: Subject, families: tuple[str, ...], report: Swee
             continue
         report.regressions += 1
         if result.failed:
-            again = Schedule(saved.scenario, subject.name, saved.strategy, saved.decisions, saved.workload, kind=_kind(result),
-                             detail=result.problems[0].split("\n", 1)[0])
-            report.regression_found = Found(again, result.problems, program.recorder.describe(), 0, 0.0,
-                                            len(saved.decisions), preempted, str(path))
+            again = Schedule(
+                saved.scenario,
+                subject.name,
+                saved.strategy,
+                saved.decisions,
+                saved.workload,
+                kind=_kind(result),
+                detail=result.problems[0].split("\n", 1)[0],
+            )
+            report.regression_found = Found(
+                again, result.problems, program.recorder.describe(), 0, 0.0, len(saved.decisions), preempted, str(path)
+            )
             return
 
 
@@ -481,8 +526,15 @@ FIRST_PASS = 50
 within 44 schedules of its scenario; kvproof issue 32)."""
 
 
-def sweep(subject: Subject, families: tuple[str, ...], schedules: int, seed: int, depth: int = 3,
-          strategies: tuple[str, ...] = ("pct", "random"), regressions: bool = True) -> Sweep:
+def sweep(
+    subject: Subject,
+    families: tuple[str, ...],
+    schedules: int,
+    seed: int,
+    depth: int = 3,
+    strategies: tuple[str, ...] = ("pct", "random"),
+    regressions: bool = True,
+) -> Sweep:
     """The gate's explorer row: regressions, then each scenario under each strategy, until the first failure.
 
     The scenarios are run in two passes: the first ``FIRST_PASS`` schedules of every scenario and strategy, then the
@@ -520,8 +572,13 @@ def sweep(subject: Subject, families: tuple[str, ...], schedules: int, seed: int
 def merged(first: Exploration, rest: Exploration) -> Exploration:
     """One scenario's exploration under one strategy, from its two passes."""
     return dataclasses.replace(
-        rest, schedules=first.schedules + rest.schedules, max_decisions=max(first.max_decisions, rest.max_decisions),
-        threads=max(first.threads, rest.threads), seconds=first.seconds + rest.seconds, notes=first.notes + rest.notes)
+        rest,
+        schedules=first.schedules + rest.schedules,
+        max_decisions=max(first.max_decisions, rest.max_decisions),
+        threads=max(first.threads, rest.threads),
+        seconds=first.seconds + rest.seconds,
+        notes=first.notes + rest.notes,
+    )
 
 
 def sweep_row_detail(report: Sweep) -> tuple[str, str]:
@@ -531,9 +588,15 @@ def sweep_row_detail(report: Sweep) -> tuple[str, str]:
     found = report.found
     if found is None:
         return "", ""
-    how = (f"  a saved regression ({found.schedule.strategy})" if found is report.regression_found else
-           f"  schedule {found.index} of {found.schedule.strategy.split('#')[0]}, shrunk to {len(found.schedule.decisions)} "
-           f"decisions ({found.preemptions} preemptions) from {found.original_decisions}")
-    lines = [f"{found.schedule.scenario}: {found.problems[0].splitlines()[0]}", how,
-             *("  " + line for line in found.problems[0].splitlines()[1:12])]
+    how = (
+        f"  a saved regression ({found.schedule.strategy})"
+        if found is report.regression_found
+        else f"  schedule {found.index} of {found.schedule.strategy.split('#')[0]}, shrunk to {len(found.schedule.decisions)} "
+        f"decisions ({found.preemptions} preemptions) from {found.original_decisions}"
+    )
+    lines = [
+        f"{found.schedule.scenario}: {found.problems[0].splitlines()[0]}",
+        how,
+        *("  " + line for line in found.problems[0].splitlines()[1:12]),
+    ]
     return "\n".join(lines), found.replay

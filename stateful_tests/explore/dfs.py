@@ -70,7 +70,7 @@ class DFS:
 
     def end(self, result: RunResult) -> None:
         self.schedules += 1
-        del self.stack[self._depth:]
+        del self.stack[self._depth :]
         while self.stack and self.stack[-1].index + 1 >= len(self.stack[-1].options):
             self.stack.pop()
         if self.stack:

@@ -92,8 +92,13 @@ class Raced:
         return [point for who, point in self.trail if who == thread]
 
 
-def race(point: str | Callable[[Any], str], make: Callable[[], Any], paused: Callable[[Any], object],
-         meanwhile: Callable[[Any], object], occurrence: int = 1) -> Raced:
+def race(
+    point: str | Callable[[Any], str],
+    make: Callable[[], Any],
+    paused: Callable[[Any], object],
+    meanwhile: Callable[[Any], object],
+    occurrence: int = 1,
+) -> Raced:
     """Run ``paused(subject)`` until its ``occurrence``-th decision named ``point``, all of ``meanwhile(subject)``, then the rest.
 
     ``make()`` builds the subject under the scheduler (so its gates and locks are the scheduler's);
@@ -109,6 +114,7 @@ def race(point: str | Callable[[Any], str], make: Callable[[], Any], paused: Cal
                 body(raced.subject)
             except Exception as exc:  # handed back to the caller
                 raced.errors[name] = exc
+
         return run
 
     strategy = Directed(point if isinstance(point, str) else "", "paused", "meanwhile", occurrence)

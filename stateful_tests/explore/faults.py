@@ -113,7 +113,11 @@ def judge(program: HistoryProgram, problems: list[str], torn_spec: Any) -> tuple
     if not problems:
         return "clean", ""
     only_order = all(kind_of(p) == "not linearizable" for p in problems)
-    if only_order and torn_spec is not None and linearizability.check(torn_spec, program.calls, program.budget, minimize=False).ok:
+    if (
+        only_order
+        and torn_spec is not None
+        and linearizability.check(torn_spec, program.calls, program.budget, minimize=False).ok
+    ):
         return "torn", problems[0].splitlines()[0]
     return "broken", problems[0].splitlines()[0]
 

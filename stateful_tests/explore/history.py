@@ -33,8 +33,9 @@ class Call:
         return f"[{self.call:>3}-{self.ret:<3}] {self.thread:>10}: {self.op}({args}) -> {self.result!r}"
 
 
-def outcome(fn: Callable[[], Any], typed: tuple[type[BaseException], ...],
-            normalize: Callable[[Any], Hashable] = lambda v: v) -> Hashable:
+def outcome(
+    fn: Callable[[], Any], typed: tuple[type[BaseException], ...], normalize: Callable[[Any], Hashable] = lambda v: v
+) -> Hashable:
     """Return what a history records for a call: ``("ok", normalize(value))`` or ``("error", name)`` for a typed error."""
     try:
         value = fn()
@@ -55,8 +56,15 @@ class HistoryRecorder:
         self._typed = typed_errors
         self.calls: list[Call] = []
 
-    def call(self, thread: str, op: str, args: tuple[Any, ...], fn: Callable[[], Any],
-             normalize: Callable[[Any], Hashable] = lambda v: v, read: bool = False) -> None:
+    def call(
+        self,
+        thread: str,
+        op: str,
+        args: tuple[Any, ...],
+        fn: Callable[[], Any],
+        normalize: Callable[[Any], Hashable] = lambda v: v,
+        read: bool = False,
+    ) -> None:
         start = next(self._clock)
         result = outcome(fn, self._typed, normalize)
         self.calls.append(Call(thread, start, next(self._clock), op, args, result, read))

@@ -123,10 +123,12 @@ class Seen:
     @property
     def during(self) -> tuple[Hashable, ...]:
         """The states that existed while the read was open."""
-        return self.states[self.opened:]
+        return self.states[self.opened :]
 
 
-def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int) -> tuple[LinearizabilityVerdict, int]:
+def _check_part(
+    spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Call], budget: int
+) -> tuple[LinearizabilityVerdict, int]:
     quiet = _quiescent(part, writes)
     entries = _entries(part)
     n = len(entries)
@@ -135,8 +137,9 @@ def _check_part(spec: SequentialSpec, part: Sequence[Call], writes: Sequence[Cal
     path: list[tuple[Any, Call | None]] = []  # the states of the current linearization, with the write that made each
 
     def seen_by(read: Call, opened: int) -> Seen:
-        return Seen(tuple(spec.observe(state, read) for state, _ in path),
-                    tuple(w is None or w.ret < read.call for _, w in path), opened)
+        return Seen(
+            tuple(spec.observe(state, read) for state, _ in path), tuple(w is None or w.ret < read.call for _, w in path), opened
+        )
 
     def search(done: frozenset[int], open_reads: tuple[tuple[int, int], ...]) -> bool:
         nonlocal visited

@@ -70,8 +70,12 @@ from .specs import TreeSpec
 
 Factory = Callable[[], Any]
 
-LABEL_OUTCOMES = {"ok": targets.OK, "parent_block_not_found": "ParentBlockNotFound", "block_not_found": "BlockNotFound",
-                  "invalid_block": "InvalidBlockSequence"}
+LABEL_OUTCOMES = {
+    "ok": targets.OK,
+    "parent_block_not_found": "ParentBlockNotFound",
+    "block_not_found": "BlockNotFound",
+    "invalid_block": "InvalidBlockSequence",
+}
 """The indexer's outcome labels as kvproof's outcome names (``harness.dynamo_indexer``)."""
 
 
@@ -210,7 +214,9 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
     counter = itertools.count()
     clock = counter.__next__
     reader = _Reader(tree, clock, racing=not getattr(tree, "lockstep", False))
-    segments: list[tuple[list[Any], list[Call], int]] = []  # per round: the references it may start from, its writes, reads so far
+    segments: list[
+        tuple[list[Any], list[Call], int]
+    ] = []  # per round: the references it may start from, its writes, reads so far
     starts: list[Any] = [reference()]  # every reference state the rounds so far may have left (see possible_states)
     spans: list[tuple[int, int]] = []  # each round's (first stamp, last stamp)
     states: list[ContractState] = [EMPTY_CONTRACT]  # the contract after each round
@@ -227,7 +233,7 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
             position += len(batch)
             if not carried:
                 continue
-            reader.queries = [q for qs in stream.queries[position - len(batch):position] for q in qs]
+            reader.queries = [q for qs in stream.queries[position - len(batch) : position] for q in qs]
             before = states[-1]
             segments.append((starts, [], len(reader.calls)))
             expected = [apply_op(oracle, op) for op in carried]
@@ -250,14 +256,23 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
             elif Counter(got) != Counter(expected):
                 problem = _round_outcome_problem(before, carried, got)
                 if problem:
-                    verdict.outcome = (f"round {number}: the tree answered {sorted(Counter(got).items())}, the reference "
-                                       f"under {rules.name} {sorted(Counter(expected).items())} for "
-                                       f"{[describe(op) for op in carried]}: {problem}")
+                    verdict.outcome = (
+                        f"round {number}: the tree answered {sorted(Counter(got).items())}, the reference "
+                        f"under {rules.name} {sorted(Counter(expected).items())} for "
+                        f"{[describe(op) for op in carried]}: {problem}"
+                    )
                 elif verdict.diverged_at is None:
                     verdict.diverged_at = len(segments) - 1  # within the contract, in another order than the reference's
             for op, outcome in zip(carried, expected):
-                segments[-1][1].append(Call(f"worker{_worker(op)}", start, end, *_write_call(op),
-                                            ("ok", None) if outcome == targets.OK else ("error", outcome)))
+                segments[-1][1].append(
+                    Call(
+                        f"worker{_worker(op)}",
+                        start,
+                        end,
+                        *_write_call(op),
+                        ("ok", None) if outcome == targets.OK else ("error", outcome),
+                    )
+                )
             if verdict.outcome or verdict.violations:
                 verdict.ops = stream.ops[:position]
                 break
@@ -276,7 +291,7 @@ def feed_stream(subject: Factory, stream: Stream, rules: RuleSet, budget: int = 
             break
     if not verdict.violations and not verdict.outcome:
         bounds = [first for _, _, first in segments[1:]] + [len(reader.calls)]
-        checked = list(zip(segments, bounds))[:verdict.diverged_at]  # past a divergence the reference is no spec
+        checked = list(zip(segments, bounds))[: verdict.diverged_at]  # past a divergence the reference is no spec
         for (start_trees, writes, first), last in checked:
             history = writes + reader.calls[first:last]
             reports = [check_linearizable(_TreeSpecFrom(start, rules), history, budget) for start in start_trees]
@@ -340,8 +355,9 @@ class _TreeSpecFrom(TreeSpec):
     def admits(self, call: Call, seen: Any, quiescent: bool) -> bool:
         if call.op != "find_matches_many":
             return super().admits(call, seen, quiescent)
-        return all(super(_TreeSpecFrom, self).admits(_one(call, k), _one_seen(seen, k), quiescent)
-                   for k in range(len(call.args[0])))
+        return all(
+            super(_TreeSpecFrom, self).admits(_one(call, k), _one_seen(seen, k), quiescent) for k in range(len(call.args[0]))
+        )
 
     def partition(self, calls: Any) -> list[list[Call]]:
         return [list(calls)]
@@ -424,11 +440,12 @@ def _read_problem(call: Call, spans: list[tuple[int, int]], states: list[Contrac
     return ""
 
 
-def _query_problem(call: Call, query: tuple[int, ...], scores: dict[Any, int], spans: list[tuple[int, int]],
-                   states: list[ContractState]) -> str:
+def _query_problem(
+    call: Call, query: tuple[int, ...], scores: dict[Any, int], spans: list[tuple[int, int]], states: list[ContractState]
+) -> str:
     first = sum(1 for _, end in spans if end < call.call)  # rounds that ended before the read began
     last = sum(1 for start, _ in spans if start < call.ret)  # rounds that began before it returned
-    seen = states[first:last + 1]
+    seen = states[first : last + 1]
     ranks = set(scores) | {r for s in seen for r in s}
     problems = []
     for rank in sorted(ranks):
@@ -436,8 +453,9 @@ def _query_problem(call: Call, query: tuple[int, ...], scores: dict[Any, int], s
         held = max(held_prefix(query, holdings(s, rank).held) for s in seen)
         reachable = min(held_prefix(query, holdings(s, rank).reachable) for s in seen)
         if got > held:
-            problems.append(f"over-credits {tuple(rank)}: score {got}, but it held at most {held} blocks of the query "
-                            f"while the read ran")
+            problems.append(
+                f"over-credits {tuple(rank)}: score {got}, but it held at most {held} blocks of the query while the read ran"
+            )
         elif got < reachable:
             problems.append(f"unexplained undercount of {tuple(rank)}: score {got}, reachable {reachable} throughout")
     if not problems:
@@ -476,41 +494,75 @@ class ProductionReport:
             say(line)
 
     def summary_line(self) -> str:
-        return (f"concurrent: streams={self.streams} rounds={self.rounds} events={self.events} reads={self.reads} "
-                f"contract_breaks={sum(1 for v in self.failures if v.violations)} "
-                f"outcome_differences={sum(1 for v in self.failures if v.outcome and not v.violations)} "
-                f"not_linearizable={len(self.not_linearizable)} tolerated={self.tolerated} (F11) "
-                f"reordered={self.reordered}" + (f"; {self.race.summary_line()}" if self.race is not None else ""))
+        return (
+            f"concurrent: streams={self.streams} rounds={self.rounds} events={self.events} reads={self.reads} "
+            f"contract_breaks={sum(1 for v in self.failures if v.violations)} "
+            f"outcome_differences={sum(1 for v in self.failures if v.outcome and not v.violations)} "
+            f"not_linearizable={len(self.not_linearizable)} tolerated={self.tolerated} (F11) "
+            f"reordered={self.reordered}" + (f"; {self.race.summary_line()}" if self.race is not None else "")
+        )
 
     def report(self, verdict: StreamVerdict) -> str:
         """One stream's failure: what broke, the events up to it, and the command that runs the stream again."""
-        what = (verdict.violations[0].detail if verdict.violations else verdict.outcome or
-                f"the history is {verdict.linearizable} against the reference under {self.rules}")
+        what = (
+            verdict.violations[0].detail
+            if verdict.violations
+            else verdict.outcome or f"the history is {verdict.linearizable} against the reference under {self.rules}"
+        )
         events = ops_to_lines(verdict.ops)
         path = Path("kvproof-failures") / file_safe(f"concurrent-{self.subject}-seed{verdict.seed}-stream{verdict.stream}.jsonl")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in events))
-        lines = [f"CONCURRENT [{'contract' if verdict.violations else 'outcome' if verdict.outcome else 'linearizability'}] "
-                 f"{self.subject}: seed={verdict.seed} stream={verdict.stream}", f"  {what}",
-                 f"  the stream up to there: {len(events)} operations, as Dynamo events, in {path}; the last ones:"]
+        lines = [
+            f"CONCURRENT [{'contract' if verdict.violations else 'outcome' if verdict.outcome else 'linearizability'}] "
+            f"{self.subject}: seed={verdict.seed} stream={verdict.stream}",
+            f"  {what}",
+            f"  the stream up to there: {len(events)} operations, as Dynamo events, in {path}; the last ones:",
+        ]
         lines += [f"    {line}" for line in events[-8:]]
         lines += [f"  {line}" for line in verdict.history]
-        lines.append(f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
-                     f"--stream {verdict.stream} (the interleaving is the machine's: it may take a few runs)")
+        lines.append(
+            f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
+            f"--stream {verdict.stream} (the interleaving is the machine's: it may take a few runs)"
+        )
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
-        return {"subject": self.subject, "rules": self.rules, "seed": self.seed, "streams": self.streams,
-                "rounds": self.rounds, "events": self.events, "reads": self.reads, "tolerated": self.tolerated,
-                "failures": [{"stream": v.stream, "violations": [x.detail for x in v.violations], "outcome": v.outcome,
-                              "events": ops_to_lines(v.ops)} for v in self.failures],
-                "not_linearizable": [{"stream": v.stream, "history": v.history} for v in self.not_linearizable],
-                "left_out": self.left_out.to_json(), "race": self.race.to_json() if self.race is not None else None,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "subject": self.subject,
+            "rules": self.rules,
+            "seed": self.seed,
+            "streams": self.streams,
+            "rounds": self.rounds,
+            "events": self.events,
+            "reads": self.reads,
+            "tolerated": self.tolerated,
+            "failures": [
+                {
+                    "stream": v.stream,
+                    "violations": [x.detail for x in v.violations],
+                    "outcome": v.outcome,
+                    "events": ops_to_lines(v.ops),
+                }
+                for v in self.failures
+            ],
+            "not_linearizable": [{"stream": v.stream, "history": v.history} for v in self.not_linearizable],
+            "left_out": self.left_out.to_json(),
+            "race": self.race.to_json() if self.race is not None else None,
+            "seconds": round(self.seconds, 3),
+        }
 
 
-def feed(subject: Factory, subject_name: str, rules: RuleSet, streams: int, seed: int, only_stream: int | None = None,
-         on_failure: Callable[[str], None] | None = None, races: int = RACE_ROUNDS) -> ProductionReport:
+def feed(
+    subject: Factory,
+    subject_name: str,
+    rules: RuleSet,
+    streams: int,
+    seed: int,
+    only_stream: int | None = None,
+    on_failure: Callable[[str], None] | None = None,
+    races: int = RACE_ROUNDS,
+) -> ProductionReport:
     """Feed ``streams`` streams of run ``seed`` (or just ``only_stream``) to fresh trees of ``subject``; then, if its
     trees queue events (``removal_race.takes_submissions``), run ``races`` rounds of a removal racing the removed
     worker's own events (not when replaying one stream)."""
@@ -551,8 +603,9 @@ def queues_events(subject: Factory) -> bool:
         targets.dispose(tree)
 
 
-def run_concurrent(target_name: str, streams: int, seed: int, stream: int | None, rules: str | None,
-                   say: Callable[[str], None]) -> ProductionReport:
+def run_concurrent(
+    target_name: str, streams: int, seed: int, stream: int | None, rules: str | None, say: Callable[[str], None]
+) -> ProductionReport:
     """``kvproof conform tree --concurrent``: the target fed as production feeds it; a target that cannot take the
     events of several ranks at once (no ``send_many``) is refused."""
     from ..harness.errors import CampaignInputError
@@ -563,8 +616,9 @@ def run_concurrent(target_name: str, streams: int, seed: int, stream: int | None
     if probe is not None:
         targets.dispose(probe)
     if factory is None or not takes_many:
-        raise CampaignInputError(f"--concurrent needs a target that takes events of several ranks at once (send_many); "
-                                 f"{target_name} does not")
+        raise CampaignInputError(
+            f"--concurrent needs a target that takes events of several ranks at once (send_many); {target_name} does not"
+        )
     rule_set, note = targets.resolve_rules(target_name, override=rules)
     say(f"conform tree --concurrent: {note}")
     return feed(factory, target_name, rule_set, streams, seed, stream, on_failure=say)

@@ -43,8 +43,14 @@ class HistoryProgram:
 
     typed: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, make: Callable[[], Any], setup_steps: Sequence[tuple[str, Step]],
-                 threads: Sequence[tuple[str, Sequence[Step]]], final: Sequence[Step], budget: int = 50_000) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Any],
+        setup_steps: Sequence[tuple[str, Step]],
+        threads: Sequence[tuple[str, Sequence[Step]]],
+        final: Sequence[Step],
+        budget: int = 50_000,
+    ) -> None:
         self.make = make
         self.setup_steps = list(setup_steps)
         self.thread_steps = [(name, list(steps)) for name, steps in threads]
@@ -90,7 +96,9 @@ class HistoryProgram:
             def run() -> None:
                 for step in steps:
                     self._do(name, name, step)
+
             return run
+
         return [(name, body(name, steps)) for name, steps in self.thread_steps]
 
     def finish(self) -> list[str]:
@@ -103,8 +111,9 @@ class HistoryProgram:
             self.stop()
         self.report = linearizability.check(self.spec(), self.recorder.calls, self.budget)
         if self.report.verdict is linearizability.LinearizabilityVerdict.NOT_LINEARIZABLE:
-            problems.append("not linearizable: no order of the reference explains these calls:\n    "
-                            + "\n    ".join(self.report.describe()))
+            problems.append(
+                "not linearizable: no order of the reference explains these calls:\n    " + "\n    ".join(self.report.describe())
+            )
         elif self.report.verdict is linearizability.LinearizabilityVerdict.UNKNOWN:
             problems.append(f"undecided: the linearizability search passed {self.budget} states")
         return problems

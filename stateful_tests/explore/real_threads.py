@@ -39,12 +39,14 @@ def run_real(program: HistoryProgram, timeout: float = 10.0) -> list[str]:
     errors: list[str] = []
     threads = []
     for name, body in program.threads():
+
         def run(body: Callable[[], None] = body, name: str = name) -> None:
             go.wait()
             try:
                 body()
             except Exception as exc:  # reported with the thread's name
                 errors.append(f"thread {name} raised {type(exc).__name__}: {exc}")
+
         threads.append((name, _sync.Thread(run, f"kvproof-real-{name}")))
     go.set()
     deadline = time.monotonic() + timeout

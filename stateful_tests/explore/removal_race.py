@@ -136,8 +136,7 @@ class Remover(threading.Thread):
 
 def victim_credits(tree: Any, query: list[int]) -> dict[tuple[int, int], int]:
     """Each rank of the victim that ``query`` credits, with its blocks."""
-    return {(rank[0], rank[1]): score for rank, score in tree.find_matches(query).scores.items()
-            if rank[0] == VICTIM and score}
+    return {(rank[0], rank[1]): score for rank, score in tree.find_matches(query).scores.items() if rank[0] == VICTIM and score}
 
 
 def race_round(factory: Factory, seed: int) -> RoundVerdict:
@@ -196,24 +195,35 @@ class RaceReport:
         return not self.failures
 
     def summary_line(self) -> str:
-        return (f"removal race: rounds={self.rounds} late_store_after_removal={self.late_landed} "
-                f"survived_removal={len(self.failures)}")
+        return (
+            f"removal race: rounds={self.rounds} late_store_after_removal={self.late_landed} "
+            f"survived_removal={len(self.failures)}"
+        )
 
     def report(self, verdict: RoundVerdict) -> str:
         """One failed round: what the removed worker was still credited with, and how to run the round again."""
         held = "; ".join(f"{what}: {blocks} blocks" for what, blocks in verdict.credited.items())
-        return (f"REMOVAL RACE {self.subject}: seed={verdict.seed}: worker {VICTIM} was removed with nothing in flight, "
-                f"after its removal had raced its own queued events, and is still credited ({held})\n"
-                f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
-                f"(the interleaving is the machine's: it may take a few runs)")
+        return (
+            f"REMOVAL RACE {self.subject}: seed={verdict.seed}: worker {VICTIM} was removed with nothing in flight, "
+            f"after its removal had raced its own queued events, and is still credited ({held})\n"
+            f"  run it again: kvproof conform tree --concurrent --target {shlex.quote(self.subject)} --seed {verdict.seed} "
+            f"(the interleaving is the machine's: it may take a few runs)"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"subject": self.subject, "seed": self.seed, "rounds": self.rounds, "late_landed": self.late_landed, "seconds": round(self.seconds, 3),
-                "failures": [{"seed": v.seed, "credited": v.credited} for v in self.failures]}
+        return {
+            "subject": self.subject,
+            "seed": self.seed,
+            "rounds": self.rounds,
+            "late_landed": self.late_landed,
+            "seconds": round(self.seconds, 3),
+            "failures": [{"seed": v.seed, "credited": v.credited} for v in self.failures],
+        }
 
 
-def race_removals(factory: Factory, subject: str, rounds: int, seed: int,
-                  on_failure: Callable[[str], None] | None = None) -> RaceReport:
+def race_removals(
+    factory: Factory, subject: str, rounds: int, seed: int, on_failure: Callable[[str], None] | None = None
+) -> RaceReport:
     """Run ``rounds`` rounds, round ``k`` with seed ``seed + k``; report the ones that broke the law."""
     started = time.perf_counter()
     report = RaceReport(subject, seed)

@@ -48,12 +48,19 @@ class ScheduleReplay:
     def summary_line(self) -> str:
         if self.diverged:
             return self.diverged
-        return (f"replay: outcome={self.result.outcome.value} decisions={len(self.result.decisions)} steps={self.result.steps} "
-                f"(decisions past the recorded ones never preempt)")
+        return (
+            f"replay: outcome={self.result.outcome.value} decisions={len(self.result.decisions)} steps={self.result.steps} "
+            f"(decisions past the recorded ones never preempt)"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        body = {"scenario": self.schedule.scenario, "target": self.schedule.target, "recorded_on": self.recorded_on,
-                "decisions": len(self.schedule.decisions), "kind": self.schedule.kind}
+        body = {
+            "scenario": self.schedule.scenario,
+            "target": self.schedule.target,
+            "recorded_on": self.recorded_on,
+            "decisions": len(self.schedule.decisions),
+            "kind": self.schedule.kind,
+        }
         if self.diverged:
             return body | {"diverged": self.diverged}
         return body | {"outcome": self.result.outcome.value, "steps": self.result.steps, "problems": self.result.problems}
@@ -83,8 +90,11 @@ def run_replay_schedule(text: str, target: str | None) -> ScheduleReplay:
     except KeyError as exc:
         raise CampaignInputError(f"replay: {exc.args[0]}") from None
     except Divergence as exc:
-        why = (f"it was recorded on {report.recorded_on}, whose threads take other turns" if schedule.target != report.recorded_on
-               else "the code under it has changed since it was recorded")
+        why = (
+            f"it was recorded on {report.recorded_on}, whose threads take other turns"
+            if schedule.target != report.recorded_on
+            else "the code under it has changed since it was recorded"
+        )
         report.diverged = f"replay: the schedule does not fit {schedule.target} ({exc}): {why}"
         return report
     report.result = result
@@ -95,14 +105,18 @@ def run_replay_schedule(text: str, target: str | None) -> ScheduleReplay:
 def _schedule_lines(schedule: Any, recorded_on: str, result: Any, program: Any) -> list[str]:
     """The replay's header, the recorded history, the problems, and whether it shows what it was recorded as."""
     threads = ", ".join(f"{chr(97 + i)}={n}" for i, n in sorted(result.names.items()))
-    lines = [f"replay: {schedule.scenario} on {schedule.target}: {len(schedule.decisions)} recorded decisions "
-             f"(threads: {threads})"]
+    lines = [
+        f"replay: {schedule.scenario} on {schedule.target}: {len(schedule.decisions)} recorded decisions (threads: {threads})"
+    ]
     lines += [f"  {line}" for line in program.recorder.describe()]
     lines += list(result.problems)
     if schedule.kind and result.failed:
         shown = problem_kind(result)
-        lines.append(f"replay: shows {schedule.kind!r} as recorded" if shown == schedule.kind
-                     else f"replay: shows {shown!r}, recorded as {schedule.kind!r}")
+        lines.append(
+            f"replay: shows {schedule.kind!r} as recorded"
+            if shown == schedule.kind
+            else f"replay: shows {shown!r}, recorded as {schedule.kind!r}"
+        )
     elif schedule.kind:
         lines.append(f"replay: recorded as {schedule.kind!r} on {recorded_on}; passes on {schedule.target}")
     return lines
@@ -156,8 +170,10 @@ class ExploreRun:
             say(f"\nFAIL {f.schedule.scenario} on {self.target}: {f.problems[0].splitlines()[0]}")
             for line in f.problems[0].splitlines()[1:]:
                 say(f"  {line}")
-            say(f"  found at schedule {f.index} after {f.seconds:.2f} s; shrunk to {len(f.schedule.decisions)} decisions "
-                f"({f.preemptions} preemptions) from {f.original_decisions}")
+            say(
+                f"  found at schedule {f.index} after {f.seconds:.2f} s; shrunk to {len(f.schedule.decisions)} decisions "
+                f"({f.preemptions} preemptions) from {f.original_decisions}"
+            )
             say("  history of the shrunk schedule:")
             for line in f.history:
                 say(f"    {line}")
@@ -170,10 +186,13 @@ class ExploreRun:
 
     def to_json(self) -> dict[str, Any]:
         keys = ("scenario", "strategy", "schedules", "max_decisions", "seconds", "result")
-        return {"target": self.target, "strategy": self.strategy, "seed": self.seed,
-                "rows": [dict(zip(keys, r)) for r in self.rows],
-                "found": [{"token": f.token, "file": f.file, "kind": f.schedule.kind, "problem": f.problems[0]}
-                          for f in self.found]}
+        return {
+            "target": self.target,
+            "strategy": self.strategy,
+            "seed": self.seed,
+            "rows": [dict(zip(keys, r)) for r in self.rows],
+            "found": [{"token": f.token, "file": f.file, "kind": f.schedule.kind, "problem": f.problems[0]} for f in self.found],
+        }
 
 
 @dataclass(frozen=True)
@@ -192,8 +211,10 @@ class ExplorePlan:
 def subject_and_scenarios(target: str, scenario: str | None, strategy: str = "pct") -> tuple[campaign.Subject, list[str]]:
     """The subject named by ``target`` and the scenarios to run on it; an unknown scenario or subject is refused."""
     if scenario == campaign.RANDOM and strategy != "hypothesis":
-        raise CampaignInputError(f"{campaign.RANDOM} draws its workload with --strategy hypothesis; "
-                                 f"{campaign.RANDOM}.sSEED is a seeded one", param="SCENARIO")
+        raise CampaignInputError(
+            f"{campaign.RANDOM} draws its workload with --strategy hypothesis; {campaign.RANDOM}.sSEED is a seeded one",
+            param="SCENARIO",
+        )
     if scenario is not None and scenario != campaign.RANDOM:
         try:
             campaign.scenario_named(scenario)
@@ -224,8 +245,9 @@ def run_explore(plan: ExplorePlan, target: str, profile: Any, say: Say) -> Explo
     return report
 
 
-def _explore_one(name: str, subject: campaign.Subject, plan: ExplorePlan, schedules: int, depth: int,
-                 say: Say) -> tuple[tuple[Any, ...], Any]:
+def _explore_one(
+    name: str, subject: campaign.Subject, plan: ExplorePlan, schedules: int, depth: int, say: Say
+) -> tuple[tuple[Any, ...], Any]:
     """One scenario explored: its table row, and its failing schedule (or None)."""
     if plan.strategy == "hypothesis":
         report = campaign.explore_with_hypothesis(name, subject, schedules, plan.seed)
@@ -269,8 +291,11 @@ class FaultsRun:
         return [(r.scenario, r.pairs, *(r.count(o) for o in OUTCOMES)) for r in self.reports]
 
     def render(self, say: Say, table: DrawTable) -> None:
-        table(("scenario", "pairs tried", "clean", "torn-but-consistent", "poisoned", "broken"), self.rows(),
-              numeric=(1, 2, 3, 4, 5))
+        table(
+            ("scenario", "pairs tried", "clean", "torn-but-consistent", "poisoned", "broken"),
+            self.rows(),
+            numeric=(1, 2, 3, 4, 5),
+        )
         for name, thread, at, point, problem in self.broken:
             say(f"BROKEN {name}: a fault in {thread} at decision {at} ({point}): {problem}")
             say(f"  replay: kvproof explore {name} --faults --target {self.target}")
@@ -283,8 +308,11 @@ class FaultsRun:
     def to_json(self) -> dict[str, Any]:
         from .faults import OUTCOMES
 
-        return {"target": self.target, "rows": [dict(zip(("scenario", "pairs", *OUTCOMES), r)) for r in self.rows()],
-                "broken": [dict(zip(("scenario", "thread", "decision", "point", "problem"), b)) for b in self.broken]}
+        return {
+            "target": self.target,
+            "rows": [dict(zip(("scenario", "pairs", *OUTCOMES), r)) for r in self.rows()],
+            "broken": [dict(zip(("scenario", "thread", "decision", "point", "problem"), b)) for b in self.broken],
+        }
 
 
 def run_faults(target: str, scenario: str | None) -> FaultsRun:
@@ -361,16 +389,23 @@ class MutantSweep:
 
     def render(self, say: Say, table: DrawTable) -> None:
         if not self.fresh:
-            say("(the saved regressions, stateful_tests/explore/regressions/, are replayed first: a structure one of "
-                "them catches shows 0 schedules; --fresh explores from nothing)")
+            say(
+                "(the saved regressions, stateful_tests/explore/regressions/, are replayed first: a structure one of "
+                "them catches shows 0 schedules; --fresh explores from nothing)"
+            )
         p = self.profile
-        table(("broken structure", "scenario", "kind", "schedules", "seconds", "token"), self.rows, numeric=(3, 4),
-              title=f"the gate's explorer rows ({p.name} profile: {p.explore.schedules} schedules per "
-                    f"scenario and strategy, seed {self.seed})")
+        table(
+            ("broken structure", "scenario", "kind", "schedules", "seconds", "token"),
+            self.rows,
+            numeric=(3, 4),
+            title=f"the gate's explorer rows ({p.name} profile: {p.explore.schedules} schedules per "
+            f"scenario and strategy, seed {self.seed})",
+        )
 
     def summary_line(self) -> str:
-        return (f"explore: mutants={len(self.rows)} found={len(self.rows) - len(self.missed)} missed={len(self.missed)}"
-                + (f" ({', '.join(self.missed)})" if self.missed else ""))
+        return f"explore: mutants={len(self.rows)} found={len(self.rows) - len(self.missed)} missed={len(self.missed)}" + (
+            f" ({', '.join(self.missed)})" if self.missed else ""
+        )
 
     def to_json(self) -> dict[str, Any]:
         keys = ("mutant", "scenario", "kind", "schedules", "seconds", "token")
@@ -382,13 +417,22 @@ def run_mutants(profile: Any, seed: int, fresh: bool, warn: Say) -> MutantSweep:
     report = MutantSweep(profile, seed, fresh)
     for name in campaign.broken_subjects():
         subject = campaign.subject_for(name)
-        swept = campaign.sweep(subject, subject.families, profile.explore.schedules, seed, profile.explore.pct_depth,
-                               regressions=not fresh)
+        swept = campaign.sweep(
+            subject, subject.families, profile.explore.schedules, seed, profile.explore.pct_depth, regressions=not fresh
+        )
         f = swept.found
         if swept.regression_failure:
             warn(f"explore: {swept.regression_failure}")
         if f is None:
             report.missed.append(name)
-        report.rows.append((name, f.schedule.scenario if f else "-", f.schedule.kind if f else "NOT FOUND", swept.schedules,
-                            f"{swept.seconds:.2f}", f.token if f else "-"))
+        report.rows.append(
+            (
+                name,
+                f.schedule.scenario if f else "-",
+                f.schedule.kind if f else "NOT FOUND",
+                swept.schedules,
+                f"{swept.seconds:.2f}",
+                f.token if f else "-",
+            )
+        )
     return report

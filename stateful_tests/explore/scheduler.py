@@ -249,8 +249,7 @@ class Scheduler:
         return [t for t in self.threads if t.program and not t.done]
 
     def _positions(self) -> dict[str, str]:
-        return {t.name: (f"waiting at {t.waiting[1]}" if t.waiting else f"at {t.position}")
-                for t in self.threads if not t.done}
+        return {t.name: (f"waiting at {t.waiting[1]}" if t.waiting else f"at {t.position}") for t in self.threads if not t.done}
 
     def _stop_leftovers(self) -> list[str]:
         """Unwind every thread that has not finished (a service still waiting on its channel).
@@ -314,8 +313,10 @@ class Scheduler:
             unstoppable = self._stop_leftovers()
             _sync.control(None)
         if unstoppable:
-            problems.append(f"could not stop {', '.join(unstoppable)}: each swallowed GreenletExit {_EXIT_ATTEMPTS} times "
-                            f"(it catches BaseException around its waits); parked for good")
+            problems.append(
+                f"could not stop {', '.join(unstoppable)}: each swallowed GreenletExit {_EXIT_ATTEMPTS} times "
+                f"(it catches BaseException around its waits); parked for good"
+            )
             outcome = Outcome.FAILED if outcome is Outcome.OK else outcome
         result = RunResult(outcome, self.decisions, self.steps, problems, {t.id: t.name for t in self.threads}, positions)
         self.strategy.end(result)
@@ -330,4 +331,3 @@ class Scheduler:
 
 def _where(positions: dict[str, str]) -> str:
     return "; ".join(f"{name} {where}" for name, where in positions.items()) or "no thread left"
-

@@ -110,12 +110,16 @@ class TreeSpec(_Spec):
         data = event.data
         parts: list[KvCacheEvent] = []
         if isinstance(data, Stored):
-            parts = [KvCacheEvent(event.event_id, Stored(data.parent_hash, data.blocks[:k]), event.dp_rank)
-                     for k in range(1, len(data.blocks))]
+            parts = [
+                KvCacheEvent(event.event_id, Stored(data.parent_hash, data.blocks[:k]), event.dp_rank)
+                for k in range(1, len(data.blocks))
+            ]
         elif isinstance(data, Removed) and len(data.block_hashes) <= 6:
             hashes = data.block_hashes
-            parts = [KvCacheEvent(event.event_id, Removed(tuple(h for i, h in enumerate(hashes) if mask >> i & 1)), event.dp_rank)
-                     for mask in range(1, (1 << len(hashes)) - 1)]
+            parts = [
+                KvCacheEvent(event.event_id, Removed(tuple(h for i, h in enumerate(hashes) if mask >> i & 1)), event.dp_rank)
+                for mask in range(1, (1 << len(hashes)) - 1)
+            ]
         out = []
         for k, part in enumerate(parts):
             tree = copy.deepcopy(state[0])
@@ -221,7 +225,9 @@ def _torn_pairs(candidates: list[Any]) -> list[tuple[Any, Any]]:
 
 def _potential_row(call: Call, load: Any, membership: Any) -> Any:
     q, isl, now = slot_tracker.check_potential_loads_args(*call.args)
-    return slot_tracker.potential_load_row(active_prefill_tokens(load.prefill, now), load, q, slot_tracker.overlap_depth(membership, q), isl)
+    return slot_tracker.potential_load_row(
+        active_prefill_tokens(load.prefill, now), load, q, slot_tracker.overlap_depth(membership, q), isl
+    )
 
 
 class TrackerSpec(_Spec):
@@ -263,7 +269,7 @@ class TrackerSpec(_Spec):
         if not any(set(dict(rows)) == set(s) for s in states):  # the slots of some state (workers may come and go)
             return False
         for slot, row in rows:
-            candidates = [r.get(slot) for r in states[_first_unmissable(states, seen.completed, slot) if not quiescent else 0:]]
+            candidates = [r.get(slot) for r in states[_first_unmissable(states, seen.completed, slot) if not quiescent else 0 :]]
             if call.op == "loads":
                 if row not in candidates:
                     return False

@@ -61,7 +61,7 @@ def decode_decisions(text: str) -> list[int]:
     pos = 0
     for m in _RUN.finditer(text):
         if m.start() != pos:
-            raise TokenError(f"decisions {text!r}: unexpected {text[pos:m.start()]!r} at {pos}")
+            raise TokenError(f"decisions {text!r}: unexpected {text[pos : m.start()]!r} at {pos}")
         out.extend([ord(m.group(1)) - ord("a")] * int(m.group(2) or 1))
         pos = m.end()
     if pos != len(text):
@@ -113,12 +113,18 @@ def looks_like_token(text: str) -> bool:
 
 def from_json(data: Any) -> Schedule:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise TokenError(f"not a schedule file (no \"format\": {FORMAT!r})")
+        raise TokenError(f'not a schedule file (no "format": {FORMAT!r})')
     try:
         workload = data.get("workload")
-        return Schedule(str(data["scenario"]), str(data["target"]), str(data["strategy"]),
-                        tuple(decode_decisions(str(data["decisions"]))),
-                        None if workload is None else _freeze(workload), str(data.get("kind", "")), str(data.get("detail", "")))
+        return Schedule(
+            str(data["scenario"]),
+            str(data["target"]),
+            str(data["strategy"]),
+            tuple(decode_decisions(str(data["decisions"]))),
+            None if workload is None else _freeze(workload),
+            str(data.get("kind", "")),
+            str(data.get("detail", "")),
+        )
     except KeyError as missing:
         raise TokenError(f"schedule file lacks {missing}") from None
 

@@ -31,7 +31,9 @@ class YieldPoints:
                     self.trace.append(i)
                     _sync.yield_point("toy.step")
                 self.trace.append(i)
+
             return run
+
         return [(f"t{i}", body(i)) for i in range(self.n)]
 
     def finish(self) -> list[str]:
@@ -60,6 +62,7 @@ class LostUpdate:
             else:
                 with self.lock:
                     self._increment()
+
         return [(f"t{i}", run) for i in range(self.n)]
 
     def finish(self) -> list[str]:
@@ -85,6 +88,7 @@ class LockOrder:
         def backward() -> None:
             with b, a:
                 pass
+
         return [("forward", forward), ("backward", backward)]
 
     def finish(self) -> list[str]:

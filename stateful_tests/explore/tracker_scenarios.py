@@ -73,8 +73,11 @@ def projection_vs_reads() -> tuple[list[tuple[str, Step]], list[tuple[str, list[
     """Adds, a mark and a free on one slot publish their deltas while a reader reads loads and potential loads: each
     read row is some moment's (potential loads may pair two moments), and the registry converges."""
     setup = [("setup", add("q", A, (1, 2, 3), 300))]
-    threads = [("t0", [add("r", A, (1, 2), 100), free("q")]), ("t1", [add("s", A, (1, 4), 200), mark("r")]),
-               ("reader", [LOADS, POTENTIAL])]
+    threads = [
+        ("t0", [add("r", A, (1, 2), 100), free("q")]),
+        ("t1", [add("s", A, (1, 4), 200), mark("r")]),
+        ("reader", [LOADS, POTENTIAL]),
+    ]
     return setup, threads, FINAL
 
 

@@ -81,8 +81,12 @@ class PoolProgram(TreeProgram):
             finally:  # a submit that fails leaves the earlier ones queued: the batch still waits for them (a prefix)
                 pool.flush()
             # flush promises every event queued before it has been applied: one still pending is a broken promise
-            return tuple(("pending", None) if not ack._done.is_set() else
-                         (("error", type(ack.error).__name__) if ack.error is not None else ("ok", None)) for ack in acks)
+            return tuple(
+                ("pending", None)
+                if not ack._done.is_set()
+                else (("error", type(ack.error).__name__) if ack.error is not None else ("ok", None))
+                for ack in acks
+            )
         if step.op == "event":
             return pool.apply_event(*step.args)
         if step.op in ("remove_worker", "clear_all_blocks"):
@@ -116,8 +120,12 @@ Layout = tuple[list[tuple[str, Step]], Threads, list[Step]]
 def fanout_vs_split() -> Layout:
     """Prefill fanout under an internal parent ([1 2], children 3 and 4) on lane 1 while lane 2 splits the
     parent at 1: the new child must end up below the suffix [2], never below the prefix [1]."""
-    setup = [("lane0", store(1, None, 1, 2, 3)), ("lane0", store(2, None, 1, 2, 4)),
-             ("lane1", store(3, None, 1, 2)), ("lane2", store(4, None, 1))]
+    setup = [
+        ("lane0", store(1, None, 1, 2, 3)),
+        ("lane0", store(2, None, 1, 2, 4)),
+        ("lane1", store(3, None, 1, 2)),
+        ("lane2", store(4, None, 1)),
+    ]
     threads = [("lane1", [store(3, 2, 6)]), ("lane2", [store(4, 1, 7), store(4, 7, 8)]), ("reader", [find(1, 2, 6)])]
     return setup, threads, [find(1, 2, 6), find(1, 7, 8), find(1, 2, 3), SNAPSHOT]
 
@@ -151,9 +159,11 @@ def repair_vs_removal() -> Layout:
     another worker's blocks of the same node. A repair rewrites only entries that still name the stale node:
     worker 1 removed 4 first, so a store below 4 must stay rejected."""
     setup = [("lane0", store(1, None, 1, 2, 3, 4)), ("lane1", store(3, None, 1, 2, 3, 4))]
-    threads = [("lane0", [remove(1, 4), store(1, 3, 6), store(1, 4, 7)]),
-               ("lane1", [store(2, None, 1, 2, 5), remove(3, 3, 4)]),
-               ("reader", [find(1, 2, 3, 4, 7)])]
+    threads = [
+        ("lane0", [remove(1, 4), store(1, 3, 6), store(1, 4, 7)]),
+        ("lane1", [store(2, None, 1, 2, 5), remove(3, 3, 4)]),
+        ("reader", [find(1, 2, 3, 4, 7)]),
+    ]
     return setup, threads, [find(1, 2, 3, 4, 7), find(1, 2, 3, 6), SNAPSHOT]
 
 
@@ -161,9 +171,11 @@ def drop_vs_split() -> Layout:
     """clear_all_blocks and remove_worker of worker 1 on lane 0 race stores on lane 1 that split worker 1's nodes:
     no coverage of worker 1 may survive on a suffix split off while it was being dropped."""
     setup = [("lane0", store(1, None, 1, 2, 3, 4)), ("lane0", store(5, None, 1, 2, 3, 4))]
-    threads = [("lane0", [Step("clear_all_blocks", (1,)), store(1, None, 1, 2, 3), Step("remove_worker", (5,))]),
-               ("lane1", [store(2, None, 1, 2, 6), store(2, None, 1, 8)]),
-               ("reader", [find(1, 2, 3, 4)])]
+    threads = [
+        ("lane0", [Step("clear_all_blocks", (1,)), store(1, None, 1, 2, 3), Step("remove_worker", (5,))]),
+        ("lane1", [store(2, None, 1, 2, 6), store(2, None, 1, 8)]),
+        ("reader", [find(1, 2, 3, 4)]),
+    ]
     return setup, threads, [find(1, 2, 3, 4), find(1, 2, 6), find(1, 8), SNAPSHOT]
 
 
@@ -189,8 +201,12 @@ def eviction_release_vs_store() -> Layout:
     soak fix), while worker 3 stores [1 2 3] through it and worker 2 splits the parent: the release must give up on a
     leaf a store covered meanwhile, or the store must land on a fresh node; no coverage may end on a released node."""
     setup = [("lane1", store(1, None, 1, 2, 3)), ("lane2", store(2, None, 1, 2, 4))]
-    threads = [("lane1", [remove(1, 3), remove(1, 2)]), ("lane0", [store(3, None, 1, 2, 3)]),
-               ("lane2", [store(2, None, 1, 5)]), ("reader", [find(1, 2, 3)])]
+    threads = [
+        ("lane1", [remove(1, 3), remove(1, 2)]),
+        ("lane0", [store(3, None, 1, 2, 3)]),
+        ("lane2", [store(2, None, 1, 5)]),
+        ("reader", [find(1, 2, 3)]),
+    ]
     return setup, threads, [find(1, 2, 3), find(1, 2, 4), find(1, 5), SNAPSHOT]
 
 
@@ -199,9 +215,11 @@ def cold_remove_vs_store() -> Layout:
     caller's stores; a third submits two dependent events and flushes. Each worker's events apply in order on
     one lane, flush means applied, and a cold removal changes nothing."""
     setup = [("caller0", Step("event", (1, stored(None, 1, 2, 3))))]
-    threads = [("caller0", [Step("remove_worker", (9,)), Step("event", (1, stored(3, 4)))]),
-               ("caller1", [batch(2, stored(None, 1, 2), stored(2, 5)), find(1, 2, 5)]),
-               ("caller2", [batch(3, stored(None, 1, 6), stored(6, 7)), find(1, 6, 7)])]
+    threads = [
+        ("caller0", [Step("remove_worker", (9,)), Step("event", (1, stored(3, 4)))]),
+        ("caller1", [batch(2, stored(None, 1, 2), stored(2, 5)), find(1, 2, 5)]),
+        ("caller2", [batch(3, stored(None, 1, 6), stored(6, 7)), find(1, 6, 7)]),
+    ]
     return setup, threads, [find(1, 2, 3, 4), find(1, 2, 5), find(1, 6, 7), SNAPSHOT]
 
 
@@ -210,10 +228,15 @@ def remove_vs_own_events() -> Layout:
     twice while another removes worker 4 twice. An event of worker 4 may land before or after a removal, but the
     worker must never end on two lanes: after the last removal, whatever worker 4 still holds was stored after it
     (the pool of kvproof issue 31 kept crediting a store that waited behind the first removal)."""
-    setup = [("caller0", Step("event", (1, stored(None, 1, 2)))), ("caller0", Step("event", (2, stored(None, 3)))),
-             ("caller0", Step("event", (4, stored(None, 1, 5))))]
-    threads = [("caller0", [Step("event", (4, stored(None, 6))), Step("event", (4, stored(None, 7)))]),
-               ("caller1", [Step("remove_worker", (4,)), Step("remove_worker", (4,))])]
+    setup = [
+        ("caller0", Step("event", (1, stored(None, 1, 2)))),
+        ("caller0", Step("event", (2, stored(None, 3)))),
+        ("caller0", Step("event", (4, stored(None, 1, 5)))),
+    ]
+    threads = [
+        ("caller0", [Step("event", (4, stored(None, 6))), Step("event", (4, stored(None, 7)))]),
+        ("caller1", [Step("remove_worker", (4,)), Step("remove_worker", (4,))]),
+    ]
     return setup, threads, [find(1, 5), find(6), find(7), SNAPSHOT]
 
 
@@ -336,8 +359,9 @@ def workloads() -> Any:
         return st.lists(st.one_of(from_root, below, remove_op, st.just(("clear", worker))), min_size=1, max_size=3).map(tuple)
 
     reads = st.lists(st.sampled_from(QUERIES).map(lambda q: ("find", q)), min_size=1, max_size=2).map(tuple)
-    return st.tuples(st.tuples(st.just("lane0"), lane_ops(1)), st.tuples(st.just("lane1"), lane_ops(2)),
-                     st.tuples(st.just("reader"), reads))
+    return st.tuples(
+        st.tuples(st.just("lane0"), lane_ops(1)), st.tuples(st.just("lane1"), lane_ops(2)), st.tuples(st.just("reader"), reads)
+    )
 
 
 def workload_program(make: Callable[[], Any], workload: Workload) -> TreeProgram:

@@ -53,9 +53,11 @@ FORMAT = "kvproof-fuzz/1"
 TARGETS = ("reference", "impl", "impl-lanes", "impl-pool", "dynamo")
 """The fleet: the reference (the judge), kvproof's other trees (held to it exactly, typed errors only), Dynamo."""
 
-BASE = [(1, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 300, 400))))),
-        (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 500))))),
-        (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 600))), dp_rank=1))]
+BASE = [
+    (1, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 300, 400))))),
+    (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 500))))),
+    (2, KvCacheEvent(0, Stored(None, tuple(Block(h // 100, h) for h in (100, 200, 600))), dp_rank=1)),
+]
 """The state every case starts from: two workers, three ranks, a shared prefix, a split."""
 
 PROBES = ([1, 2, 3, 4], [1, 2, 5, 6])
@@ -121,8 +123,11 @@ def _payload(draw: st.DrawFn) -> Any:
 @st.composite
 def cases(draw: st.DrawFn) -> FuzzCase:
     """A hostile call: mostly ``apply_event``, sometimes a worker removal or a query."""
-    op = draw(st.sampled_from(["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank",
-                                                     "find_matches", "find_matches"]))
+    op = draw(
+        st.sampled_from(
+            ["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches", "find_matches"]
+        )
+    )
     if op == "apply_event":
         return FuzzCase(op, (draw(grammar.worker), draw(_payload())))
     if op in ("remove_worker", "clear_all_blocks"):
@@ -311,9 +316,15 @@ def judge(case: FuzzCase, seen: dict[str, FuzzObserved], known: Counter[str]) ->
         if name in ("reference", "dynamo"):
             continue
         if (o.outcome, o.result, o.after[1:]) != (ref.outcome, ref.result, ref.after[1:]) and o.outcome != "n/a":
-            problems.append(Problem("disagree", name, f"{case.describe()}: {name} gave {o.outcome} {show(o.result)}, the "
-                                                       f"reference {ref.outcome} {show(ref.result)}"
-                                                       + (" (and the states differ)" if o.after[1:] != ref.after[1:] else "")))
+            problems.append(
+                Problem(
+                    "disagree",
+                    name,
+                    f"{case.describe()}: {name} gave {o.outcome} {show(o.result)}, the "
+                    f"reference {ref.outcome} {show(ref.result)}"
+                    + (" (and the states differ)" if o.after[1:] != ref.after[1:] else ""),
+                )
+            )
     dyn = seen.get("dynamo")
     if dyn is None or not case.dynamo_takes or dyn.outcome == "n/a":
         return problems
@@ -323,17 +334,33 @@ def judge(case: FuzzCase, seen: dict[str, FuzzObserved], known: Counter[str]) ->
         if finding is not None:
             known[finding] += 1
         else:
-            problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo took it ({dyn.outcome}), the reference refused it: "
-                                                        f"{ref.outcome} ({ref.message[:160]})"))
+            problems.append(
+                Problem(
+                    "dynamo",
+                    "dynamo",
+                    f"{where}: Dynamo took it ({dyn.outcome}), the reference refused it: {ref.outcome} ({ref.message[:160]})",
+                )
+            )
     elif _past_the_door(ref) and not _past_the_door(dyn):
-        problems.append(Problem("dynamo", "dynamo", f"{where}: the reference took it ({ref.outcome}), Dynamo refused it: "
-                                                    f"{dyn.outcome} ({dyn.message[:160]})"))
+        problems.append(
+            Problem(
+                "dynamo",
+                "dynamo",
+                f"{where}: the reference took it ({ref.outcome}), Dynamo refused it: {dyn.outcome} ({dyn.message[:160]})",
+            )
+        )
     elif _past_the_door(ref):
         if dyn.outcome != ref.outcome:
             problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo {dyn.outcome}, the reference {ref.outcome}"))
         elif _credited(dyn.after) != _credited(ref.after) or dyn.result != ref.result:
-            problems.append(Problem("dynamo", "dynamo", f"{where}: both {ref.outcome}, but Dynamo ends in another state"
-                                    + (f" or read ({show(dyn.result)} vs {show(ref.result)})" if dyn.result != ref.result else "")))
+            problems.append(
+                Problem(
+                    "dynamo",
+                    "dynamo",
+                    f"{where}: both {ref.outcome}, but Dynamo ends in another state"
+                    + (f" or read ({show(dyn.result)} vs {show(ref.result)})" if dyn.result != ref.result else ""),
+                )
+            )
     elif _credited(dyn.after) != _credited(dyn.before):
         problems.append(Problem("dynamo", "dynamo", f"{where}: Dynamo refused it ({dyn.outcome}) but its state changed"))
     return problems
@@ -404,7 +431,9 @@ def _failing_case(report: FuzzReport) -> float:
     return report.ordinals[-1] if report.problems and report.ordinals else float("inf")
 
 
-def run_case(fleet: FuzzFleet, case: FuzzCase, known: Counter[str] | None = None) -> tuple[dict[str, FuzzObserved], list[Problem]]:
+def run_case(
+    fleet: FuzzFleet, case: FuzzCase, known: Counter[str] | None = None
+) -> tuple[dict[str, FuzzObserved], list[Problem]]:
     """Reset the fleet, run ``case`` on every target, judge it."""
     fleet.reset()
     seen = {name: observe(name, tree, case, fleet.base[name]) for name, tree in fleet.trees.items()}
@@ -422,8 +451,15 @@ def block_seed(seed: int, block: int) -> int:
     return int.from_bytes(hashlib.sha256(f"kvproof-fuzz:{seed}:{block}".encode()).digest()[:8], "big")
 
 
-def fuzz(inputs: int, seed: int, names: tuple[str, ...] = TARGETS, save_dir: str | Path | None = "kvproof-failures/fuzz",
-         extra: dict[str, Callable[[], Any]] | None = None, shard: Shard = WHOLE, block: int = CASES_PER_BLOCK) -> FuzzReport:
+def fuzz(
+    inputs: int,
+    seed: int,
+    names: tuple[str, ...] = TARGETS,
+    save_dir: str | Path | None = "kvproof-failures/fuzz",
+    extra: dict[str, Callable[[], Any]] | None = None,
+    shard: Shard = WHOLE,
+    block: int = CASES_PER_BLOCK,
+) -> FuzzReport:
     """Run ``inputs`` hostile cases (Hypothesis, seeded) over ``names`` (and ``extra``); stop at the first problem, shrink it.
 
     The cases come in blocks of ``block``, each drawn by Hypothesis from its own seed
@@ -454,8 +490,15 @@ def _fuzz_block(fleet: FuzzFleet, report: FuzzReport, size: int, seed: int, firs
     first: list[Problem] = []
     generated = [first_ordinal]
 
-    @settings(max_examples=size, database=None, deadline=None, derandomize=False, print_blob=False,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=size,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        print_blob=False,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
     @hypothesis_seed(seed)
     @given(case=cases())
     def one(case: FuzzCase) -> None:
@@ -514,8 +557,14 @@ def _quiet_hypothesis() -> Iterator[None]:
 
 def save_case(case: FuzzCase, problem: Problem, seed: int, directory: str | Path) -> Path:
     """Write ``case`` as a ``kvproof-fuzz/1`` file (atomically); return its path."""
-    body = {"format": FORMAT, "op": case.op, "args": [codec.encode(a) for a in case.args], "seed": seed,
-            "problem": problem.line(), "case": case.describe()}
+    body = {
+        "format": FORMAT,
+        "op": case.op,
+        "args": [codec.encode(a) for a in case.args],
+        "seed": seed,
+        "problem": problem.line(),
+        "case": case.describe(),
+    }
     digest = hashlib.sha256(json.dumps(body["args"]).encode()).hexdigest()[:10]
     return write_json_atomically(Path(directory) / f"{problem.kind}-{problem.target}-{digest}.json", body)
 
@@ -537,8 +586,9 @@ def load_case(path: str | Path) -> FuzzCase:
         raise FuzzFileError(f"{path}: cannot read a fuzz case ({type(exc).__name__}: {exc})") from None
 
 
-def replay(path: str | Path, names: tuple[str, ...] = TARGETS,
-           extra: dict[str, Callable[[], Any]] | None = None) -> tuple[FuzzCase, dict[str, FuzzObserved], list[Problem]]:
+def replay(
+    path: str | Path, names: tuple[str, ...] = TARGETS, extra: dict[str, Callable[[], Any]] | None = None
+) -> tuple[FuzzCase, dict[str, FuzzObserved], list[Problem]]:
     """Run a saved case over ``names`` (and ``extra``) again; return what each target did and the problems."""
     case = load_case(path)
     fleet = FuzzFleet(names, extra)
@@ -552,5 +602,7 @@ def replay(path: str | Path, names: tuple[str, ...] = TARGETS,
 def summary_line(report: FuzzReport) -> str:
     """The last line of ``kvproof fuzz``: inputs, targets, untyped errors, problems, the known differences counted."""
     known = ",".join(f"{h}:{n}" for h, n in sorted(report.known.items())) or "none"
-    return (f"fuzz: inputs={report.inputs} targets={len(report.outcomes)} untyped={report.untyped()} "
-            f"problems={len(report.problems)} known={known}")
+    return (
+        f"fuzz: inputs={report.inputs} targets={len(report.outcomes)} untyped={report.untyped()} "
+        f"problems={len(report.problems)} known={known}"
+    )

@@ -81,11 +81,19 @@ def decode(tagged: Any) -> Any:
 
 def _decode(tagged: Any) -> Any:
     tag, rest = tagged[0], tagged[1:]
-    simple = {"none": lambda: None, "str": lambda: rest[0], "bool": lambda: bool(rest[0]), "int": lambda: int(rest[0], 16),
-              "float": lambda: float(rest[0]), "bytes": lambda: base64.b64decode(rest[0]),
-              "bytearray": lambda: bytearray(base64.b64decode(rest[0])),
-              "memoryview": lambda: memoryview(base64.b64decode(rest[0])), "Cleared": Cleared, "object": object,
-              "range": lambda: range(*rest)}
+    simple = {
+        "none": lambda: None,
+        "str": lambda: rest[0],
+        "bool": lambda: bool(rest[0]),
+        "int": lambda: int(rest[0], 16),
+        "float": lambda: float(rest[0]),
+        "bytes": lambda: base64.b64decode(rest[0]),
+        "bytearray": lambda: bytearray(base64.b64decode(rest[0])),
+        "memoryview": lambda: memoryview(base64.b64decode(rest[0])),
+        "Cleared": Cleared,
+        "object": object,
+        "range": lambda: range(*rest),
+    }
     if tag in simple:
         return simple[tag]()
     if tag in _HOSTILE_NAMES:

@@ -27,11 +27,39 @@ HASHES = (100, 200, 300, 400, 500, 600)
 """The external hashes a fuzzed tree holds or may hold (local hash = hash // 100)."""
 
 HOSTILE_LITERALS = (
-    "-0", "-1", "0.0", "1.0", "1e3", "1E0", "-0.0", "NaN", "Infinity", "-Infinity", "18446744073709551616",
-    "4294967296", "1" * 25, "9" * 5000, "-" + "9" * 5000, "1e999", "true", "false", "null", '"5"', '""', "[]", "{}",
-    "[1]", '{"a":1}', '"\\ud800"', '"\\udc00x"', "00", "01", "+1",
+    "-0",
+    "-1",
+    "0.0",
+    "1.0",
+    "1e3",
+    "1E0",
+    "-0.0",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "18446744073709551616",
+    "4294967296",
+    "1" * 25,
+    "9" * 5000,
+    "-" + "9" * 5000,
+    "1e999",
+    "true",
+    "false",
+    "null",
+    '"5"',
+    '""',
+    "[]",
+    "{}",
+    "[1]",
+    '{"a":1}',
+    '"\\ud800"',
+    '"\\udc00x"',
+    "00",
+    "01",
+    "+1",
 )
 """JSON text put where a number, or anything, belongs."""
+
 
 class LyingInt(int):
     """An ``int`` whose own ``__int__`` and ``__index__`` disagree with its value: read by its value, as the binding does."""
@@ -64,9 +92,32 @@ class RaisingList(list):
 
 
 HOSTILE_VALUES: tuple[Any, ...] = (
-    -1, 2**64, 2**64 - 1, 2**32, 10**5000, -(10**5000), True, False, 1.0, float("nan"), float("inf"), "3", b"3", None,
-    numpy.int64(3), numpy.uint64(2), numpy.int32(-1), numpy.bool_(True), numpy.float64(1.0), [1], (1,), {1: 2}, object(),
-    LyingInt(2), Member.THREE, RaisingIndex(),
+    -1,
+    2**64,
+    2**64 - 1,
+    2**32,
+    10**5000,
+    -(10**5000),
+    True,
+    False,
+    1.0,
+    float("nan"),
+    float("inf"),
+    "3",
+    b"3",
+    None,
+    numpy.int64(3),
+    numpy.uint64(2),
+    numpy.int32(-1),
+    numpy.bool_(True),
+    numpy.float64(1.0),
+    [1],
+    (1,),
+    {1: 2},
+    object(),
+    LyingInt(2),
+    Member.THREE,
+    RaisingIndex(),
 )
 """Python values put where an argument belongs."""
 
@@ -136,15 +187,27 @@ local_field = number(st.sampled_from([h // 100 for h in HASHES]))
 @st.composite
 def block(draw: st.DrawFn) -> Any:
     ext = draw(st.sampled_from(HASHES))
-    pairs: list[tuple[str, Any]] = [("block_hash", draw(st.one_of(st.just(Text(str(ext))), hash_field))),
-                                    ("tokens_hash", draw(st.one_of(st.just(Text(str(ext // 100))), local_field)))]
+    pairs: list[tuple[str, Any]] = [
+        ("block_hash", draw(st.one_of(st.just(Text(str(ext))), hash_field))),
+        ("tokens_hash", draw(st.one_of(st.just(Text(str(ext // 100))), local_field))),
+    ]
     extra = draw(st.integers(0, 6))
     if extra == 5:
         pairs.append(("mm_extra_info", Text("null")))
     elif extra == 6:
-        pairs.append(("mm_extra_info", draw(st.one_of(
-            st.just(Text('{"mm_objects":[{"mm_hash":7,"offsets":[[0,3]]}]}')), hostile_literal,
-            st.just(Text('{"mm_objects":[{"mm_hash":7,"offsets":[[0]]}]}')), st.just(Text('{"mm_objects":[]}'))))))
+        pairs.append(
+            (
+                "mm_extra_info",
+                draw(
+                    st.one_of(
+                        st.just(Text('{"mm_objects":[{"mm_hash":7,"offsets":[[0,3]]}]}')),
+                        hostile_literal,
+                        st.just(Text('{"mm_objects":[{"mm_hash":7,"offsets":[[0]]}]}')),
+                        st.just(Text('{"mm_objects":[]}')),
+                    )
+                ),
+            )
+        )
     if draw(st.integers(0, 15)) == 15:
         return [pairs[0][1], pairs[1][1]]  # serde's sequence form
     return draw(obj_with(pairs))
@@ -163,10 +226,20 @@ def data(draw: st.DrawFn) -> Any:
         hashes = draw(st.lists(hash_field, max_size=4))
         return _obj([("removed", draw(obj_with([("block_hashes", hashes)])))])
     if kind == "cleared":
-        return draw(st.sampled_from([Text('"cleared"'), _obj([("cleared", Text("null"))]), _obj([("cleared", Text("{}"))]),
-                                     _obj([("cleared", Text("5"))]), Text('"Cleared"')]))
-    return draw(st.one_of(hostile_literal, deep_nest, st.just(_obj([])),
-                          st.just(_obj([("stored", Text("{}")), ("removed", Text("{}"))]))))
+        return draw(
+            st.sampled_from(
+                [
+                    Text('"cleared"'),
+                    _obj([("cleared", Text("null"))]),
+                    _obj([("cleared", Text("{}"))]),
+                    _obj([("cleared", Text("5"))]),
+                    Text('"Cleared"'),
+                ]
+            )
+        )
+    return draw(
+        st.one_of(hostile_literal, deep_nest, st.just(_obj([])), st.just(_obj([("stored", Text("{}")), ("removed", Text("{}"))])))
+    )
 
 
 @st.composite
@@ -199,8 +272,16 @@ python_uint = st.one_of(st.sampled_from(HASHES), st.sampled_from(HOSTILE_VALUES)
 def event_object(draw: st.DrawFn) -> KvCacheEvent:
     """A ``KvCacheEvent`` object built in Python, with hostile fields (the API path that skips the decoder)."""
     kind = draw(st.sampled_from(["stored", "removed", "cleared", "hostile"]))
-    blocks = draw(st.lists(st.one_of(st.sampled_from(HASHES).map(lambda h: Block(h // 100, h)),
-                                     st.builds(Block, python_uint, python_uint), st.sampled_from(HOSTILE_VALUES)), max_size=3))
+    blocks = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(HASHES).map(lambda h: Block(h // 100, h)),
+                st.builds(Block, python_uint, python_uint),
+                st.sampled_from(HOSTILE_VALUES),
+            ),
+            max_size=3,
+        )
+    )
     payload: Any
     if kind == "stored":
         payload = Stored(draw(st.one_of(st.none(), python_uint)), draw(st.sampled_from([tuple(blocks), blocks, None, "ab"])))
@@ -210,8 +291,11 @@ def event_object(draw: st.DrawFn) -> KvCacheEvent:
         payload = Cleared()
     else:
         payload = draw(st.sampled_from(HOSTILE_VALUES + ("cleared",)))
-    return KvCacheEvent(draw(st.one_of(st.integers(0, 3), st.sampled_from(HOSTILE_VALUES))), payload,
-                        draw(st.one_of(st.just(0), st.integers(0, 1), st.sampled_from(HOSTILE_VALUES))))
+    return KvCacheEvent(
+        draw(st.one_of(st.integers(0, 3), st.sampled_from(HOSTILE_VALUES))),
+        payload,
+        draw(st.one_of(st.just(0), st.integers(0, 1), st.sampled_from(HOSTILE_VALUES))),
+    )
 
 
 worker = st.one_of(st.sampled_from([1, 1, 1, 2, 3]), st.sampled_from(HOSTILE_VALUES))
@@ -220,7 +304,21 @@ query = st.one_of(
     st.lists(st.sampled_from([1, 2, 3, 4, 5, 6]), max_size=5),
     st.lists(query_item, max_size=5),
     st.lists(query_item, max_size=5).map(tuple),
-    st.sampled_from([b"\x01\x02", bytearray(b"\x01"), memoryview(b"\x01"), "12", None, 7, {1, 2}, {1: 2}, range(1, 4),
-                     numpy.array([1, 2], dtype=numpy.uint64), numpy.array([1.0]), numpy.array([[1]])]),
+    st.sampled_from(
+        [
+            b"\x01\x02",
+            bytearray(b"\x01"),
+            memoryview(b"\x01"),
+            "12",
+            None,
+            7,
+            {1, 2},
+            {1: 2},
+            range(1, 4),
+            numpy.array([1, 2], dtype=numpy.uint64),
+            numpy.array([1.0]),
+            numpy.array([[1]]),
+        ]
+    ),
 )
 early_exit: st.SearchStrategy[Any] = st.one_of(st.booleans(), st.sampled_from([1, 0, "yes", None, numpy.bool_(True), [], 2.0]))

@@ -10,13 +10,34 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-TOKENS = (b"NaN", b"-0", b"1e999", b'"', b"[", b"]", b"{", b"}", b",", b":", b"\xff", b"\xc3", b"\xef\xbb\xbf", b"\x00",
-          b"9" * 30, b"null", b"true", b"\\u", b" ", b"\n")
+TOKENS = (
+    b"NaN",
+    b"-0",
+    b"1e999",
+    b'"',
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b"\xff",
+    b"\xc3",
+    b"\xef\xbb\xbf",
+    b"\x00",
+    b"9" * 30,
+    b"null",
+    b"true",
+    b"\\u",
+    b" ",
+    b"\n",
+)
 
 Mutation = tuple[str, float, bytes]
 
-mutation = st.tuples(st.sampled_from(["flip", "cut", "dup", "insert", "truncate"]),
-                     st.floats(0, 1, allow_nan=False), st.sampled_from(TOKENS))
+mutation = st.tuples(
+    st.sampled_from(["flip", "cut", "dup", "insert", "truncate"]), st.floats(0, 1, allow_nan=False), st.sampled_from(TOKENS)
+)
 mutations = st.lists(mutation, max_size=3)
 
 
@@ -28,9 +49,9 @@ def apply_mutations(payload: bytes, ops: list[Mutation]) -> bytes:
         if kind == "flip" and out:
             out[i] ^= 1 << (i % 8)
         elif kind == "cut":
-            del out[i:i + 1 + i % 4]
+            del out[i : i + 1 + i % 4]
         elif kind == "dup":
-            out[i:i] = out[i:i + 1 + i % 4]
+            out[i:i] = out[i : i + 1 + i % 4]
         elif kind == "insert":
             out[i:i] = token
         elif kind == "truncate":

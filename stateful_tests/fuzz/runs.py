@@ -40,8 +40,10 @@ class FuzzReplay:
 
     def render(self, say: Say, table: Callable[..., None]) -> None:
         say(f"case: {self.case.describe()}")
-        table(("target", "outcome", "message", "check()"),
-              [(name, o.outcome, o.message[:90], o.check or "holds") for name, o in self.seen.items()])
+        table(
+            ("target", "outcome", "message", "check()"),
+            [(name, o.outcome, o.message[:90], o.check or "holds") for name, o in self.seen.items()],
+        )
         for problem in self.problems:
             say(f"PROBLEM {problem.line()}")
 
@@ -49,8 +51,11 @@ class FuzzReplay:
         return f"replay: problems={len(self.problems)}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"case": self.case.describe(), "problems": [p.line() for p in self.problems],
-                "seen": {name: {"outcome": o.outcome, "message": o.message, "check": o.check} for name, o in self.seen.items()}}
+        return {
+            "case": self.case.describe(),
+            "problems": [p.line() for p in self.problems],
+            "seen": {name: {"outcome": o.outcome, "message": o.message, "check": o.check} for name, o in self.seen.items()},
+        }
 
 
 def run_fuzz_replay(path: str, names: tuple[str, ...]) -> FuzzReplay:
@@ -80,8 +85,11 @@ class FuzzRun:
         r = self.report
         outcomes = sorted({o for c in r.outcomes.values() for o in c}, key=lambda o: (o != "ok", o))
         columns = list(r.outcomes)
-        table(("outcome", *columns), [(o, *(r.outcomes[n].get(o, 0) for n in columns)) for o in outcomes],
-              numeric=tuple(range(1, len(columns) + 1)))
+        table(
+            ("outcome", *columns),
+            [(o, *(r.outcomes[n].get(o, 0) for n in columns)) for o in outcomes],
+            numeric=tuple(range(1, len(columns) + 1)),
+        )
         for name, why in r.unavailable.items():
             say(f"not run: {name}: {why}")
         for finding, n in sorted(r.known.items()):
@@ -95,19 +103,37 @@ class FuzzRun:
                 say(f"  replay: kvproof fuzz --replay {r.file}")
 
     def summary_line(self) -> str:
-        return (f"{summary_line(self.report)} seconds={self.seconds:.1f} seed={self.seed}"
-                + ("" if self.shard.whole else f" shard={self.shard}"))
+        return f"{summary_line(self.report)} seconds={self.seconds:.1f} seed={self.seed}" + (
+            "" if self.shard.whole else f" shard={self.shard}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         r = self.report
-        return {"seed": self.seed, "inputs": r.inputs, "seconds": round(self.seconds, 2),
-                "outcomes": {n: dict(c) for n, c in r.outcomes.items()}, "known": dict(r.known),
-                "problems": [p.line() for p in r.problems], "file": r.file, "unavailable": r.unavailable,
-                "shard": r.shard, "cases_run": r.ordinals}
+        return {
+            "seed": self.seed,
+            "inputs": r.inputs,
+            "seconds": round(self.seconds, 2),
+            "outcomes": {n: dict(c) for n, c in r.outcomes.items()},
+            "known": dict(r.known),
+            "problems": [p.line() for p in r.problems],
+            "file": r.file,
+            "unavailable": r.unavailable,
+            "shard": r.shard,
+            "cases_run": r.ordinals,
+        }
 
 
-def run_fuzz(inputs: int | None, seed: int | None, profile: Any, names: tuple[str, ...], save_dir: str, shard: Shard,
-             processes: int, executor: str, say: Say) -> FuzzRun:
+def run_fuzz(
+    inputs: int | None,
+    seed: int | None,
+    profile: Any,
+    names: tuple[str, ...],
+    save_dir: str,
+    shard: Shard,
+    processes: int,
+    executor: str,
+    say: Say,
+) -> FuzzRun:
     """The campaign: ``inputs`` cases (default: the profile's) over the fleet; the deep profile draws a fresh seed,
     said first so the run can be replayed."""
     if seed is None:

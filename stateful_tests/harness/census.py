@@ -43,9 +43,20 @@ from typing import Any
 
 _SCALARS = (int, float, complex, str, bytes, bytearray, bool, type(None), range, slice)
 _OPAQUE = (
-    types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-    types.CodeType, types.FrameType, types.GeneratorType, types.BuiltinMethodType, types.MethodWrapperType,
-    types.WrapperDescriptorType, type(threading.Lock()), type(threading.RLock()), threading.Thread,
+    types.ModuleType,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.CodeType,
+    types.FrameType,
+    types.GeneratorType,
+    types.BuiltinMethodType,
+    types.MethodWrapperType,
+    types.WrapperDescriptorType,
+    type(threading.Lock()),
+    type(threading.RLock()),
+    threading.Thread,
 )
 _CONTAINERS = (dict, list, set, frozenset, deque)  # and plain tuples; a NamedTuple is a record (an object)
 
@@ -163,8 +174,14 @@ def layer_bytes() -> int:
 # ----------------------------------------------------------------------------- the trend law
 
 
-def trends(samples: Sequence[tuple[Mapping[str, float], float]], warmup: int, window: int, slack: float,
-           floor: float = 64, byte_floor: float = 4096) -> dict[str, str]:
+def trends(
+    samples: Sequence[tuple[Mapping[str, float], float]],
+    warmup: int,
+    window: int,
+    slack: float,
+    floor: float = 64,
+    byte_floor: float = 4096,
+) -> dict[str, str]:
     """Every figure whose value per unit of live content grew past ``slack`` from the first window to the last.
 
     ``samples`` are ``(figures, live)`` per epoch, ``live`` the size of the live content (at least
@@ -188,8 +205,10 @@ def trends(samples: Sequence[tuple[Mapping[str, float], float]], warmup: int, wi
         if b > allowance:
             raw_a = statistics.fmean(f.get(name, 0) for f, _ in first)
             raw_b = statistics.fmean(f.get(name, 0) for f, _ in last)
-            problems[name] = (f"{raw_a:,.0f} -> {raw_b:,.0f} ({b / a if a > 0 else float('inf'):.2f}x per unit of "
-                              f"live content, allowed {1 + slack:.2f}x)")
+            problems[name] = (
+                f"{raw_a:,.0f} -> {raw_b:,.0f} ({b / a if a > 0 else float('inf'):.2f}x per unit of "
+                f"live content, allowed {1 + slack:.2f}x)"
+            )
     return problems
 
 

@@ -108,8 +108,7 @@ class IndexerProcess(services.HttpService):
 
     def __init__(self, threads: int, log_path: str | None = None) -> None:
         port = services.free_port()
-        super().__init__(services.python_module("dynamo.indexer", "--port", str(port), "--threads", str(threads)),
-                         port, log_path)
+        super().__init__(services.python_module("dynamo.indexer", "--port", str(port), "--threads", str(threads)), port, log_path)
         self.threads = threads
         self.counts: Counter[tuple[str, str]] = Counter()
         self._ids = itertools.count(1)
@@ -130,7 +129,7 @@ class IndexerProcess(services.HttpService):
         counts: Counter[tuple[str, str]] = Counter()
         for line in text.splitlines():
             if line.startswith(METRIC + "{"):
-                labels, _, value = line[len(METRIC) + 1:].partition("} ")
+                labels, _, value = line[len(METRIC) + 1 :].partition("} ")
                 fields = dict(part.split("=", 1) for part in labels.split(","))
                 counts[(fields["event_type"].strip('"'), fields["status"].strip('"'))] = int(float(value))
         return counts
@@ -150,10 +149,10 @@ class IndexerProcess(services.HttpService):
                 died = self.death()
                 raise services.ServiceFailure(
                     f"{self.name} --threads {self.threads} applied {sum(moved.values())} of {sent} events of {what} "
-                    f"within {FENCE_TIMEOUT_S} s" + (f"; {died}" if died else " (hung)"))
+                    f"within {FENCE_TIMEOUT_S} s" + (f"; {died}" if died else " (hung)")
+                )
             time.sleep(pause)
             pause = min(pause * 2, 0.01)
-
 
     def settle(self, sent: int) -> int:
         """Wait until ``sent`` more events show in the counters, or until they stop moving for ``SETTLE_S`` (events of
@@ -185,8 +184,10 @@ class IndexerProcess(services.HttpService):
                 time.sleep(0.01)
         finally:
             probe.close()
-        return (f"this release's standalone indexer reports no per-event outcome in /metrics ({METRIC} never moved within "
-                f"{PROBE_S:.0f} s of an event), so kvproof cannot fence its events one at a time")
+        return (
+            f"this release's standalone indexer reports no per-event outcome in /metrics ({METRIC} never moved within "
+            f"{PROBE_S:.0f} s of an event), so kvproof cannot fence its events one at a time"
+        )
 
 
 PROBE_S = 3.0
@@ -372,8 +373,13 @@ class IndexerTree:
         if pub is not None:
             return pub
         pub = Publisher(zmq_context())
-        body = {"instance_id": self._instance(rank.worker_id), "endpoint": pub.endpoint, "model_name": self.model,
-                "block_size": 1, "dp_rank": rank.dp_rank}
+        body = {
+            "instance_id": self._instance(rank.worker_id),
+            "endpoint": pub.endpoint,
+            "model_name": self.model,
+            "block_size": 1,
+            "dp_rank": rank.dp_rank,
+        }
         status, answer = self.process.request("POST", "/register", body)
         if status != 201:
             pub.close()
@@ -394,8 +400,13 @@ class IndexerTree:
             refused = store_not_carried(SURFACE, data.parent_hash, hashes)
             if refused is not None:
                 raise refused
-            return {"type": "BlockStored", "block_hashes": hashes, "parent_block_hash": data.parent_hash,
-                    "token_ids": self._learn_hashes([b.local for b in data.blocks]), "block_size": 1}
+            return {
+                "type": "BlockStored",
+                "block_hashes": hashes,
+                "parent_block_hash": data.parent_hash,
+                "token_ids": self._learn_hashes([b.local for b in data.blocks]),
+                "block_size": 1,
+            }
         if isinstance(data, Removed):
             return {"type": "BlockRemoved", "block_hashes": list(data.block_hashes)}
         assert isinstance(data, Cleared)
@@ -472,8 +483,13 @@ class IndexerTree:
             return OverlapScores({})  # no worker registered yet (or any more): the model has no indexer
         if status != 200 or not isinstance(answer, dict):
             raise services.ServiceFailure(f"dynamo.indexer answered /query with {status}: {answer!r}"[:300])
-        return OverlapScores({Rank(self._workers[int(instance)], int(dp)): score
-                              for instance, ranks in answer["scores"].items() for dp, score in ranks.items()})
+        return OverlapScores(
+            {
+                Rank(self._workers[int(instance)], int(dp)): score
+                for instance, ranks in answer["scores"].items()
+                for dp, score in ranks.items()
+            }
+        )
 
     def find_matches(self, sequence: Any, early_exit: bool = False) -> OverlapScores:
         if check_early_exit(early_exit):
@@ -500,8 +516,11 @@ class IndexerTree:
             stored = event["data"]["stored"]
             blocks = tuple(Block(self._locals[b["tokens_hash"]], b["block_hash"]) for b in stored["blocks"])
             worker = self._workers[entry["worker_id"]]
-            lines.append(encode_router_event(worker, KvCacheEvent(event["event_id"], Stored(stored["parent_hash"], blocks),
-                                                                  event.get("dp_rank", 0))))
+            lines.append(
+                encode_router_event(
+                    worker, KvCacheEvent(event["event_id"], Stored(stored["parent_hash"], blocks), event.get("dp_rank", 0))
+                )
+            )
         return lines
 
     # -- lifetime

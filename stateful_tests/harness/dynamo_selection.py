@@ -157,6 +157,7 @@ class SelectionHost:
 
     def call(self, method: str, *args: Any, timeout: float = 120.0, **kwargs: Any) -> Any:
         """Call a method of the service (async or not) on its loop and wait for the answer; a hang is a ``ServiceFailure``."""
+
         async def invoke() -> Any:
             answer = getattr(self.service, method)(*args, **kwargs)
             return await answer if hasattr(answer, "__await__") else answer
@@ -244,9 +245,17 @@ class SelectionTree:
         self._workers: dict[int, int] = {}  # the service's id -> worker id
         self._ranks: set[Rank] = set()  # ranks that have published (pinned on lane 0)
         self._closed = False
-        self.host.call("upsert_worker", {
-            "worker_id": self.stand_in, "model_name": self.partition, "endpoint": f"dyn://kvproof/{self.stand_in}",
-            "block_size": 1, "kv_events_endpoint": f"inproc://kvproof-{self.stand_in}", "total_kv_blocks": 1 << 20})
+        self.host.call(
+            "upsert_worker",
+            {
+                "worker_id": self.stand_in,
+                "model_name": self.partition,
+                "endpoint": f"dyn://kvproof/{self.stand_in}",
+                "block_size": 1,
+                "kv_events_endpoint": f"inproc://kvproof-{self.stand_in}",
+                "total_kv_blocks": 1 << 20,
+            },
+        )
 
     # -- mapping
 
@@ -258,8 +267,10 @@ class SelectionTree:
         return mapped
 
     def _router_event(self, rank: Rank, event: KvCacheEvent) -> dict[str, Any]:
-        return {"worker_id": self._id(rank.worker_id),
-                "event": {"event_id": event.event_id, "data": event_data_json(event.data), "dp_rank": rank.dp_rank}}
+        return {
+            "worker_id": self._id(rank.worker_id),
+            "event": {"event_id": event.event_id, "data": event_data_json(event.data), "dp_rank": rank.dp_rank},
+        }
 
     def _queue(self, rank: Rank, event: KvCacheEvent) -> None:
         queue = self.host.pending.setdefault(self.partition, [])
@@ -268,8 +279,12 @@ class SelectionTree:
             self._ranks.add(rank)
             if self.pinned:  # the next threads-1 lanes go to stand-ins: every real rank shares lane 0
                 for _ in range(self.threads - 1):
-                    queue.append({"worker_id": next(_IDS), "event": {"event_id": 0, "data": {"removed": {"block_hashes": []}},
-                                                                     "dp_rank": 0}})
+                    queue.append(
+                        {
+                            "worker_id": next(_IDS),
+                            "event": {"event_id": 0, "data": {"removed": {"block_hashes": []}}, "dp_rank": 0},
+                        }
+                    )
 
     def _sync(self) -> None:
         """Bring the service up to date with this tree's queued events (in lockstep with other trees when run so)."""
@@ -300,9 +315,16 @@ class SelectionTree:
         mapped = self._ids.get(worker_id)
         if mapped is None:
             return
-        self.host.call("upsert_worker", {
-            "worker_id": mapped, "model_name": self.partition, "endpoint": f"dyn://kvproof/{mapped}", "block_size": 1,
-            "kv_events_endpoint": f"inproc://kvproof-{mapped}"})
+        self.host.call(
+            "upsert_worker",
+            {
+                "worker_id": mapped,
+                "model_name": self.partition,
+                "endpoint": f"dyn://kvproof/{mapped}",
+                "block_size": 1,
+                "kv_events_endpoint": f"inproc://kvproof-{mapped}",
+            },
+        )
         self.host.call("delete_worker", mapped)
         self.host.snapshot = None
         self._ranks -= {rank for rank in self._ranks if rank.worker_id == worker_id}
@@ -331,10 +353,17 @@ class SelectionTree:
         if not query:
             return OverlapScores({})
         hashes = [signed(h) for h in query]
-        answer = self.host.call("overlap_scores", {"model_name": self.partition, "block_hashes": hashes,
-                                                   "sequence_hashes": hashes, "isl_tokens": len(query)})
-        return OverlapScores({Rank(self._workers[row["worker_id"]], row["dp_rank"]): row["device_blocks"]
-                              for row in answer["workers"] if row["device_blocks"] > 0 and row["worker_id"] in self._workers})
+        answer = self.host.call(
+            "overlap_scores",
+            {"model_name": self.partition, "block_hashes": hashes, "sequence_hashes": hashes, "isl_tokens": len(query)},
+        )
+        return OverlapScores(
+            {
+                Rank(self._workers[row["worker_id"]], row["dp_rank"]): row["device_blocks"]
+                for row in answer["workers"]
+                if row["device_blocks"] > 0 and row["worker_id"] in self._workers
+            }
+        )
 
     def dump_tree_as_events(self) -> list[str]:
         self._sync()

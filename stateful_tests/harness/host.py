@@ -59,20 +59,22 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
 def write_frame(fd: int, body: bytes) -> None:
     data = HEADER.pack(len(body)) + body
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def info_of(tree: Any) -> dict[str, Any]:
     """What a tree offers, for the parent's proxy (capabilities, surface, rule set)."""
     from .surface import surface_of
 
-    return {"dump": callable(getattr(tree, "dump_tree_as_events", None)),
-            "rank_removal": callable(getattr(tree, "remove_worker_dp_rank", None)),
-            "many": callable(getattr(tree, "find_matches_many", None)),
-            "send_many": callable(getattr(tree, "send_many", None)),
-            "lockstep": bool(getattr(tree, "lockstep", False)),
-            "surface": surface_of(tree),
-            "rules": getattr(tree, "rules", None)}
+    return {
+        "dump": callable(getattr(tree, "dump_tree_as_events", None)),
+        "rank_removal": callable(getattr(tree, "remove_worker_dp_rank", None)),
+        "many": callable(getattr(tree, "find_matches_many", None)),
+        "send_many": callable(getattr(tree, "send_many", None)),
+        "lockstep": bool(getattr(tree, "lockstep", False)),
+        "surface": surface_of(tree),
+        "rules": getattr(tree, "rules", None),
+    }
 
 
 def plain(value: Any) -> Any:

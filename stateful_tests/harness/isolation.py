@@ -117,8 +117,12 @@ class Host:
         env = runtime_env(PYTHONUNBUFFERED="1")
         self.proc = process_guard.spawn_guarded(
             [sys.executable, "-m", "kvproof.stateful_tests.harness.host", self.target],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env,
-            **_preexec_with_limit(self.memory_mb))
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=env,
+            **_preexec_with_limit(self.memory_mb),
+        )
         self.generation += 1
 
     def said(self) -> str:
@@ -132,9 +136,15 @@ class Host:
     def last_words(self, lines: int = 6) -> str:
         """The first line of its last panic or error message and the lines after it (at most ``lines``)."""
         text = self.said().strip().splitlines()
-        start = next((i for i in range(len(text) - 1, -1, -1)
-                      if text[i].startswith(("memory allocation", "thread '", "Traceback", "fatal", "Fatal"))), len(text) - lines)
-        return " | ".join(line.strip() for line in text[max(start, 0):][:lines])
+        start = next(
+            (
+                i
+                for i in range(len(text) - 1, -1, -1)
+                if text[i].startswith(("memory allocation", "thread '", "Traceback", "fatal", "Fatal"))
+            ),
+            len(text) - lines,
+        )
+        return " | ".join(line.strip() for line in text[max(start, 0) :][:lines])
 
     def request(self, request: tuple[Any, ...], op: str, log: list[str]) -> Any:
         """Send one request and wait for its answer within the time limit; a death or hang is a ``TargetFailure``."""
@@ -159,8 +169,13 @@ class Host:
                     answer = pickle.loads(frame)
                     if answer[0] == "memory":
                         self.kill()
-                        raise TargetFailure("memory", self.target, op, f"{answer[1]} (the limit is {self.memory_mb} MiB "
-                                            "of address space, KVPROOF_TARGET_MEMORY_MB)", log)
+                        raise TargetFailure(
+                            "memory",
+                            self.target,
+                            op,
+                            f"{answer[1]} (the limit is {self.memory_mb} MiB of address space, KVPROOF_TARGET_MEMORY_MB)",
+                            log,
+                        )
                     return self.unwrap(answer)
                 self.proc.wait(10)
                 raise self._death(op, log)
@@ -168,14 +183,20 @@ class Host:
             self.peak_mb = max(self.peak_mb, rss)
             if rss > self.memory_mb:
                 self.kill()
-                raise TargetFailure("memory", self.target, op, f"its resident memory passed {self.memory_mb} MiB "
-                                    f"(KVPROOF_TARGET_MEMORY_MB); killed", log)
+                raise TargetFailure(
+                    "memory",
+                    self.target,
+                    op,
+                    f"its resident memory passed {self.memory_mb} MiB (KVPROOF_TARGET_MEMORY_MB); killed",
+                    log,
+                )
             if self.proc.poll() is not None:
                 raise self._death(op, log)
             if time.monotonic() > deadline:
                 self.kill()
-                raise TargetFailure("hang", self.target, op, f"no answer within {self.call_s:.0f} s "
-                                    "(KVPROOF_TARGET_CALL_S); killed", log)
+                raise TargetFailure(
+                    "hang", self.target, op, f"no answer within {self.call_s:.0f} s (KVPROOF_TARGET_CALL_S); killed", log
+                )
 
     def unwrap(self, answer: tuple[Any, ...]) -> Any:
         if answer[0] == "ok":
@@ -189,11 +210,11 @@ class Host:
         assert self.proc is not None
         code = self.proc.returncode
         said = self.last_words()
-        how = (f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
-               else f"exit status {code}")
+        how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
         everything = self.said()
-        out_of_memory = any(sign in everything for sign in ("memory allocation of", "handle_alloc_error", "MemoryError",
-                                                             "Cannot allocate memory"))
+        out_of_memory = any(
+            sign in everything for sign in ("memory allocation of", "handle_alloc_error", "MemoryError", "Cannot allocate memory")
+        )
         kind = "memory" if out_of_memory else "crash"
         limit = f" (the limit is {self.memory_mb} MiB of address space, KVPROOF_TARGET_MEMORY_MB)" if out_of_memory else ""
         return TargetFailure(kind, self.target, op, f"{how}{limit}; its last words: {said or '(none)'}", log)

@@ -104,6 +104,7 @@ def _flush_all(flushers: list[Callable[[], None]]) -> None:
                 flush()
             except BaseException as exc:  # re-raised on the hub's thread below
                 errors.append(exc)
+
         return run
 
     threads = [_sync.Thread(guarded(flush), "kvproof-flush") for flush in flushers]

@@ -172,7 +172,7 @@ def _stat(pid: int) -> tuple[str, int] | None:
             text = f.read()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+    fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
     return fields[0], int(fields[2])
 
 
@@ -216,9 +216,9 @@ def _hex_ipv4(word: str) -> str:
 
 
 def _hex_ipv6(word: str) -> str:
-    groups = [bytes.fromhex(word[i:i + 8])[::-1].hex() for i in range(0, 32, 8)]
+    groups = [bytes.fromhex(word[i : i + 8])[::-1].hex() for i in range(0, 32, 8)]
     hexes = "".join(groups)
-    return ":".join(hexes[i:i + 4] for i in range(0, 32, 4))
+    return ":".join(hexes[i : i + 4] for i in range(0, 32, 4))
 
 
 def listening_addresses(port: int) -> list[str]:
@@ -267,7 +267,10 @@ def network_note() -> str:
 def netns_unavailable() -> str | None:
     """Return why ``unshare --net --map-root-user`` (then ``ip link set lo up``) cannot run here, or None if it can."""
     for tool in ("unshare", "ip"):
-        if not any(os.access(os.path.join(d, tool), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]):
+        if not any(
+            os.access(os.path.join(d, tool), os.X_OK)
+            for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/sbin", "/sbin"]
+        ):
             return f"{tool} is not installed"
     try:
         probe = subprocess.run(netns_prefix() + ["true"], capture_output=True, text=True, timeout=20)

@@ -30,7 +30,9 @@ class TreeBudget:
     pool_streams: int  # streams pipelined through the thread-pool indexer
     fuzz_inputs: int  # hostile cases, each over every tree at once (stateful_tests/fuzz)
     trace_requests: int  # requests of the Mooncake trace replayed by the router simulation (stateful_tests/tree/trace_check.py)
-    shrink_s: float  # seconds a failure may spend shrinking (Hypothesis's machines, conformance): a target behind a process is slow
+    shrink_s: (
+        float  # seconds a failure may spend shrinking (Hypothesis's machines, conformance): a target behind a process is slow
+    )
     production_streams: int  # streams fed in production mode (explore/production.py) to a target that takes events at once
     pool_stress_rounds: int  # rounds of removers racing writers through the thread-pool indexer (tree/pool_stress.py)
 
@@ -77,25 +79,91 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        "quick", True,
-        TreeBudget(law_examples=60, machine_examples=25, machine_steps=25, conform_streams=60, dump_streams=20, stress_ops=3_000, pool_streams=20, fuzz_inputs=300, trace_requests=150, shrink_s=20, production_streams=10, pool_stress_rounds=3),
-        SequenceBudget(law_examples=20, machine_examples=25, machine_steps=25, stress_rounds=1, stress_ops=400, conform_scenarios=3, selection_scenarios=50),
+        "quick",
+        True,
+        TreeBudget(
+            law_examples=60,
+            machine_examples=25,
+            machine_steps=25,
+            conform_streams=60,
+            dump_streams=20,
+            stress_ops=3_000,
+            pool_streams=20,
+            fuzz_inputs=300,
+            trace_requests=150,
+            shrink_s=20,
+            production_streams=10,
+            pool_stress_rounds=3,
+        ),
+        SequenceBudget(
+            law_examples=20,
+            machine_examples=25,
+            machine_steps=25,
+            stress_rounds=1,
+            stress_ops=400,
+            conform_scenarios=3,
+            selection_scenarios=50,
+        ),
         DeepInferBudget(roundtrip_cases=20),
         ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=0.3, crosshair_diff_s=0.6),
         ExploreBudget(schedules=60, pct_depth=3),
     ),
     "ci": Profile(
-        "ci", True,
-        TreeBudget(law_examples=300, machine_examples=150, machine_steps=40, conform_streams=500, dump_streams=100, stress_ops=8_000, pool_streams=100, fuzz_inputs=2_000, trace_requests=1_000, shrink_s=60, production_streams=40, pool_stress_rounds=10),
-        SequenceBudget(law_examples=100, machine_examples=150, machine_steps=40, stress_rounds=4, stress_ops=400, conform_scenarios=10, selection_scenarios=200),
+        "ci",
+        True,
+        TreeBudget(
+            law_examples=300,
+            machine_examples=150,
+            machine_steps=40,
+            conform_streams=500,
+            dump_streams=100,
+            stress_ops=8_000,
+            pool_streams=100,
+            fuzz_inputs=2_000,
+            trace_requests=1_000,
+            shrink_s=60,
+            production_streams=40,
+            pool_stress_rounds=10,
+        ),
+        SequenceBudget(
+            law_examples=100,
+            machine_examples=150,
+            machine_steps=40,
+            stress_rounds=4,
+            stress_ops=400,
+            conform_scenarios=10,
+            selection_scenarios=200,
+        ),
         DeepInferBudget(roundtrip_cases=60),
         ProofBudget(z3_timeout_ms=10_000, crosshair_condition_s=1.0, crosshair_diff_s=2.0),
         ExploreBudget(schedules=300, pct_depth=3),
     ),
     "deep": Profile(
-        "deep", False,
-        TreeBudget(law_examples=2000, machine_examples=500, machine_steps=60, conform_streams=2000, dump_streams=500, stress_ops=100_000, pool_streams=500, fuzz_inputs=100_000, trace_requests=12_031, shrink_s=300, production_streams=400, pool_stress_rounds=60),
-        SequenceBudget(law_examples=666, machine_examples=600, machine_steps=60, stress_rounds=20, stress_ops=1500, conform_scenarios=60, selection_scenarios=2000),
+        "deep",
+        False,
+        TreeBudget(
+            law_examples=2000,
+            machine_examples=500,
+            machine_steps=60,
+            conform_streams=2000,
+            dump_streams=500,
+            stress_ops=100_000,
+            pool_streams=500,
+            fuzz_inputs=100_000,
+            trace_requests=12_031,
+            shrink_s=300,
+            production_streams=400,
+            pool_stress_rounds=60,
+        ),
+        SequenceBudget(
+            law_examples=666,
+            machine_examples=600,
+            machine_steps=60,
+            stress_rounds=20,
+            stress_ops=1500,
+            conform_scenarios=60,
+            selection_scenarios=2000,
+        ),
         DeepInferBudget(roundtrip_cases=600),
         ProofBudget(z3_timeout_ms=60_000, crosshair_condition_s=10.0, crosshair_diff_s=30.0),
         ExploreBudget(schedules=3000, pct_depth=3),

@@ -100,8 +100,18 @@ class CheckRequest(WireRequest, tag="check"):
     tree: int
 
 
-AnyRequest = (HelloRequest | OpenRequest | CloseRequest | ApplyEventRequest | FindMatchesRequest | RemoveWorkerRequest
-              | RemoveWorkerDpRankRequest | ClearAllBlocksRequest | DumpRequest | CheckRequest)
+AnyRequest = (
+    HelloRequest
+    | OpenRequest
+    | CloseRequest
+    | ApplyEventRequest
+    | FindMatchesRequest
+    | RemoveWorkerRequest
+    | RemoveWorkerDpRankRequest
+    | ClearAllBlocksRequest
+    | DumpRequest
+    | CheckRequest
+)
 
 
 class WireCapabilities(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -154,7 +164,10 @@ class DumpAnswer(WireAnswer, tag="dump"):
 
 
 ErrorKind = Literal[
-    "ParentBlockNotFound", "BlockNotFound", "InvalidBlockSequence", "MalformedEvent",  # the tree's typed refusals
+    "ParentBlockNotFound",
+    "BlockNotFound",
+    "InvalidBlockSequence",
+    "MalformedEvent",  # the tree's typed refusals
     "InvalidArgument",  # a bad worker id, rank, query or early_exit (a TypeError, ValueError or OverflowError)
     "Panic",  # the implementation panicked but kept serving (a Rust panic caught at its boundary)
     "Failure",  # any other error the implementation raised
@@ -222,8 +235,9 @@ def decode_request(raw: bytes) -> AnyRequest:
 
 
 def _unsupported(version: Any, number: int | None) -> ProtocolError:
-    return ProtocolError("UnsupportedVersion", f"protocol version {version!r} is not supported: this side speaks "
-                         f"version {VERSION}", number)
+    return ProtocolError(
+        "UnsupportedVersion", f"protocol version {version!r} is not supported: this side speaks version {VERSION}", number
+    )
 
 
 def decode_answer(raw: bytes) -> AnyAnswer:

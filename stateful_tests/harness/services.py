@@ -86,8 +86,9 @@ class HttpService:
     name = "server"
     health_path = "/health"
 
-    def __init__(self, cmd: list[str], port: int, log_path: str | None = None, timeout: float = 10.0,
-                 memory_mb: int | None = None) -> None:
+    def __init__(
+        self, cmd: list[str], port: int, log_path: str | None = None, timeout: float = 10.0, memory_mb: int | None = None
+    ) -> None:
         self.cmd, self.port, self.timeout = cmd, port, timeout
         self.memory_mb = memory_mb if memory_mb is not None else target_memory_mb()
         self.log_path = log_path or os.devnull
@@ -102,14 +103,21 @@ class HttpService:
     def start(self, ready_within: float = 30.0) -> None:
         """Start the server and wait for its health route; on failure stop it and raise ``ServiceFailure``."""
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until close() closes it
-        self.proc = process_guard.spawn_guarded(self.cmd, preexec_extra=limit_address_space(self.memory_mb),
-                                                stdout=self.log, stderr=subprocess.STDOUT, env=runtime_env())
+        self.proc = process_guard.spawn_guarded(
+            self.cmd,
+            preexec_extra=limit_address_space(self.memory_mb),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=runtime_env(),
+        )
         deadline = time.monotonic() + ready_within
         while True:
             if self.proc.poll() is not None:
                 self.close()
-                raise ServiceFailure(f"{self.name} exited with status {self.proc.returncode if self.proc else '?'} "
-                                     f"before answering: {' '.join(self.cmd)}")
+                raise ServiceFailure(
+                    f"{self.name} exited with status {self.proc.returncode if self.proc else '?'} "
+                    f"before answering: {' '.join(self.cmd)}"
+                )
             try:
                 if self.request("GET", self.health_path)[0] == 200:
                     break
@@ -150,8 +158,9 @@ class HttpService:
             self._local.conn = None
             conn.close()
             died = self.death()
-            raise ServiceFailure(f"{self.name}: {method} {path} failed ({type(exc).__name__}: {exc})"
-                                 + (f"; {died}" if died else "")) from None
+            raise ServiceFailure(
+                f"{self.name}: {method} {path} failed ({type(exc).__name__}: {exc})" + (f"; {died}" if died else "")
+            ) from None
         text = raw.decode(errors="replace")
         try:
             return response.status, json.loads(text) if text else None
@@ -164,8 +173,9 @@ class HttpService:
         if not bodies:
             return []
         head = f"{method} {path} HTTP/1.1\r\nHost: {LOOPBACK}\r\nContent-Type: application/json\r\nContent-Length: "
-        wire = b"".join(head.encode() + f"{len(data)}\r\n\r\n".encode() + data
-                        for data in (json.dumps(body).encode() for body in bodies))
+        wire = b"".join(
+            head.encode() + f"{len(data)}\r\n\r\n".encode() + data for data in (json.dumps(body).encode() for body in bodies)
+        )
         try:
             with socket.create_connection((LOOPBACK, self.port), timeout=self.timeout) as sock:
                 sock.sendall(wire)
@@ -173,8 +183,10 @@ class HttpService:
                 answers = [_read_response(reader) for _ in bodies]
         except (OSError, ValueError) as exc:
             died = self.death()
-            raise ServiceFailure(f"{self.name}: {len(bodies)} pipelined {method} {path} failed ({type(exc).__name__}: {exc})"
-                                 + (f"; {died}" if died else "")) from None
+            raise ServiceFailure(
+                f"{self.name}: {len(bodies)} pipelined {method} {path} failed ({type(exc).__name__}: {exc})"
+                + (f"; {died}" if died else "")
+            ) from None
         return answers
 
     def log_tail(self, lines: int = 5) -> str:

@@ -159,8 +159,13 @@ def _run_on_ray(task: Callable[[Shard], R], parts: Sequence[Shard]) -> list[R]:
     started_here = not ray.is_initialized()
     if started_here:
         address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, num_cpus=None if address else os.cpu_count() or 1, include_dashboard=False,
-                 logging_level=logging.ERROR, log_to_driver=False)
+        ray.init(
+            address=address,
+            num_cpus=None if address else os.cpu_count() or 1,
+            include_dashboard=False,
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
     try:
         remote = ray.remote(max_retries=0)(_call)
         return list(ray.get([remote.remote(task, part) for part in parts]))
@@ -204,8 +209,17 @@ def run_suite(root: Path, folders: Sequence[str], processes: int, timeout: float
     """
     from .process_guard import GUARD, spawn_guarded
 
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0" if processes == 1 else str(processes),
-           *folders]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0" if processes == 1 else str(processes),
+        *folders,
+    ]
     # a pytest started from inside an xdist worker must not think it is one
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_") and k != "PYTEST_CURRENT_TEST"}
     started = time.perf_counter()

@@ -99,5 +99,7 @@ class LeftOut:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {part: {"calls": n, "why": self.why[part], "where": self.where.get(part, [])}
-                for part, n in sorted(self.counts.items())}
+        return {
+            part: {"calls": n, "why": self.why[part], "where": self.where.get(part, [])}
+            for part, n in sorted(self.counts.items())
+        }

@@ -121,10 +121,12 @@ def resolve_rules(*names: str | None, override: str | None = None) -> tuple[Rule
             return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()} (ai-dynamo-runtime is not installed)"
         rules_for = rule_set_for(version, component)
         if rules_for is None:
-            return DEFAULT_RULES, (f"WARNING: ai-dynamo-runtime {version} is a release whose rules for its "
-                                   f"{'concurrent' if component == 'concurrent' else 'single-threaded'} tree kvproof has not "
-                                   f"established; judging it by {DEFAULT_RULES.describe()} "
-                                   "(--rules NAME to choose)")
+            return DEFAULT_RULES, (
+                f"WARNING: ai-dynamo-runtime {version} is a release whose rules for its "
+                f"{'concurrent' if component == 'concurrent' else 'single-threaded'} tree kvproof has not "
+                f"established; judging it by {DEFAULT_RULES.describe()} "
+                "(--rules NAME to choose)"
+            )
         which = "the concurrent tree" if component == "concurrent" else "the single-threaded tree"
         return rules_for, f"rules: {rules_for.describe()}, detected from ai-dynamo-runtime {version} ({which})"
     return DEFAULT_RULES, f"rules: {DEFAULT_RULES.describe()}"

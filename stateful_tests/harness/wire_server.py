@@ -106,9 +106,13 @@ class Server:
         or aborts on a call must still say hello, so that the call is a finding), and its lane count (0: none)."""
         tree = self.factory()
         try:
-            caps = p.WireCapabilities(dump=targets.has_dump(tree), rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
-                                  early_exit=lacks(tree, "early_exit") is None, check=callable(getattr(tree, "check", None)),
-                                  concurrent=lane_count(tree) > 0 or callable(getattr(tree, "send_many", None)))
+            caps = p.WireCapabilities(
+                dump=targets.has_dump(tree),
+                rank_removal=callable(getattr(tree, "remove_worker_dp_rank", None)),
+                early_exit=lacks(tree, "early_exit") is None,
+                check=callable(getattr(tree, "check", None)),
+                concurrent=lane_count(tree) > 0 or callable(getattr(tree, "send_many", None)),
+            )
             return caps, lane_count(tree)
         finally:
             targets.dispose(tree)
@@ -158,8 +162,9 @@ class Server:
     def _run(self, request: p.AnyRequest) -> p.AnyAnswer:
         v, rid = p.VERSION, request.id
         if isinstance(request, p.HelloRequest):
-            return p.HelloAnswer(v=v, id=rid, implementation=f"kvproof serve --target {self.name}",
-                                 capabilities=self.capabilities)
+            return p.HelloAnswer(
+                v=v, id=rid, implementation=f"kvproof serve --target {self.name}", capabilities=self.capabilities
+            )
         if isinstance(request, p.OpenRequest):
             tree = self.factory()
             with self.table_lock:
@@ -178,8 +183,12 @@ class Server:
             self._apply(tree, request)
         elif isinstance(request, p.FindMatchesRequest):
             found = tree.find_matches(request.sequence, request.early_exit)
-            return p.ScoresAnswer(v=v, id=rid, scores=score_triples(found),
-                            frequencies=[int(f) for f in (getattr(found, "frequencies", None) or [])])
+            return p.ScoresAnswer(
+                v=v,
+                id=rid,
+                scores=score_triples(found),
+                frequencies=[int(f) for f in (getattr(found, "frequencies", None) or [])],
+            )
         elif isinstance(request, p.RemoveWorkerRequest):
             tree.remove_worker(request.worker_id)
         elif isinstance(request, p.RemoveWorkerDpRankRequest):
@@ -239,7 +248,7 @@ def serve_stdio(server: Server, stdin: Any = None, out_fd: int | None = None) ->
             os._exit(70)
         with write_lock:
             while data:
-                data = data[os.write(out_fd, data):]
+                data = data[os.write(out_fd, data) :]
 
     pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="kvproof-serve") if server.capabilities.concurrent else None
     try:
@@ -308,8 +317,7 @@ def run(name: str, rules_name: str | None, stdio: bool, port: int | None) -> int
         return 0
     assert port is not None
     httpd = http_server(server, port)
-    print(f"kvproof serve: {name} on http://{LOOPBACK}:{httpd.server_address[1]} (protocol version {p.VERSION})",
-          flush=True)
+    print(f"kvproof serve: {name} on http://{LOOPBACK}:{httpd.server_address[1]} (protocol version {p.VERSION})", flush=True)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:

@@ -122,8 +122,7 @@ class Link:
         with self.start_lock:
             self._ensure()
             if self.capabilities is None:
-                answer = self._exchange([p.HelloRequest(v=p.VERSION, id=self._id())], "hello", [],
-                                        max(self.call_s, START_S))[0]
+                answer = self._exchange([p.HelloRequest(v=p.VERSION, id=self._id())], "hello", [], max(self.call_s, START_S))[0]
                 if not isinstance(answer, p.HelloAnswer):
                     raise self.failure("protocol", "hello", f"the handshake was answered {_describe(answer)}", [])
                 self.capabilities, self.implementation = answer.capabilities, answer.implementation
@@ -133,7 +132,9 @@ class Link:
         """One request and its answer."""
         return self.many([request], op, log)[0]
 
-    def many(self, requests: Sequence[p.WireRequest], op: str, log: list[str], generation: int | None = None) -> list[p.AnyAnswer]:
+    def many(
+        self, requests: Sequence[p.WireRequest], op: str, log: list[str], generation: int | None = None
+    ) -> list[p.AnyAnswer]:
         """Several requests in flight at once; their answers in the order of the requests. With ``generation`` (the
         start a tree was made in), requests of a tree whose process has died are refused, never sent to a fresh one."""
         self.hello()
@@ -141,8 +142,9 @@ class Link:
             raise self.failure("crash", op, "its process died earlier in this run", log)
         return self._exchange(requests, op, log)
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
-                  limit: float | None = None) -> list[p.AnyAnswer]:
+    def _exchange(
+        self, requests: Sequence[p.WireRequest], op: str, log: list[str], limit: float | None = None
+    ) -> list[p.AnyAnswer]:
         """Send ``requests`` all at once and wait for every answer, within ``limit`` seconds (default: the call limit)."""
         futures = []
         for request in requests:
@@ -199,8 +201,9 @@ class Link:
     def failure(self, kind: str, op: str, detail: str, log: list[str]) -> TargetFailure:
         """A ``TargetFailure`` whose detail ends with the last messages on the wire."""
         messages = "\n    ".join(self.transcript) or "(none)"
-        return TargetFailure(kind, self.name, op, f"{detail}\n  the last messages on the wire (> sent, < received):\n    "
-                             f"{messages}", log)
+        return TargetFailure(
+            kind, self.name, op, f"{detail}\n  the last messages on the wire (> sent, < received):\n    {messages}", log
+        )
 
 
 class _Broken(Exception):
@@ -227,8 +230,9 @@ class ExecLink(Link):
             self.host._start()
             self.generation = self.host.generation
             assert self.host.proc is not None and self.host.proc.stdout is not None
-            threading.Thread(target=self._read, args=(self.host.proc, self.generation), name="kvproof-wire-reader",
-                             daemon=True).start()
+            threading.Thread(
+                target=self._read, args=(self.host.proc, self.generation), name="kvproof-wire-reader", daemon=True
+            ).start()
 
     def _read(self, proc: Any, generation: int) -> None:
         """The reader thread: every line the process writes, delivered; at its end, the requests still in flight fail
@@ -254,8 +258,9 @@ class ExecLink(Link):
         except (BrokenPipeError, OSError, ValueError):
             pass  # it died: the reader fails what is in flight, and _watch says why
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
-                  limit: float | None = None) -> list[p.AnyAnswer]:
+    def _exchange(
+        self, requests: Sequence[p.WireRequest], op: str, log: list[str], limit: float | None = None
+    ) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log, limit)
         except _Broken as broken:
@@ -284,13 +289,18 @@ class ExecLink(Link):
         self.host.peak_mb = max(self.host.peak_mb, rss)
         if rss > self.host.memory_mb:
             self.host.kill()
-            raise self.failure("memory", op, f"its resident memory passed {self.host.memory_mb} MiB "
-                               "(KVPROOF_TARGET_MEMORY_MB); killed", log)
+            raise self.failure(
+                "memory", op, f"its resident memory passed {self.host.memory_mb} MiB (KVPROOF_TARGET_MEMORY_MB); killed", log
+            )
         if proc.poll() is not None:
             raise self._death(op, log)
         if time.monotonic() > deadline:
             self.host.kill()
-            limit = f"{max(self.call_s, START_S):.0f} s for the handshake" if op == "hello" else f"{self.call_s:.0f} s (KVPROOF_TARGET_CALL_S)"
+            limit = (
+                f"{max(self.call_s, START_S):.0f} s for the handshake"
+                if op == "hello"
+                else f"{self.call_s:.0f} s (KVPROOF_TARGET_CALL_S)"
+            )
             raise self.failure("hang", op, f"no answer within {limit}; killed", log)
 
     def kill(self) -> None:
@@ -313,9 +323,14 @@ class _ExecHost(Host):
         if not self.argv or shutil.which(self.argv[0]) is None:
             raise TargetFailure("crash", self.target, "start", f"no such program: {self.argv[:1]}")
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the process writes to it until it is replaced
-        self.proc = process_guard.spawn_guarded(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
-                                                env=runtime_env(PYTHONUNBUFFERED="1"),
-                                                **_preexec_with_limit(self.memory_mb))
+        self.proc = process_guard.spawn_guarded(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            env=runtime_env(PYTHONUNBUFFERED="1"),
+            **_preexec_with_limit(self.memory_mb),
+        )
         self.generation += 1
 
 
@@ -344,8 +359,10 @@ class HttpLink(Link):
     def _post(self, body: bytes) -> None:
         """POST one request; the request line, headers and body leave in one write (http.client sends the body in a
         second one, which a delayed ACK then holds for 40 ms)."""
-        head = (f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        head = (
+            f"POST / HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
         try:
             conn = self._connection()
             conn.sendall(head + body)
@@ -380,8 +397,9 @@ class HttpLink(Link):
     def _send(self, request: p.WireRequest, future: Future) -> None:
         self.pool.submit(self._post, p.encode(request))
 
-    def _exchange(self, requests: Sequence[p.WireRequest], op: str, log: list[str],
-                  limit: float | None = None) -> list[p.AnyAnswer]:
+    def _exchange(
+        self, requests: Sequence[p.WireRequest], op: str, log: list[str], limit: float | None = None
+    ) -> list[p.AnyAnswer]:
         try:
             return super()._exchange(requests, op, log, limit)
         except _Broken as broken:
@@ -446,10 +464,10 @@ class RemoteTree:
         self.link = link
         self.log: list[str] = []
         caps = link.hello()
-        self.surface = Surface(early_exit=None if caps.early_exit else "the implementation has no early_exit "
-                                                                       "(its hello said so)",
-                               rank_removal=None if caps.rank_removal else "the implementation has no "
-                                                                           "remove_worker_dp_rank (its hello said so)")
+        self.surface = Surface(
+            early_exit=None if caps.early_exit else "the implementation has no early_exit (its hello said so)",
+            rank_removal=None if caps.rank_removal else "the implementation has no remove_worker_dp_rank (its hello said so)",
+        )
         self.generation = link.generation
         opened = link.many([p.OpenRequest(v=p.VERSION, id=link._id())], "a fresh tree", self.log, self.generation)[0]
         if not isinstance(opened, p.OpenedAnswer):
@@ -477,14 +495,18 @@ class RemoteTree:
     def apply_event(self, worker_id: Any, payload: Any) -> None:
         worker = _integer(worker_id, "worker ids")
         event, encoded = _payload(payload)
-        self._done(self._request("apply_event", _event_line(worker_id, payload), worker_id=worker, event=event,
-                                 base64=encoded), "apply_event")
+        self._done(
+            self._request("apply_event", _event_line(worker_id, payload), worker_id=worker, event=event, base64=encoded),
+            "apply_event",
+        )
 
     def _find(self, sequence: Any, early_exit: Any) -> p.FindMatchesRequest:
         if not isinstance(sequence, (list, tuple)):
             raise NotOnSurface("python_objects", f"the wire carries a query as a JSON array, not {type(sequence).__name__}")
         if type(early_exit) is not bool:
-            raise NotOnSurface("python_objects", f"the wire carries early_exit as a JSON boolean, not {type(early_exit).__name__}")
+            raise NotOnSurface(
+                "python_objects", f"the wire carries early_exit as a JSON boolean, not {type(early_exit).__name__}"
+            )
         hashes = [_integer(h, "local block hashes") for h in sequence]
         return p.FindMatchesRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id, sequence=hashes, early_exit=early_exit)
 
@@ -508,12 +530,18 @@ class RemoteTree:
         return [self._scores(a) for a in self._checked("find_matches", requests)]
 
     def remove_worker(self, worker_id: Any) -> None:
-        self._done(self._request("remove_worker", _call_line("remove_worker", worker_id),
-                                 worker_id=_integer(worker_id, "worker ids")), "remove_worker")
+        self._done(
+            self._request("remove_worker", _call_line("remove_worker", worker_id), worker_id=_integer(worker_id, "worker ids")),
+            "remove_worker",
+        )
 
     def clear_all_blocks(self, worker_id: Any) -> None:
-        self._done(self._request("clear_all_blocks", _call_line("clear_all_blocks", worker_id),
-                                 worker_id=_integer(worker_id, "worker ids")), "clear_all_blocks")
+        self._done(
+            self._request(
+                "clear_all_blocks", _call_line("clear_all_blocks", worker_id), worker_id=_integer(worker_id, "worker ids")
+            ),
+            "clear_all_blocks",
+        )
 
     def close(self) -> None:
         """Forget the tree on the implementation's side (nothing to do when its process is gone)."""
@@ -528,8 +556,12 @@ class RemoteTree:
 class _WireRankRemoval:
     def remove_worker_dp_rank(self: Any, worker_id: Any, dp_rank: Any) -> None:
         line = _call_line("remove_worker_dp_rank", [worker_id, dp_rank])
-        self._done(self._request("remove_worker_dp_rank", line, worker_id=_integer(worker_id, "worker ids"),
-                                 dp_rank=_integer(dp_rank, "dp ranks")), "remove_worker_dp_rank")
+        self._done(
+            self._request(
+                "remove_worker_dp_rank", line, worker_id=_integer(worker_id, "worker ids"), dp_rank=_integer(dp_rank, "dp ranks")
+            ),
+            "remove_worker_dp_rank",
+        )
 
 
 class _WireDump:
@@ -557,8 +589,11 @@ class _WireSendMany:
         for rank, event in events:
             payload = encode_event(event)
             lines.append(_event_line(rank.worker_id, payload))
-            requests.append(p.ApplyEventRequest(v=p.VERSION, id=self.link._id(), tree=self.tree_id, worker_id=rank.worker_id,
-                                         event=payload.decode()))
+            requests.append(
+                p.ApplyEventRequest(
+                    v=p.VERSION, id=self.link._id(), tree=self.tree_id, worker_id=rank.worker_id, event=payload.decode()
+                )
+            )
         self.log.extend(line for line in lines if line)
         out = []
         for answer in self._checked("apply_event", requests):
@@ -571,13 +606,22 @@ class _WireSendMany:
         return out
 
 
-INDEXER_LABELS = {"ParentBlockNotFound": "parent_block_not_found", "BlockNotFound": "block_not_found",
-                  "InvalidBlockSequence": "invalid_block"}
+INDEXER_LABELS = {
+    "ParentBlockNotFound": "parent_block_not_found",
+    "BlockNotFound": "block_not_found",
+    "InvalidBlockSequence": "invalid_block",
+}
 """The refusals production mode reads from ``send_many`` as Dynamo's indexer labels them (``explore.production``'s
 ``LABEL_OUTCOMES``, the other way round; a test holds the two together)."""
 
-REQUEST_OF: dict[str, Any] = {"apply_event": p.ApplyEventRequest, "remove_worker": p.RemoveWorkerRequest, "clear_all_blocks": p.ClearAllBlocksRequest,
-                              "remove_worker_dp_rank": p.RemoveWorkerDpRankRequest, "dump": p.DumpRequest, "check": p.CheckRequest}
+REQUEST_OF: dict[str, Any] = {
+    "apply_event": p.ApplyEventRequest,
+    "remove_worker": p.RemoveWorkerRequest,
+    "clear_all_blocks": p.ClearAllBlocksRequest,
+    "remove_worker_dp_rank": p.RemoveWorkerDpRankRequest,
+    "dump": p.DumpRequest,
+    "check": p.CheckRequest,
+}
 
 _CLASSES: dict[tuple[bool, ...], type] = {}
 
@@ -601,8 +645,11 @@ def rebuilt(answer: p.ErrorAnswer) -> BaseException:
         return PanicException(answer.message)
     if answer.error == "Unsupported":
         return NotOnSurface("unsupported", answer.message)
-    name = answer.exception if answer.exception.isidentifier() else ("ValueError" if answer.error == "InvalidArgument"
-                                                                     else "RuntimeError")
+    name = (
+        answer.exception
+        if answer.exception.isidentifier()
+        else ("ValueError" if answer.error == "InvalidArgument" else "RuntimeError")
+    )
     return rebuild(name, "builtins", answer.message, False)
 
 

@@ -99,7 +99,7 @@ def run_child(cmd: Sequence[str], cwd: Path, log: Path, env: dict[str, str], tim
 def marked_json(text: str, marker: str) -> dict:
     for line in reversed(text.splitlines()):
         if line.startswith(marker + " "):
-            return json.loads(line[len(marker) + 1:])
+            return json.loads(line[len(marker) + 1 :])
     raise MutateError(f"mutmut's helper printed no {marker} line")
 
 
@@ -110,9 +110,11 @@ def run_failure(rc: int, text: str, log: Path) -> str:
     lines = [line if len(line) <= 300 else f"{line[:300]} ... ({len(line)} characters)" for line in text.splitlines()[-15:]]
     why = ""
     if "BadTestExecutionCommandsException" in text:
-        why = ("; pytest ended mutmut's clean run with a usage error (exit 4), which mostly means a test its stats pass "
-               "recorded was not found when collected a second time in the same process: a test id pytest escapes "
-               "again (keep explicit ids in printable ASCII without backslashes; docs/mutation.md, 'Test ids')")
+        why = (
+            "; pytest ended mutmut's clean run with a usage error (exit 4), which mostly means a test its stats pass "
+            "recorded was not found when collected a second time in the same process: a test id pytest escapes "
+            "again (keep explicit ids in printable ASCII without backslashes; docs/mutation.md, 'Test ids')"
+        )
     return f"mutmut run failed (exit {rc}){why}; see {log}; its last lines:\n" + "\n".join(lines)
 
 
@@ -137,10 +139,18 @@ def child_env(workspace: ws.Workspace) -> dict[str, str]:
     return env
 
 
-def run_mutation(root: Path, targets: Sequence[MutationTarget], shard: Shard = WHOLE, max_children: int = 1,
-                 equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
-                 work: Path | None = None, pytest_args: Sequence[str] = (),
-                 say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> MutationRun:
+def run_mutation(
+    root: Path,
+    targets: Sequence[MutationTarget],
+    shard: Shard = WHOLE,
+    max_children: int = 1,
+    equivalents: Sequence[Equivalent] = (),
+    timeout: float | None = None,
+    work: Path | None = None,
+    pytest_args: Sequence[str] = (),
+    say: Callable[[str], None] = lambda _: None,
+    only: Callable[[str], bool] | None = None,
+) -> MutationRun:
     """Mutate ``targets`` in a fresh workspace and judge them (see the module's docstring).
 
     ``only``: judge just the shard's mutants it accepts (``kvproof mutate --rejudge``), the rest not at all.
@@ -152,8 +162,10 @@ def run_mutation(root: Path, targets: Sequence[MutationTarget], shard: Shard = W
     try:
         workspace = ws.build(root, targets, pytest_args, work)
     except OSError as exc:  # another run is writing there, or the folder cannot be replaced
-        raise MutateError(f"cannot build the workspace {work or root / ws.WORK_ROOT} ({exc}); is another kvproof mutate "
-                          "of this profile and shard running? One run at a time per workspace") from None
+        raise MutateError(
+            f"cannot build the workspace {work or root / ws.WORK_ROOT} ({exc}); is another kvproof mutate "
+            "of this profile and shard running? One run at a time per workspace"
+        ) from None
     log = workspace.path / "mutmut.log"
     env = child_env(workspace)
     python = sys.executable
@@ -176,8 +188,9 @@ def run_mutation(root: Path, targets: Sequence[MutationTarget], shard: Shard = W
     say(f"mutmut run in {workspace.path} ({len(names) if names else 'all'} mutants, {max_children} children; log {log})")
     stopped = None
     try:
-        rc, text = run_child([python, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
-                             workspace.path, log, env, left())
+        rc, text = run_child(
+            [python, "-m", "mutmut", "run", "--max-children", str(max_children), *names], workspace.path, log, env, left()
+        )
     except MutateTimeout as exc:
         stopped = str(exc)  # what mutmut had judged stands; the rest reads "not checked" and fails the run
     else:
@@ -194,7 +207,9 @@ def run_mutation(root: Path, targets: Sequence[MutationTarget], shard: Shard = W
         diffs = marked_json(text, "KVPROOF-DIFFS") if rc == 0 else {}
         for m in mutants:
             m.diff = diffs.get(m.name, "") or m.diff
-    return MutationRun(Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log, generated)
+    return MutationRun(
+        Report(mutants, stale=stale, stopped=stopped), workspace, names, time.monotonic() - started, log, generated
+    )
 
 
 def groups_of(targets: Sequence[MutationTarget]) -> list[tuple[MutationTarget, ...]]:
@@ -215,10 +230,18 @@ class GroupedRun:
     carried: int = 0  # verdicts taken over from an earlier report (``rejudge``), not judged in this run
 
 
-def run_groups(root: Path, targets: Sequence[MutationTarget], shard: Shard = WHOLE, max_children: int = 1,
-               equivalents: Sequence[Equivalent] = (), timeout: float | None = None,
-               work: Path | None = None, pytest_args: Sequence[str] = (),
-               say: Callable[[str], None] = lambda _: None, only: Callable[[str], bool] | None = None) -> GroupedRun:
+def run_groups(
+    root: Path,
+    targets: Sequence[MutationTarget],
+    shard: Shard = WHOLE,
+    max_children: int = 1,
+    equivalents: Sequence[Equivalent] = (),
+    timeout: float | None = None,
+    work: Path | None = None,
+    pytest_args: Sequence[str] = (),
+    say: Callable[[str], None] = lambda _: None,
+    only: Callable[[str], bool] | None = None,
+) -> GroupedRun:
     """``run_mutation`` once per group of targets sharing a test list (``groups_of``), in workspaces ``work/group-I``.
 
     A module's mutants are judged by its own list only, and mutmut's traced first pass covers one
@@ -235,7 +258,7 @@ def run_groups(root: Path, targets: Sequence[MutationTarget], shard: Shard = WHO
     for i, group in enumerate(groups, 1):
         left = None if timeout is None else timeout - (time.monotonic() - started)
         if left is not None and left < 1.0:
-            skipped = [t.module for g in groups[i - 1:] for t in g]
+            skipped = [t.module for g in groups[i - 1 :] for t in g]
             stopped.append(f"the time limit left no time for {len(skipped)} modules ({', '.join(skipped)})")
             break
         say(f"group {i}/{len(groups)}: {', '.join(t.module for t in group)} judged by {len(group[0].tests)} test files")
@@ -253,13 +276,24 @@ def carried_verdicts(earlier: Report, root: Path) -> dict[str, Mutant]:
     """The verdicts of an earlier report that a rejudge keeps: killed or timed out, in a function whose source
     text is unchanged since (its hash, ``equivalents.function_hash``). Everything else is judged again: the
     survivors, the gaps, the mutants left unchecked, and every mutant of an edited function."""
-    return {m.name: m for m in earlier.mutants
-            if m.status in (KILLED, TIMEOUT) and m.function_hash is not None and m.function_hash == function_hash(root, m.name)}
+    return {
+        m.name: m
+        for m in earlier.mutants
+        if m.status in (KILLED, TIMEOUT) and m.function_hash is not None and m.function_hash == function_hash(root, m.name)
+    }
 
 
-def rejudge(root: Path, targets: Sequence[MutationTarget], earlier: Report, shard: Shard = WHOLE, max_children: int = 1,
-            equivalents: Sequence[Equivalent] = (), timeout: float | None = None, work: Path | None = None,
-            say: Callable[[str], None] = lambda _: None) -> GroupedRun:
+def rejudge(
+    root: Path,
+    targets: Sequence[MutationTarget],
+    earlier: Report,
+    shard: Shard = WHOLE,
+    max_children: int = 1,
+    equivalents: Sequence[Equivalent] = (),
+    timeout: float | None = None,
+    work: Path | None = None,
+    say: Callable[[str], None] = lambda _: None,
+) -> GroupedRun:
     """Judge again what ``earlier`` did not settle (``carried_verdicts``), and report the whole: the carried
     verdicts of the mutants the code still has, and the new ones.
 
@@ -291,8 +325,15 @@ def read_results(workspace: ws.Workspace, root: Path, only: set[str] | None) -> 
             if only is not None and name not in only:
                 continue
             seconds = durations.get(name)
-            mutants.append(Mutant(name, target.module, code, None if seconds is None else round(float(seconds), 4),
-                                  function_hash=function_hash(root, name)))
+            mutants.append(
+                Mutant(
+                    name,
+                    target.module,
+                    code,
+                    None if seconds is None else round(float(seconds), 4),
+                    function_hash=function_hash(root, name),
+                )
+            )
     return mutants
 
 
@@ -302,5 +343,15 @@ def read_ttd(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-__all__ = ["GroupedRun", "MutateError", "MutationRun", "carried_verdicts", "groups_of", "mutmut_unavailable", "rejudge", "run_groups",
-           "run_mutation", "status_of"]
+__all__ = [
+    "GroupedRun",
+    "MutateError",
+    "MutationRun",
+    "carried_verdicts",
+    "groups_of",
+    "mutmut_unavailable",
+    "rejudge",
+    "run_groups",
+    "run_mutation",
+    "status_of",
+]

@@ -133,8 +133,10 @@ def parse_equivalents(text: str) -> list[Equivalent]:
     for i, raw in enumerate(tomllib.loads(text).get("equivalent", [])):
         missing = [k for k in ("mutant", "function_hash", "reason") if not str(raw.get(k, "")).strip()]
         if missing:
-            raise EquivalentsError(f"equivalent entry {i + 1} lacks {', '.join(missing)}: every entry needs a mutant, "
-                                   "the function's hash and a reason")
+            raise EquivalentsError(
+                f"equivalent entry {i + 1} lacks {', '.join(missing)}: every entry needs a mutant, "
+                "the function's hash and a reason"
+            )
         MutantName.parse(raw["mutant"])
         entries.append(Equivalent(raw["mutant"], raw["function_hash"], raw["reason"].strip()))
     return entries
@@ -146,7 +148,9 @@ def load_equivalents(root: Path, path: Path | None = None) -> list[Equivalent]:
     return parse_equivalents(file.read_text()) if file.is_file() else []
 
 
-def split_equivalents(entries: Iterable[Equivalent], hashes: dict[str, str | None]) -> tuple[dict[str, Equivalent], list[Equivalent]]:
+def split_equivalents(
+    entries: Iterable[Equivalent], hashes: dict[str, str | None]
+) -> tuple[dict[str, Equivalent], list[Equivalent]]:
     """Entries that hold (their hash is the function's current hash) by mutant name, and the stale ones.
 
     ``hashes`` maps a mutant name to its function's current hash; an entry for a mutant not in it

@@ -78,12 +78,17 @@ def detect(mutants_dir: Path, mutant: str, profile: str, limit_s: float, root: P
     if cache.is_file():
         (mutants_dir / GATE_SECONDS).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(cache, mutants_dir / GATE_SECONDS)
-    env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONDONTWRITEBYTECODE="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(mutants_dir / "src"), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        MUTANT_UNDER_TEST=mutant,
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(mutants_dir / "src"), os.environ.get("PYTHONPATH")])),
+    )
     env.pop("KVPROOF_PROCESSES", None)  # the gate as a user runs it: every core
     started = time.perf_counter()
-    proc = process_guard.spawn_guarded(command(profile), cwd=mutants_dir, env=env,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = process_guard.spawn_guarded(
+        command(profile), cwd=mutants_dir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         code: int | None = proc.wait(limit_s)
     except subprocess.TimeoutExpired:
@@ -93,8 +98,15 @@ def detect(mutants_dir: Path, mutant: str, profile: str, limit_s: float, root: P
     return GateDetection(mutant, time.perf_counter() - started, code == 1, code)
 
 
-def run_gate_ttd(workspaces: Sequence[Path], mutants: Sequence[Mutant], n: int, profile: str, root: Path,
-                 limit_s: float = 300.0, say: Callable[[str], None] = lambda _: None) -> list[GateDetection]:
+def run_gate_ttd(
+    workspaces: Sequence[Path],
+    mutants: Sequence[Mutant],
+    n: int,
+    profile: str,
+    root: Path,
+    limit_s: float = 300.0,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[GateDetection]:
     """The gate's time to detection over a sample of ``n`` killed mutants, each switched on in the workspace of this run
     that mutated its module (a mutant no workspace of the run holds, one carried from an earlier report, say, is
     skipped)."""
@@ -105,21 +117,27 @@ def run_gate_ttd(workspaces: Sequence[Path], mutants: Sequence[Mutant], n: int, 
             continue
         found.append(detect(folder, m.name, profile, limit_s, root))
         d = found[-1]
-        say(f"gate on {m.name}: {'failed' if d.caught else 'passed' if d.exit_code == 0 else f'exit {d.exit_code}'} "
-            f"in {d.seconds:.1f} s")
+        say(
+            f"gate on {m.name}: {'failed' if d.caught else 'passed' if d.exit_code == 0 else f'exit {d.exit_code}'} "
+            f"in {d.seconds:.1f} s"
+        )
     return found
 
 
 def summary(detections: Sequence[GateDetection], profile: str) -> str:
     """One line: the median and nearest-rank 90th percentile over the detections, and what the gate did not catch."""
     if not detections:
-        return (f"time to detection, kvproof check --profile {profile} --fail-fast: not measured (no workspace of this run "
-                "holds a sampled killed mutant)")
+        return (
+            f"time to detection, kvproof check --profile {profile} --fail-fast: not measured (no workspace of this run "
+            "holds a sampled killed mutant)"
+        )
     caught = [d.seconds for d in detections if d.caught]
     missed = [d for d in detections if not d.caught]
-    line = (f"time to detection, kvproof check --profile {profile} --fail-fast: "
-            + (f"median {statistics.median(caught):.1f} s, 90th percentile {p90_of(caught):.1f} s" if caught else "none caught")
-            + f", over {len(caught)} of {len(detections)} sampled killed mutants (wall time, interpreter start included)")
+    line = (
+        f"time to detection, kvproof check --profile {profile} --fail-fast: "
+        + (f"median {statistics.median(caught):.1f} s, 90th percentile {p90_of(caught):.1f} s" if caught else "none caught")
+        + f", over {len(caught)} of {len(detections)} sampled killed mutants (wall time, interpreter start included)"
+    )
     if missed:
         line += "; the gate passed on " + ", ".join(f"{d.mutant} (exit {d.exit_code})" for d in missed)
     return line

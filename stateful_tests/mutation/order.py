@@ -53,8 +53,12 @@ class Costs:
     setups: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"seconds": dict(self.seconds), "collected": list(self.collected), "items": dict(self.items),
-                "setups": dict(self.setups)}
+        return {
+            "seconds": dict(self.seconds),
+            "collected": list(self.collected),
+            "items": dict(self.items),
+            "setups": dict(self.setups),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Costs:
@@ -82,8 +86,12 @@ def run_order(nodeids: Sequence[str], costs: Costs) -> list[int]:
         nodeid = nodeids[i]
         name = file_of(nodeid)
         known = rank.get(nodeid)
-        return (costs.seconds.get(name, unmeasured), first_seen[name],
-                0 if known is not None else 1, known if known is not None else i)
+        return (
+            costs.seconds.get(name, unmeasured),
+            first_seen[name],
+            0 if known is not None else 1,
+            known if known is not None else i,
+        )
 
     return sorted(range(len(nodeids)), key=key)
 

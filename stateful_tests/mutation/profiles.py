@@ -27,6 +27,7 @@ from ...spec.errors import KvProofError
 LAYERS = ("spec", "reference", "impl")
 GOALS = {"spec": 0.95, "reference": 0.95, "impl": 0.90}
 
+
 class MutateProfileError(KvProofError, ValueError):
     """An unknown profile or layer, or a module or test file that is not in the checkout."""
 
@@ -53,8 +54,10 @@ DEEPINFER = "stateful_tests/deepinfer/tests/"
 SEQUENCES = "stateful_tests/sequences/tests/"
 
 QUICK = (
-    MutationTarget("spec/coverage.py", (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py",
-                                        TREE + "test_vectors.py")),
+    MutationTarget(
+        "spec/coverage.py",
+        (TREE + "test_spec_coverage.py", TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py"),
+    ),
     MutationTarget("spec/service_queue.py", (DEEPINFER + "test_spec_service_queue.py",)),
     MutationTarget("spec/token_load.py", (SEQUENCES + "test_spec_sequences.py",)),
 )
@@ -63,40 +66,104 @@ PROFILES = ("quick", "ci")
 
 EXPLORE = "stateful_tests/explore/tests/"
 
-TREE_SPEC = tuple(TREE + f"test_spec_{name}.py" for name in ("api", "contract", "coverage", "dump", "events", "invariants", "match", "primitives", "rules", "shape")) + (
-    TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_reference_wire.py")
+TREE_SPEC = tuple(
+    TREE + f"test_spec_{name}.py"
+    for name in ("api", "contract", "coverage", "dump", "events", "invariants", "match", "primitives", "rules", "shape")
+) + (TREE + "test_laws.py", TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_reference_wire.py")
 """The tree's spec modules: their mirror tests and laws, and the reference tree's tests and the recorded Dynamo vectors,
 which drive the dump, the match walk, the invariants and the event checks for real (about a second together)."""
-SEQUENCE_SPEC = (SEQUENCES + "test_spec_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_values.py",
-                 SEQUENCES + "test_bad_input.py")
-DEEPINFER_SPEC = tuple(DEEPINFER + f"test_spec_{name}.py"
-                       for name in ("acceptance", "capacity", "hit_length", "quantities", "service_queue", "state_layout"))
-REFERENCE_TREE = (TREE + "test_reference_radix_tree.py", TREE + "test_vectors.py", TREE + "test_machine.py",
-                  TREE + "test_spec_rules.py", TREE + "test_crowd.py")
-REFERENCE_SEQUENCES = (SEQUENCES + "test_reference_sequences.py", SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py",
-                       SEQUENCES + "test_bad_input.py", SEQUENCES + "test_values.py", SEQUENCES + "test_growth.py")
-EXPLORE_IMPL = (EXPLORE + "test_scenarios.py::test_the_embedded_implementation_passes_every_scenario",
-                EXPLORE + "test_scenarios.py::test_each_regression_passes_on_the_implementation_and_still_catches_its_structure")
+SEQUENCE_SPEC = (
+    SEQUENCES + "test_spec_sequences.py",
+    SEQUENCES + "test_laws.py",
+    SEQUENCES + "test_values.py",
+    SEQUENCES + "test_bad_input.py",
+)
+DEEPINFER_SPEC = tuple(
+    DEEPINFER + f"test_spec_{name}.py"
+    for name in ("acceptance", "capacity", "hit_length", "quantities", "service_queue", "state_layout")
+)
+REFERENCE_TREE = (
+    TREE + "test_reference_radix_tree.py",
+    TREE + "test_vectors.py",
+    TREE + "test_machine.py",
+    TREE + "test_spec_rules.py",
+    TREE + "test_crowd.py",
+)
+REFERENCE_SEQUENCES = (
+    SEQUENCES + "test_reference_sequences.py",
+    SEQUENCES + "test_laws.py",
+    SEQUENCES + "test_machine.py",
+    SEQUENCES + "test_bad_input.py",
+    SEQUENCES + "test_values.py",
+    SEQUENCES + "test_growth.py",
+)
+EXPLORE_IMPL = (
+    EXPLORE + "test_scenarios.py::test_the_embedded_implementation_passes_every_scenario",
+    EXPLORE + "test_scenarios.py::test_each_regression_passes_on_the_implementation_and_still_catches_its_structure",
+)
 """The explorer's scenarios run on the embedded implementation (random and PCT schedules, and every recorded
 regression token), without the fresh sweeps for each broken structure (minutes each): about 10 s."""
-IMPL_TREE = (TREE + "test_impl_radix_tree.py", TREE + "test_impl_lane.py", TREE + "test_impl_node.py", TREE + "test_vectors.py",
-             TREE + "test_impl_poison.py", TREE + "test_impl_indexer.py", EXPLORE + "test_impl_radix_tree_races.py",
-             TREE + "test_crowd.py") + EXPLORE_IMPL
-IMPL_TRACKER = (SEQUENCES + "test_laws.py", SEQUENCES + "test_machine.py", SEQUENCES + "test_bad_input.py",
-                SEQUENCES + "test_interleavings.py", SEQUENCES + "test_stress.py", SEQUENCES + "test_poisoning.py",
-                EXPLORE + "test_impl_slot_tracker_points.py") + EXPLORE_IMPL
+IMPL_TREE = (
+    TREE + "test_impl_radix_tree.py",
+    TREE + "test_impl_lane.py",
+    TREE + "test_impl_node.py",
+    TREE + "test_vectors.py",
+    TREE + "test_impl_poison.py",
+    TREE + "test_impl_indexer.py",
+    EXPLORE + "test_impl_radix_tree_races.py",
+    TREE + "test_crowd.py",
+) + EXPLORE_IMPL
+IMPL_TRACKER = (
+    SEQUENCES + "test_laws.py",
+    SEQUENCES + "test_machine.py",
+    SEQUENCES + "test_bad_input.py",
+    SEQUENCES + "test_interleavings.py",
+    SEQUENCES + "test_stress.py",
+    SEQUENCES + "test_poisoning.py",
+    EXPLORE + "test_impl_slot_tracker_points.py",
+) + EXPLORE_IMPL
 
 CI_TESTS: dict[str, tuple[str, ...]] = {
-    **{f"spec/{name}.py": TREE_SPEC for name in (
-        "api", "contract", "coverage", "dump", "errors", "events", "invariants", "match", "primitives", "rules", "shape")},
-    **{f"spec/{name}.py": SEQUENCE_SPEC for name in (
-        "prefill", "sequence_errors", "sequence_inputs", "sequence_invariants", "sequences", "slot_tracker", "token_load")},
-    **{f"spec/{name}.py": DEEPINFER_SPEC for name in (
-        "acceptance", "capacity", "deepinfer_errors", "hit_length", "quantities", "service_queue", "state_layout")},
+    **{
+        f"spec/{name}.py": TREE_SPEC
+        for name in (
+            "api",
+            "contract",
+            "coverage",
+            "dump",
+            "errors",
+            "events",
+            "invariants",
+            "match",
+            "primitives",
+            "rules",
+            "shape",
+        )
+    },
+    **{
+        f"spec/{name}.py": SEQUENCE_SPEC
+        for name in (
+            "prefill",
+            "sequence_errors",
+            "sequence_inputs",
+            "sequence_invariants",
+            "sequences",
+            "slot_tracker",
+            "token_load",
+        )
+    },
+    **{
+        f"spec/{name}.py": DEEPINFER_SPEC
+        for name in ("acceptance", "capacity", "deepinfer_errors", "hit_length", "quantities", "service_queue", "state_layout")
+    },
     "spec/arith.py": TREE_SPEC + SEQUENCE_SPEC + DEEPINFER_SPEC,
     "reference/radix_tree.py": REFERENCE_TREE,
-    "reference/wire.py": (TREE + "test_reference_wire.py", TREE + "test_spec_events.py", TREE + "test_reference_radix_tree.py",
-                          TREE + "test_vectors.py"),
+    "reference/wire.py": (
+        TREE + "test_reference_wire.py",
+        TREE + "test_spec_events.py",
+        TREE + "test_reference_radix_tree.py",
+        TREE + "test_vectors.py",
+    ),
     "reference/sequences.py": REFERENCE_SEQUENCES,
     "impl/radix_tree.py": IMPL_TREE,
     "impl/lane.py": IMPL_TREE,
@@ -104,9 +171,16 @@ CI_TESTS: dict[str, tuple[str, ...]] = {
     "impl/indexer.py": (TREE + "test_impl_indexer.py", TREE + "test_pipeline.py"),
     "impl/poison.py": (TREE + "test_impl_poison.py", SEQUENCES + "test_poisoning.py"),
     "impl/slot_tracker.py": IMPL_TRACKER,
-    "impl/_sync.py": (EXPLORE + "test_impl_sync.py", TREE + "test_impl_radix_tree.py", TREE + "test_vectors.py", TREE + "test_impl_indexer.py",
-                      SEQUENCES + "test_interleavings.py", EXPLORE + "test_model_primitives.py", EXPLORE + "test_scheduler.py",
-                      *EXPLORE_IMPL),
+    "impl/_sync.py": (
+        EXPLORE + "test_impl_sync.py",
+        TREE + "test_impl_radix_tree.py",
+        TREE + "test_vectors.py",
+        TREE + "test_impl_indexer.py",
+        SEQUENCES + "test_interleavings.py",
+        EXPLORE + "test_model_primitives.py",
+        EXPLORE + "test_scheduler.py",
+        *EXPLORE_IMPL,
+    ),
     "impl/state_roundtrip.py": (DEEPINFER + "test_impl_state_roundtrip.py",),
 }
 """The ci profile: each module of spec/, reference/ and impl/ with the test files that judge it.
@@ -138,8 +212,14 @@ def selects(path: str, module: str) -> bool:
     return module == path or module.startswith(path + "/")
 
 
-def rejudge_refusal(earlier_profile: str, earlier_paths: Sequence[str], earlier_shard: object, profile: str,
-                    targets: Sequence[MutationTarget], shard: object) -> str | None:
+def rejudge_refusal(
+    earlier_profile: str,
+    earlier_paths: Sequence[str],
+    earlier_shard: object,
+    profile: str,
+    targets: Sequence[MutationTarget],
+    shard: object,
+) -> str | None:
     """Why an earlier report cannot be rejudged with these options (None: it can).
 
     The profile and the shard must be the earlier run's; the modules may be all of its modules or some
@@ -158,15 +238,18 @@ def targets_for(profile: str, root: Path, layers: Sequence[str] = LAYERS) -> tup
     """The targets of ``profile``, kept to the layers or modules named (``spec``, ``impl/lane.py``)."""
     unknown = [p for p in layers if p.split("/", 1)[0] not in LAYERS or ("/" in p and not (root / p).is_file())]
     if unknown:
-        raise MutateProfileError(f"unknown layer or module {unknown[0]!r}: choose from {', '.join(LAYERS)}, "
-                                 "or a module of one (spec/coverage.py)")
+        raise MutateProfileError(
+            f"unknown layer or module {unknown[0]!r}: choose from {', '.join(LAYERS)}, or a module of one (spec/coverage.py)"
+        )
     if profile == "quick":
         chosen = tuple(t for t in QUICK if any(selects(p, t.module) for p in layers))
     elif profile == "ci":
         modules = [m for layer in LAYERS for m in layer_modules(root, layer) if any(selects(p, m) for p in layers)]
         missing = [m for m in modules if m not in CI_TESTS]
         if missing:
-            raise MutateProfileError(f"{missing[0]} has no test list in the ci profile (profiles.CI_TESTS): name the tests that judge it")
+            raise MutateProfileError(
+                f"{missing[0]} has no test list in the ci profile (profiles.CI_TESTS): name the tests that judge it"
+            )
         chosen = tuple(MutationTarget(m, CI_TESTS[m]) for m in modules)
     else:
         raise MutateProfileError(f"unknown profile {profile!r}: choose from {', '.join(PROFILES)}")

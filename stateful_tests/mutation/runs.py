@@ -56,8 +56,10 @@ class MutateRun:
     def _gaps(self, say: Say) -> None:
         gaps = self.report.of("no tests")
         if gaps:
-            say(f"\ngap: {len(gaps)} mutants reached by no selected test (not counted as killed)"
-                + (f"; the first {GAPS_SHOWN}:" if len(gaps) > GAPS_SHOWN else ":"))
+            say(
+                f"\ngap: {len(gaps)} mutants reached by no selected test (not counted as killed)"
+                + (f"; the first {GAPS_SHOWN}:" if len(gaps) > GAPS_SHOWN else ":")
+            )
             for m in gaps[:GAPS_SHOWN]:
                 say(f"GAP {m.name}\n{m.diff or '  (no diff)'}")
 
@@ -67,18 +69,22 @@ class MutateRun:
         r = self.report
         ttd, p90 = median_ttd(r.mutants), p90_ttd(r.mutants)
         timed = sum(m.ttd_s is not None for m in r.of("killed"))
-        say(f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'}, 90th percentile "
+        say(
+            f"median time to detection: {'-' if ttd is None else f'{ttd:.3f} s'}, 90th percentile "
             f"{'-' if p90 is None else f'{p90:.3f} s'}, over {timed} killed mutants (pytest -x in mutmut's sessions); "
-            f"{len(r.mutants)} mutants in {self.seconds:.1f} s")
+            f"{len(r.mutants)} mutants in {self.seconds:.1f} s"
+        )
         if self.extra.get("gate_ttd_line"):
             say(self.extra["gate_ttd_line"])
 
     def summary_line(self) -> str:
         if self.failed_run:
             return self.failed_run
-        return (f"mutate: {'FAIL' if self.report.failures() else 'pass'} mutants={len(self.report.mutants)} "
-                + " ".join(f"{t.name}={'-' if t.score is None else f'{100 * t.score:.1f}%'}" for t in self.report.layers)
-                + self.suffix)
+        return (
+            f"mutate: {'FAIL' if self.report.failures() else 'pass'} mutants={len(self.report.mutants)} "
+            + " ".join(f"{t.name}={'-' if t.score is None else f'{100 * t.score:.1f}%'}" for t in self.report.layers)
+            + self.suffix
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"failed": self.failed_run} if self.failed_run else dict(self.report.to_json(self.extra))
@@ -134,23 +140,33 @@ def run_mutate(plan: MutatePlan, say: Say, warn: Say) -> MutateRun:
 
     targets, equivalents, earlier = _checked(plan)
     shard = plan.shard
-    say(f"kvproof mutate: profile={plan.profile} layers={','.join(plan.layers)} modules={len(targets)} shard={shard} "
-        f"max-children={plan.max_children}" + (f" rejudge={plan.rejudge_path}" if plan.rejudge_path else ""))
+    say(
+        f"kvproof mutate: profile={plan.profile} layers={','.join(plan.layers)} modules={len(targets)} shard={shard} "
+        f"max-children={plan.max_children}" + (f" rejudge={plan.rejudge_path}" if plan.rejudge_path else "")
+    )
     say_indented = lambda line: warn(f"  {line}")
     work = ROOT / WORK_ROOT / f"{plan.profile}-{shard.index}-of-{shard.count}"  # shards of a matrix side by side
     try:
         if earlier is not None:
-            run = rejudge(ROOT, targets, earlier.report, shard, plan.max_children, equivalents, plan.timeout, work,
-                          say_indented)
+            run = rejudge(ROOT, targets, earlier.report, shard, plan.max_children, equivalents, plan.timeout, work, say_indented)
         else:
             run = run_groups(ROOT, targets, shard, plan.max_children, equivalents, plan.timeout, work=work, say=say_indented)
     except MutateError as exc:
         return MutateRun(None, 0.0, "", failed_run=f"kvproof mutate: FAILED: {exc}")
     if earlier is not None:
-        say(f"kvproof mutate: {run.carried} verdicts carried from {plan.rejudge_path}, "
-            f"{len(run.report.mutants) - run.carried} judged now")
-    extra = {"profile": plan.profile, "paths": list(plan.layers), "shard": str(shard), "seconds": round(run.seconds, 2),
-             "max_children": plan.max_children, "carried": run.carried, "rejudged_from": plan.rejudge_path}
+        say(
+            f"kvproof mutate: {run.carried} verdicts carried from {plan.rejudge_path}, "
+            f"{len(run.report.mutants) - run.carried} judged now"
+        )
+    extra = {
+        "profile": plan.profile,
+        "paths": list(plan.layers),
+        "shard": str(shard),
+        "seconds": round(run.seconds, 2),
+        "max_children": plan.max_children,
+        "carried": run.carried,
+        "rejudged_from": plan.rejudge_path,
+    }
     sample = gate_ttd.SAMPLE[plan.profile] if plan.gate_sample is None else plan.gate_sample
     if sample:
         say(f"kvproof mutate: timing the gate on {sample} of the killed mutants (kvproof check --fail-fast each)")
@@ -170,8 +186,10 @@ def run_merge(paths: tuple[str, ...], say: Say) -> MutateRun:
         runs = [read_shard_run(p) for p in paths]
         by_module = len(runs) > 1 and all(r.shard.whole for r in runs)
         if by_module:
-            touched = sorted({p.split("/", 1)[0] for r in runs for p in r.layers}
-                             | {layer_of(m.module) for r in runs for m in r.report.mutants})
+            touched = sorted(
+                {p.split("/", 1)[0] for r in runs for p in r.layers}
+                | {layer_of(m.module) for r in runs for m in r.report.mutants}
+            )
             layer_modules = {layer: [t.module for t in targets_for(runs[0].profile, ROOT, (layer,))] for layer in touched}
             report = merge_module_runs(runs, layer_modules)
         else:
@@ -180,15 +198,25 @@ def run_merge(paths: tuple[str, ...], say: Say) -> MutateRun:
         raise CampaignInputError(f"kvproof mutate --merge: {exc}") from None
     if by_module:
         layers = sorted({p for r in runs for p in r.layers})
-        say(f"kvproof mutate: merged {len(runs)} whole runs of profile={runs[0].profile} by module: "
-            + ", ".join(f"{','.join(r.layers)} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
+        say(
+            f"kvproof mutate: merged {len(runs)} whole runs of profile={runs[0].profile} by module: "
+            + ", ".join(f"{','.join(r.layers)} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs)
+        )
     else:
         runs.sort(key=lambda r: r.shard)
         layers = list(runs[0].layers)
-        say(f"kvproof mutate: merged {len(runs)} shards of profile={runs[0].profile} layers={','.join(layers)}: "
-            + ", ".join(f"{r.shard} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs))
+        say(
+            f"kvproof mutate: merged {len(runs)} shards of profile={runs[0].profile} layers={','.join(layers)}: "
+            + ", ".join(f"{r.shard} ({len(r.report.mutants)} mutants, {r.seconds:.0f} s)" for r in runs)
+        )
     seconds = sum(r.seconds for r in runs)
-    extra = {"profile": runs[0].profile, "paths": layers, "shard": "1/1", "seconds": round(seconds, 2),
-             "merged": [{"shard": str(r.shard), "paths": list(r.layers), "file": r.path, "mutants": len(r.report.mutants)}
-                        for r in runs]}
+    extra = {
+        "profile": runs[0].profile,
+        "paths": layers,
+        "shard": "1/1",
+        "seconds": round(seconds, 2),
+        "merged": [
+            {"shard": str(r.shard), "paths": list(r.layers), "file": r.path, "mutants": len(r.report.mutants)} for r in runs
+        ],
+    }
     return MutateRun(report, seconds, f" merged={len(runs)}", extra)

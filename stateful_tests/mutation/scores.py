@@ -31,8 +31,18 @@ from .verdicts import is_verdict, read_verdict
 
 KILLED, SURVIVED, EQUIVALENT, NO_TESTS, TIMEOUT, OTHER = "killed", "survived", "equivalent", "no tests", "timeout", "other"
 
-STATUS_BY_EXIT_CODE: dict[int | None, str] = {1: KILLED, 3: KILLED, 0: SURVIVED, 33: NO_TESTS, 5: NO_TESTS,
-                                              36: TIMEOUT, 24: TIMEOUT, -24: TIMEOUT, 152: TIMEOUT, 255: TIMEOUT}
+STATUS_BY_EXIT_CODE: dict[int | None, str] = {
+    1: KILLED,
+    3: KILLED,
+    0: SURVIVED,
+    33: NO_TESTS,
+    5: NO_TESTS,
+    36: TIMEOUT,
+    24: TIMEOUT,
+    -24: TIMEOUT,
+    152: TIMEOUT,
+    255: TIMEOUT,
+}
 """mutmut 3.8.1's exit codes (mutmut/stats.py), read into this report's verdicts; the rest is OTHER."""
 
 
@@ -64,13 +74,29 @@ class Mutant:
         """The mutant ``to_json`` wrote (its verdict is recomputed from the exit code and the equivalence)."""
         reason = body.get("equivalent_reason")
         equivalent = Equivalent(body["name"], str(body.get("function_hash")), reason) if reason else None
-        return cls(body["name"], body["module"], body["exit_code"], body.get("seconds"), body.get("ttd_s"),
-                   body.get("first_fail"), body.get("diff", ""), body.get("function_hash"), equivalent)
+        return cls(
+            body["name"],
+            body["module"],
+            body["exit_code"],
+            body.get("seconds"),
+            body.get("ttd_s"),
+            body.get("first_fail"),
+            body.get("diff", ""),
+            body.get("function_hash"),
+            equivalent,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": self.name, "module": self.module, "status": self.status, "exit_code": self.exit_code,
-                                "seconds": self.seconds, "ttd_s": self.ttd_s, "first_fail": self.first_fail,
-                                "function_hash": self.function_hash}
+        body: dict[str, Any] = {
+            "name": self.name,
+            "module": self.module,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "seconds": self.seconds,
+            "ttd_s": self.ttd_s,
+            "first_fail": self.first_fail,
+            "function_hash": self.function_hash,
+        }
         if self.diff:
             body["diff"] = self.diff
         if self.equivalent is not None:
@@ -107,12 +133,25 @@ class Tally:
 
     def row(self) -> tuple[Any, ...]:
         score = self.score
-        return (self.name, self.total, self[KILLED], self[TIMEOUT], self[SURVIVED], self[EQUIVALENT], self[NO_TESTS],
-                self[OTHER], "-" if score is None else f"{100 * score:.1f}%")
+        return (
+            self.name,
+            self.total,
+            self[KILLED],
+            self[TIMEOUT],
+            self[SURVIVED],
+            self[EQUIVALENT],
+            self[NO_TESTS],
+            self[OTHER],
+            "-" if score is None else f"{100 * score:.1f}%",
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "total": self.total, **{k.replace(" ", "_"): self[k] for k in
-                (KILLED, TIMEOUT, SURVIVED, EQUIVALENT, NO_TESTS, OTHER)}, "score": self.score}
+        return {
+            "name": self.name,
+            "total": self.total,
+            **{k.replace(" ", "_"): self[k] for k in (KILLED, TIMEOUT, SURVIVED, EQUIVALENT, NO_TESTS, OTHER)},
+            "score": self.score,
+        }
 
 
 HEADERS = ("module", "mutants", "killed", "timeout", "survived", "equivalent", "no tests (gap)", "other", "score")
@@ -189,27 +228,37 @@ class Report:
             if score is None:
                 problems.append(f"{layer.name}/: no mutant was judged ({layer[NO_TESTS]} without tests): no score")
             elif score < goal:
-                problems.append(f"{layer.name}/: score {100 * score:.1f}% is below the goal {100 * goal:.0f}% "
-                                f"({layer[SURVIVED]} survivors)")
+                problems.append(
+                    f"{layer.name}/: score {100 * score:.1f}% is below the goal {100 * goal:.0f}% ({layer[SURVIVED]} survivors)"
+                )
         others = self.of(OTHER)
         if others:
             problems.append(f"{len(others)} mutants have no verdict (not checked, suspicious or crashed), e.g. {others[0].name}")
         return problems
 
     def table_rows(self) -> list[tuple[Any, ...]]:
-        return [t.row() for t in self.modules] + [(f"{t.name}/ (goal {100 * self.goals[t.name]:.0f}%)", *t.row()[1:])
-                                                  for t in self.layers if t.name in self.goals]
+        return [t.row() for t in self.modules] + [
+            (f"{t.name}/ (goal {100 * self.goals[t.name]:.0f}%)", *t.row()[1:]) for t in self.layers if t.name in self.goals
+        ]
 
     def to_json(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         ttd = median_ttd(self.mutants)
-        return {**(extra or {}), "passed": not self.failures(), "failures": self.failures(), "stopped": self.stopped,
-                "goals": dict(self.goals), "median_ttd_s": ttd, "p90_ttd_s": p90_ttd(self.mutants),
-                "modules": [t.to_json() for t in self.modules], "layers": [t.to_json() for t in self.layers],
-                "survivors": [m.to_json() for m in self.of(SURVIVED)],
-                "equivalents": [m.to_json() for m in self.of(EQUIVALENT)],
-                "stale_equivalents": [e.__dict__ for e in self.stale],
-                "no_tests": [m.name for m in self.of(NO_TESTS)],
-                "mutants": [m.to_json() for m in sorted(self.mutants, key=lambda m: m.name)]}
+        return {
+            **(extra or {}),
+            "passed": not self.failures(),
+            "failures": self.failures(),
+            "stopped": self.stopped,
+            "goals": dict(self.goals),
+            "median_ttd_s": ttd,
+            "p90_ttd_s": p90_ttd(self.mutants),
+            "modules": [t.to_json() for t in self.modules],
+            "layers": [t.to_json() for t in self.layers],
+            "survivors": [m.to_json() for m in self.of(SURVIVED)],
+            "equivalents": [m.to_json() for m in self.of(EQUIVALENT)],
+            "stale_equivalents": [e.__dict__ for e in self.stale],
+            "no_tests": [m.name for m in self.of(NO_TESTS)],
+            "mutants": [m.to_json() for m in sorted(self.mutants, key=lambda m: m.name)],
+        }
 
 
 def join_ttd(mutants: Sequence[Mutant], lines: Iterable[Mapping[str, Any]]) -> None:
@@ -254,10 +303,19 @@ def read_shard_run(path: str | Path) -> ShardRun:
         raise MergeError(f"{path}: not a mutate report (schema {found!r}, expected {SCHEMA!r})")
     try:
         mutants = [Mutant.from_json(m) for m in body["mutants"]]
-        run = ShardRun(str(path), str(body["profile"]), tuple(body["paths"]), Shard.parse(str(body["shard"])),
-                       float(body.get("seconds") or 0.0),
-                       Report(mutants, goals=dict(body["goals"]), stopped=body.get("stopped"),
-                              stale=[Equivalent(**e) for e in body.get("stale_equivalents", [])]))
+        run = ShardRun(
+            str(path),
+            str(body["profile"]),
+            tuple(body["paths"]),
+            Shard.parse(str(body["shard"])),
+            float(body.get("seconds") or 0.0),
+            Report(
+                mutants,
+                goals=dict(body["goals"]),
+                stopped=body.get("stopped"),
+                stale=[Equivalent(**e) for e in body.get("stale_equivalents", [])],
+            ),
+        )
     except (KeyError, TypeError, ValueError, ShardError) as exc:
         raise MergeError(f"{path}: a mutate report without {exc}: write it with `kvproof mutate --json`") from None
     return run
@@ -275,9 +333,12 @@ def merge_shard_runs(runs: Sequence[ShardRun]) -> Report:
         raise MergeError("no shard reports to merge")
     first = runs[0]
     for run in runs[1:]:
-        for what, mine, theirs in (("profile", run.profile, first.profile), ("--paths", run.layers, first.layers),
-                                   ("shard count", run.shard.count, first.shard.count),
-                                   ("goals", dict(run.report.goals), dict(first.report.goals))):
+        for what, mine, theirs in (
+            ("profile", run.profile, first.profile),
+            ("--paths", run.layers, first.layers),
+            ("shard count", run.shard.count, first.shard.count),
+            ("goals", dict(run.report.goals), dict(first.report.goals)),
+        ):
             if mine != theirs:
                 raise MergeError(f"{run.path} is of another run than {first.path}: {what} {mine} against {theirs}")
     seen: dict[int, str] = {}
@@ -319,8 +380,10 @@ def merge_module_runs(runs: Sequence[ShardRun], layer_modules: Mapping[str, Iter
     for run in runs:
         if not run.shard.whole:
             raise MergeError(f"{run.path} is shard {run.shard}: merge a run's shards with each other, or whole runs by module")
-        for what, mine, theirs in (("profile", run.profile, first.profile),
-                                   ("goals", dict(run.report.goals), dict(first.report.goals))):
+        for what, mine, theirs in (
+            ("profile", run.profile, first.profile),
+            ("goals", dict(run.report.goals), dict(first.report.goals)),
+        ):
             if mine != theirs:
                 raise MergeError(f"{run.path} is of another profile than {first.path}: {what} {mine} against {theirs}")
         selected = {m for modules in layer_modules.values() for m in modules if any(selects(p, m) for p in run.layers)}

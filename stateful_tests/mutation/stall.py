@@ -68,8 +68,13 @@ def _stalled(nodeid: str, budget: float) -> None:
     path, mutant = os.environ.get(TTD_FILE_ENV), _mutant()
     if path and mutant:
         spent = time.perf_counter() - (_armed["start"] or time.perf_counter())
-        line = {"mutant": mutant, "ttd_s": round(spent, 4), "session_s": round(spent, 4), "stalled": nodeid,
-                "first_fail": f"{nodeid} (ran past its {budget:.1f} s budget: a timeout)"}
+        line = {
+            "mutant": mutant,
+            "ttd_s": round(spent, 4),
+            "session_s": round(spent, 4),
+            "stalled": nodeid,
+            "first_fail": f"{nodeid} (ran past its {budget:.1f} s budget: a timeout)",
+        }
         with open(path, "a") as f:
             f.write(json.dumps(line) + "\n")
     os._exit(TIMEOUT_EXIT)

@@ -41,7 +41,11 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     path, mutant = os.environ.get(TTD_FILE_ENV), _mutant()
     if not path or mutant is None or _state["start"] is None:
         return
-    line = {"mutant": mutant, "ttd_s": None if _state["ttd"] is None else round(_state["ttd"], 4),
-            "first_fail": _state["first_fail"], "session_s": round(time.perf_counter() - _state["start"], 4)}
+    line = {
+        "mutant": mutant,
+        "ttd_s": None if _state["ttd"] is None else round(_state["ttd"], 4),
+        "first_fail": _state["first_fail"],
+        "session_s": round(time.perf_counter() - _state["start"], 4),
+    }
     with open(path, "a") as f:  # one short append per session: whole lines, even from parallel workers
         f.write(json.dumps(line) + "\n")

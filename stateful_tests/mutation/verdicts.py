@@ -39,12 +39,23 @@ VERDICTS = Path("docs/mutation-runs")
 SUFFIX = ".jsonl.gz"
 FORMAT = "kvproof.mutate-verdict/1"
 
-HEADER_KEYS = ("schema", "profile", "paths", "shard", "seconds", "max_children", "carried", "stopped", "goals",
-               "median_ttd_s", "p90_ttd_s", "stale_equivalents")
+HEADER_KEYS = (
+    "schema",
+    "profile",
+    "paths",
+    "shard",
+    "seconds",
+    "max_children",
+    "carried",
+    "stopped",
+    "goals",
+    "median_ttd_s",
+    "p90_ttd_s",
+    "stale_equivalents",
+)
 """What a verdict keeps of a report's top level; the tables and lists repeated from the mutants are recomputed."""
 
-MUTANT_KEYS = ("name", "module", "exit_code", "seconds", "ttd_s", "first_fail", "function_hash", "diff",
-               "equivalent_reason")
+MUTANT_KEYS = ("name", "module", "exit_code", "seconds", "ttd_s", "first_fail", "function_hash", "diff", "equivalent_reason")
 """What a verdict keeps of each mutant (``status`` is recomputed; absent and empty fields are left out)."""
 
 

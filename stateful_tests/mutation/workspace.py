@@ -80,19 +80,21 @@ def mutmut_config(targets: Sequence[MutationTarget], pytest_args: Sequence[str] 
     the README's suite short, never out of the judgement that gave the scores of record."""
     layers = sorted({t.layer for t in targets})
     tests = list(dict.fromkeys(test for t in targets for test in t.tests))
-    return "\n".join([
-        "",
-        "# written by kvproof mutate (stateful_tests/mutation/workspace.py)",
-        "[tool.mutmut]",
-        f"source_paths = {toml_list([f'src/kvproof/{layer}' for layer in layers])}",
-        f"only_mutate = {toml_list([f'src/kvproof/{t.module}' for t in targets])}",
-        f"also_copy = {toml_list(['src', 'stateful_tests', 'conftest.py'])}",
-        f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', STALL_PLUGIN, '-p', 'no:cacheprovider', '--run-slow', *pytest_args])}",
-        f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
-        f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
-        f"timeout_constant = {TIMEOUT_CONSTANT}",
-        "",
-    ])
+    return "\n".join(
+        [
+            "",
+            "# written by kvproof mutate (stateful_tests/mutation/workspace.py)",
+            "[tool.mutmut]",
+            f"source_paths = {toml_list([f'src/kvproof/{layer}' for layer in layers])}",
+            f"only_mutate = {toml_list([f'src/kvproof/{t.module}' for t in targets])}",
+            f"also_copy = {toml_list(['src', 'stateful_tests', 'conftest.py'])}",
+            f"pytest_add_cli_args = {toml_list(['-p', TTD_PLUGIN, '-p', ORDER_PLUGIN, '-p', STALL_PLUGIN, '-p', 'no:cacheprovider', '--run-slow', *pytest_args])}",
+            f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
+            f"timeout_multiplier = {TIMEOUT_MULTIPLIER}",
+            f"timeout_constant = {TIMEOUT_CONSTANT}",
+            "",
+        ]
+    )
 
 
 def build(root: Path, targets: Sequence[MutationTarget], pytest_args: Sequence[str] = (), work: Path | None = None) -> Workspace:

@@ -37,7 +37,9 @@ W0, W1 = WorkerWithDpRank(1, 0), WorkerWithDpRank(1, 1)
 NOW = secs(5)
 
 
-def _req(rid: Any = "new", worker: Any = W0, blocks: Any = (1, 2), track: Any = True, output: Any = None, hint: Any = None) -> SequenceRequest:
+def _req(
+    rid: Any = "new", worker: Any = W0, blocks: Any = (1, 2), track: Any = True, output: Any = None, hint: Any = None
+) -> SequenceRequest:
     return SequenceRequest(rid, worker, blocks, track, output, hint)
 
 
@@ -59,23 +61,63 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("free an unknown request id (a no-op)", lambda t: t.free("nope", NOW), None, "200"),
     BadInput("add a booked id on the same worker", lambda t: t.add_request(_req("r1"), NOW), DuplicateRequest, "409"),
     BadInput("add a booked id on another worker", lambda t: t.add_request(_req("r1", W1), NOW), DuplicateRequest, "409"),
-    BadInput("add on an unknown worker", lambda t: t.add_request(_req(worker=WorkerWithDpRank(9, 0)), NOW), WorkerNotFound, "404"),
-    BadInput("add on an unknown dp rank", lambda t: t.add_request(_req(worker=WorkerWithDpRank(1, 7)), NOW), WorkerNotFound, "404"),
-    BadInput("add a booked id on an unknown worker", lambda t: t.add_request(_req("r1", WorkerWithDpRank(9, 0)), NOW), WorkerNotFound, "404"),
+    BadInput(
+        "add on an unknown worker", lambda t: t.add_request(_req(worker=WorkerWithDpRank(9, 0)), NOW), WorkerNotFound, "404"
+    ),
+    BadInput(
+        "add on an unknown dp rank", lambda t: t.add_request(_req(worker=WorkerWithDpRank(1, 7)), NOW), WorkerNotFound, "404"
+    ),
+    BadInput(
+        "add a booked id on an unknown worker",
+        lambda t: t.add_request(_req("r1", WorkerWithDpRank(9, 0)), NOW),
+        WorkerNotFound,
+        "404",
+    ),
     BadInput("register a registered worker", lambda t: t.register_worker(1, 0, 1, NOW), DuplicateWorker, "409"),
     BadInput("unregister an unknown worker", lambda t: t.unregister_worker(42), UnknownWorker, "404"),
     BadInput("register dp_size 0", lambda t: t.register_worker(3, 0, 0, NOW), InvalidDpRange, "400"),
     BadInput("register a dp range past u32", lambda t: t.register_worker(3, 2**32 - 1, 1, NOW), InvalidDpRange, "400"),
     BadInput("free fenced to another worker", lambda t: t.free("r1", NOW, W1), WrongWorker, "(replica: dropped)"),
-    BadInput("mark fenced to another worker", lambda t: t.mark_prefill_completed("r1", NOW, W1), WrongWorker, "(replica: dropped)"),
-    BadInput("prefill tokens past u64 on a busy worker", lambda t: t.add_request(_req(hint=_hint(2**64 - 1)), NOW), TokenLoadOverflow, "(1.6.1 wraps, panics: S1)"),
+    BadInput(
+        "mark fenced to another worker", lambda t: t.mark_prefill_completed("r1", NOW, W1), WrongWorker, "(replica: dropped)"
+    ),
+    BadInput(
+        "prefill tokens past u64 on a busy worker",
+        lambda t: t.add_request(_req(hint=_hint(2**64 - 1)), NOW),
+        TokenLoadOverflow,
+        "(1.6.1 wraps, panics: S1)",
+    ),
     # --- durations and times
-    BadInput("negative duration", lambda t: t.add_request(_req(hint=_hint(10, -1)), NOW), InvalidDuration, "(replica: malformed, dropped)"),
-    BadInput("NaN duration", lambda t: t.add_request(_req(hint=_hint(10, float("nan"))), NOW), InvalidDuration, "(replica: malformed)"),
-    BadInput("infinite duration", lambda t: t.add_request(_req(hint=_hint(10, float("inf"))), NOW), InvalidDuration, "(replica: malformed)"),
-    BadInput("negative float duration", lambda t: t.add_request(_req(hint=_hint(10, -0.5)), NOW), InvalidDuration, "(replica: malformed)"),
-    BadInput("duration past Duration::MAX", lambda t: t.add_request(_req(hint=_hint(10, 2**64 * 10**9)), NOW), InvalidDuration, "(replica: malformed)"),
-    BadInput("duration of the wrong type", lambda t: t.add_request(_req(hint=_hint(10, "1s")), NOW), SequenceArgumentTypeError, "422"),
+    BadInput(
+        "negative duration",
+        lambda t: t.add_request(_req(hint=_hint(10, -1)), NOW),
+        InvalidDuration,
+        "(replica: malformed, dropped)",
+    ),
+    BadInput(
+        "NaN duration", lambda t: t.add_request(_req(hint=_hint(10, float("nan"))), NOW), InvalidDuration, "(replica: malformed)"
+    ),
+    BadInput(
+        "infinite duration",
+        lambda t: t.add_request(_req(hint=_hint(10, float("inf"))), NOW),
+        InvalidDuration,
+        "(replica: malformed)",
+    ),
+    BadInput(
+        "negative float duration",
+        lambda t: t.add_request(_req(hint=_hint(10, -0.5)), NOW),
+        InvalidDuration,
+        "(replica: malformed)",
+    ),
+    BadInput(
+        "duration past Duration::MAX",
+        lambda t: t.add_request(_req(hint=_hint(10, 2**64 * 10**9)), NOW),
+        InvalidDuration,
+        "(replica: malformed)",
+    ),
+    BadInput(
+        "duration of the wrong type", lambda t: t.add_request(_req(hint=_hint(10, "1s")), NOW), SequenceArgumentTypeError, "422"
+    ),
     BadInput("negative time", lambda t: t.add_request(_req(), -1), InvalidInstant, "n/a"),
     BadInput("NaN time", lambda t: t.free("r1", float("nan")), InvalidInstant, "n/a"),
     BadInput("bool as a time", lambda t: t.mark_prefill_completed("r1", True), SequenceArgumentTypeError, "n/a"),
@@ -88,7 +130,9 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("negative worker id", lambda t: t.add_request(_req(worker=(-1, 0)), NOW), InvalidSequenceArgument, "422"),
     BadInput("dp rank past u32", lambda t: t.add_request(_req(worker=(1, 2**32)), NOW), InvalidSequenceArgument, "422"),
     BadInput("float hash", lambda t: t.add_request(_req(blocks=(1.5,)), NOW), SequenceArgumentTypeError, "422"),
-    BadInput("negative hash", lambda t: t.add_request(_req(blocks=(-1,)), NOW), InvalidSequenceArgument, "(HTTP: i64, same bits)"),
+    BadInput(
+        "negative hash", lambda t: t.add_request(_req(blocks=(-1,)), NOW), InvalidSequenceArgument, "(HTTP: i64, same bits)"
+    ),
     BadInput("hash past u64", lambda t: t.add_request(_req(blocks=(2**64,)), NOW), InvalidSequenceArgument, "422"),
     BadInput("token sequence as a string", lambda t: t.add_request(_req(blocks="abc"), NOW), SequenceArgumentTypeError, "422"),
     BadInput("negative tokens", lambda t: t.add_request(_req(hint=_hint(-5)), NOW), InvalidSequenceArgument, "422"),
@@ -97,20 +141,49 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("track_prefill_tokens not a bool", lambda t: t.add_request(_req(track=1), NOW), SequenceArgumentTypeError, "422"),
     BadInput("hint of the wrong type", lambda t: t.add_request(_req(hint=(10, None)), NOW), SequenceArgumentTypeError, "422"),
     BadInput("a dict instead of a request", lambda t: t.add_request({"request_id": "x"}, NOW), SequenceArgumentTypeError, "422"),
-    BadInput("potential loads with negative new tokens", lambda t: t.potential_loads((1,), -1, NOW), InvalidSequenceArgument, "422"),
+    BadInput(
+        "potential loads with negative new tokens", lambda t: t.potential_loads((1,), -1, NOW), InvalidSequenceArgument, "422"
+    ),
     BadInput("potential loads with a float hash", lambda t: t.potential_loads((1.0,), 0, NOW), SequenceArgumentTypeError, "422"),
     BadInput("register a negative worker id", lambda t: t.register_worker(-3, 0, 1, NOW), InvalidSequenceArgument, "422"),
     # --- hostile values (docs/hostile-input.md; issue 12): typed, never a Python error, never slow
-    BadInput("token sequence as bytes-like (H11)", lambda t: t.add_request(_req(blocks=bytearray(b"\x01\x02")), NOW), SequenceArgumentTypeError, "422"),
-    BadInput("token sequence as a memoryview (H11)", lambda t: t.add_request(_req(blocks=memoryview(b"\x01")), NOW), SequenceArgumentTypeError, "422"),
-    BadInput("potential loads with a bytes-like query (H11)", lambda t: t.potential_loads(bytearray(b"\x01"), 0, NOW), SequenceArgumentTypeError, "422"),
+    BadInput(
+        "token sequence as bytes-like (H11)",
+        lambda t: t.add_request(_req(blocks=bytearray(b"\x01\x02")), NOW),
+        SequenceArgumentTypeError,
+        "422",
+    ),
+    BadInput(
+        "token sequence as a memoryview (H11)",
+        lambda t: t.add_request(_req(blocks=memoryview(b"\x01")), NOW),
+        SequenceArgumentTypeError,
+        "422",
+    ),
+    BadInput(
+        "potential loads with a bytes-like query (H11)",
+        lambda t: t.potential_loads(bytearray(b"\x01"), 0, NOW),
+        SequenceArgumentTypeError,
+        "422",
+    ),
     BadInput("a hash of 5,000 digits", lambda t: t.add_request(_req(blocks=(10**5000,)), NOW), InvalidSequenceArgument, "422"),
     BadInput("a time of 5,000 digits", lambda t: t.loads(10**5000), InvalidInstant, "n/a"),
     BadInput("a negative time of 5,000 digits", lambda t: t.force_expiry(-(10**5000)), InvalidInstant, "n/a"),
     BadInput("tokens of 5,000 digits", lambda t: t.add_request(_req(hint=_hint(10**5000)), NOW), InvalidSequenceArgument, "422"),
-    BadInput("a duration of 5,000 digits", lambda t: t.add_request(_req(hint=_hint(10, 10**5000)), NOW), InvalidDuration, "(replica: malformed)"),
-    BadInput("register dp_size past 65,536 (H12)", lambda t: t.register_worker(3, 0, 2**20, NOW), InvalidDpRange, "(accepted: minutes of slots)"),
-    BadInput("register a worker id of 5,000 digits", lambda t: t.register_worker(10**5000, 0, 1, NOW), InvalidSequenceArgument, "422"),
+    BadInput(
+        "a duration of 5,000 digits",
+        lambda t: t.add_request(_req(hint=_hint(10, 10**5000)), NOW),
+        InvalidDuration,
+        "(replica: malformed)",
+    ),
+    BadInput(
+        "register dp_size past 65,536 (H12)",
+        lambda t: t.register_worker(3, 0, 2**20, NOW),
+        InvalidDpRange,
+        "(accepted: minutes of slots)",
+    ),
+    BadInput(
+        "register a worker id of 5,000 digits", lambda t: t.register_worker(10**5000, 0, 1, NOW), InvalidSequenceArgument, "422"
+    ),
     BadInput("a numpy worker id", lambda t: t.unregister_worker(numpy.int64(1)), SequenceArgumentTypeError, "n/a (JSON)"),
     BadInput("a worker of 5,000 digits on free", lambda t: t.free("r1", NOW, (10**5000, 0)), InvalidSequenceArgument, "422"),
 ]
@@ -135,7 +208,9 @@ def check_tracker_bad_input(factory: Callable[..., Any]) -> tuple[int, list[str]
             case.call(tracker)
         except Exception as exc:
             if case.error is None or not isinstance(exc, case.error):
-                problems.append(f"{case.what}: raised {type(exc).__name__}: {exc}, expected {getattr(case.error, '__name__', 'no error')}")
+                problems.append(
+                    f"{case.what}: raised {type(exc).__name__}: {exc}, expected {getattr(case.error, '__name__', 'no error')}"
+                )
         else:
             if case.error is not None:
                 problems.append(f"{case.what}: accepted, expected {case.error.__name__}")

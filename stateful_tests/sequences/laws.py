@@ -67,7 +67,9 @@ def histories(modeled_only: bool = False, whole_ms: bool = True, workers: int = 
     whole_waits = st.one_of(st.sampled_from([1, 100, 500, 1000, 2500]), st.integers(0, 3000)).map(millis)
     waits = whole_waits if whole_ms else st.one_of(whole_waits, st.integers(0, 3 * 10**9))
     add = st.tuples(
-        st.just("add"), st.sampled_from(RIDS), st.integers(0, workers - 1),
+        st.just("add"),
+        st.sampled_from(RIDS),
+        st.integers(0, workers - 1),
         st.one_of(st.integers(1, 1000), st.just(0), st.integers(1, 5)),
         durations(modeled_only, whole_ms),
         st.lists(st.integers(1, 3), max_size=4).map(tuple),
@@ -108,11 +110,15 @@ def credit_histories() -> st.SearchStrategy:
     Source: docs/sources.md#sequences-3 "Credit" (the capped and uncapped tests), docs/sources.md#sequences-8-4
     experiments R5, R6, R19.
     """
-    return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(4000, 6000, 10_000), 1),
-                              _add("b", st.integers(1, 1000), _whole_ms(500, 1000, 2000), 2),
-                              st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
-                              st.tuples(st.sampled_from(["mark", "free"]), st.just("b"))),
-                    histories(modeled_only=True, max_ops=12))
+    return _opening(
+        st.tuples(
+            _add("a", st.integers(1, 1000), _whole_ms(4000, 6000, 10_000), 1),
+            _add("b", st.integers(1, 1000), _whole_ms(500, 1000, 2000), 2),
+            st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
+            st.tuples(st.sampled_from(["mark", "free"]), st.just("b")),
+        ),
+        histories(modeled_only=True, max_ops=12),
+    )
 
 
 def reanchor_histories() -> st.SearchStrategy:
@@ -122,11 +128,15 @@ def reanchor_histories() -> st.SearchStrategy:
     Source: docs/sources.md#sequences-2 "Prefill removal" step 5; docs/sources.md#sequences-8-4 experiments R7, R18,
     R21.
     """
-    return _opening(st.tuples(_add("a", st.integers(1, 1000), _whole_ms(1000, 4000, 10_000), 1),
-                              _add("b", st.integers(1, 1000), _whole_ms(500, 2000, 6000), 2),
-                              st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
-                              st.tuples(st.sampled_from(["mark", "free"]), st.just("a"))),
-                    histories(max_ops=12))
+    return _opening(
+        st.tuples(
+            _add("a", st.integers(1, 1000), _whole_ms(1000, 4000, 10_000), 1),
+            _add("b", st.integers(1, 1000), _whole_ms(500, 2000, 6000), 2),
+            st.tuples(st.just("wait"), _whole_ms(100, 600, 1500, 2500)),
+            st.tuples(st.sampled_from(["mark", "free"]), st.just("a")),
+        ),
+        histories(max_ops=12),
+    )
 
 
 def fraction_histories() -> st.SearchStrategy:
@@ -141,8 +151,10 @@ def fraction_histories() -> st.SearchStrategy:
     """
     fraction = st.sampled_from([500_000, 600_000, 999_999])
     split = st.tuples(st.integers(0, 3000), fraction).map(lambda p: millis(p[0]) + p[1])
-    return _opening(st.tuples(_add("a", st.integers(1, 1000), split, 1), _add("b", st.integers(1, 1000), split, 2)),
-                    histories(modeled_only=True, whole_ms=False, max_ops=12))
+    return _opening(
+        st.tuples(_add("a", st.integers(1, 1000), split, 1), _add("b", st.integers(1, 1000), split, 2)),
+        histories(modeled_only=True, whole_ms=False, max_ops=12),
+    )
 
 
 def anchor_only_histories() -> st.SearchStrategy:
@@ -158,9 +170,12 @@ def anchor_only_histories() -> st.SearchStrategy:
     Source: docs/sources.md#sequences-4 step 3 and "Rounding"; docs/sources.md#sequences-8-4 experiment R24b;
     docs/sources.md#dynamo-sequences-readme (unmodeled requests do not decay).
     """
-    return _opening(st.tuples(_add("a", st.sampled_from([3, 7, 333]), _whole_ms(1000, 3000, 7000), 1),
-                              _add("b", st.integers(1, 1000), st.none(), 2)),
-                    histories(whole_ms=False, max_ops=12))
+    return _opening(
+        st.tuples(
+            _add("a", st.sampled_from([3, 7, 333]), _whole_ms(1000, 3000, 7000), 1), _add("b", st.integers(1, 1000), st.none(), 2)
+        ),
+        histories(whole_ms=False, max_ops=12),
+    )
 
 
 @dataclass
@@ -413,7 +428,9 @@ def _zero_token_hints_are_not_tracked(make, history) -> None:
             continue
         before = project_prompt_registry(v.before)
         for t in (v.now, v.now + secs(1)):
-            assert tokens_at(v.tracker, t) == read_loads(before, t)[W[0]].active_prefill_tokens, "zero-token hint changed the load"
+            assert tokens_at(v.tracker, t) == read_loads(before, t)[W[0]].active_prefill_tokens, (
+                "zero-token hint changed the load"
+            )
             assert ms_at(v.tracker, t) == _ms_of_state(v.before, t), "zero-token hint changed the modeled time"
 
 
@@ -493,7 +510,10 @@ def _rejections_are_typed_and_change_nothing(make, history) -> None:
             (lambda: t.mark_prefill_completed("never-added", v.now), RequestNotFound),
             (lambda: t.add_request(SequenceRequest("x", WorkerWithDpRank(9, 0)), v.now), WorkerNotFound),
             (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, -1)), v.now), InvalidDuration),
-            (lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, float("nan"))), v.now), InvalidDuration),  # type: ignore[arg-type]
+            (
+                lambda: t.add_request(SequenceRequest("y", W[0], None, True, None, PrefillLoadHint(5, float("nan"))), v.now),  # type: ignore[arg-type]
+                InvalidDuration,
+            ),
             (lambda: t.add_request(SequenceRequest("y", W[0]), float("inf")), InvalidInstant),
             (lambda: t.add_request(SequenceRequest(7, W[0]), v.now), SequenceArgumentTypeError),  # type: ignore[arg-type]
             (lambda: t.free(b"a", v.now), SequenceArgumentTypeError),
@@ -508,7 +528,9 @@ def _rejections_are_typed_and_change_nothing(make, history) -> None:
                 pass
             else:
                 raise AssertionError(f"expected {error.__name__}")
-            assert t.snapshot() == state and t.registry_snapshot() == registry, f"a rejected call ({error.__name__}) changed the state"
+            assert t.snapshot() == state and t.registry_snapshot() == registry, (
+                f"a rejected call ({error.__name__}) changed the state"
+            )
 
 
 def _registry_equals_the_projection_after_every_call(make, history) -> None:
@@ -518,21 +540,31 @@ def _registry_equals_the_projection_after_every_call(make, history) -> None:
     ActiveSequences first; the registry is projected from it afterward).
     """
     for v in walk(make, history):
-        assert v.tracker.registry_snapshot() == project_prompt_registry(v.tracker.snapshot()), "registry lags after the call returned"
+        assert v.tracker.registry_snapshot() == project_prompt_registry(v.tracker.snapshot()), (
+            "registry lags after the call returned"
+        )
 
 
 law_modeled_time_is_whole_nonnegative_ms_or_missing = _law(histories(), _modeled_time_is_whole_nonnegative_ms_or_missing)
-law_backlog_is_the_sum_of_truncated_durations = _law(st.one_of(fraction_histories(), histories(modeled_only=True, whole_ms=False)),
-                                                     _backlog_is_the_sum_of_truncated_durations)
+law_backlog_is_the_sum_of_truncated_durations = _law(
+    st.one_of(fraction_histories(), histories(modeled_only=True, whole_ms=False)), _backlog_is_the_sum_of_truncated_durations
+)
 law_elapsed_time_is_truncated = _law(histories(modeled_only=True), _elapsed_time_is_truncated)
-law_decay_resumes_at_the_removal_time = _law(st.one_of(credit_histories(), histories(modeled_only=True)), _decay_resumes_at_the_removal_time)
-law_uncapped_credit_is_continuous = _law(st.one_of(credit_histories(), histories(modeled_only=True)), _uncapped_credit_is_continuous)
-law_removed_anchor_reanchors_at_the_removal_time = _law(st.one_of(reanchor_histories(), histories()),
-                                                        _removed_anchor_reanchors_at_the_removal_time)
+law_decay_resumes_at_the_removal_time = _law(
+    st.one_of(credit_histories(), histories(modeled_only=True)), _decay_resumes_at_the_removal_time
+)
+law_uncapped_credit_is_continuous = _law(
+    st.one_of(credit_histories(), histories(modeled_only=True)), _uncapped_credit_is_continuous
+)
+law_removed_anchor_reanchors_at_the_removal_time = _law(
+    st.one_of(reanchor_histories(), histories()), _removed_anchor_reanchors_at_the_removal_time
+)
 law_unmodeled_prefills_never_decay = _law(st.one_of(anchor_only_histories(), histories()), _unmodeled_prefills_never_decay)
 law_all_modeled_load_spills_past_the_anchor = _law(histories(modeled_only=True), _all_modeled_load_spills_past_the_anchor)
 law_zero_duration_anchor_completes_only_itself = _law(histories(modeled_only=True), _zero_duration_anchor_completes_only_itself)
-law_anchor_only_share_rounds_up = _law(st.one_of(anchor_only_histories(), histories(whole_ms=False)), _anchor_only_share_rounds_up)
+law_anchor_only_share_rounds_up = _law(
+    st.one_of(anchor_only_histories(), histories(whole_ms=False)), _anchor_only_share_rounds_up
+)
 law_zero_token_hints_are_not_tracked = _law(histories(), _zero_token_hints_are_not_tracked)
 law_free_completes_the_prefill = _law(histories(), _free_completes_the_prefill)
 law_blocks_are_counted_by_lineage = _law(histories(), _blocks_are_counted_by_lineage)

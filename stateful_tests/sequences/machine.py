@@ -46,7 +46,8 @@ RANKS = st.sampled_from([WorkerWithDpRank(w, d) for w in (1, 2, 3, 9) for d in (
 BLOCKS = st.lists(st.integers(1, 3), max_size=4).map(tuple)
 TOKENS = st.sampled_from([0, 1, 3, 40, 100, 1000, 123_457])
 DURATIONS = st.one_of(
-    st.none(), st.just(0),
+    st.none(),
+    st.just(0),
     st.sampled_from([1, 250, 1000, 2000, 4000, 10_000]).map(millis),
     st.integers(0, 5000).map(millis),
     st.tuples(st.integers(0, 3000), st.sampled_from([1, 400_000, 600_000, 999_999])).map(lambda p: millis(p[0]) + p[1]),
@@ -60,8 +61,17 @@ STEPS = st.one_of(
 )
 READ_OFFSETS = (0, 1_500_000, secs(1), secs(10), secs(1000))
 PHENOMENA = (
-    "credit_uncapped", "credit_capped", "reanchor", "spill_reads", "anchor_only_reads", "missing_reads",
-    "expired", "duplicates", "worker_not_found", "fenced_wrong_worker", "rejected_input",
+    "credit_uncapped",
+    "credit_capped",
+    "reanchor",
+    "spill_reads",
+    "anchor_only_reads",
+    "missing_reads",
+    "expired",
+    "duplicates",
+    "worker_not_found",
+    "fenced_wrong_worker",
+    "rejected_input",
 )
 
 Outcome = tuple[str, Any]
@@ -126,8 +136,12 @@ class SequenceMachine(RuleBasedStateMachine):
 
     @initialize(
         expiry=st.sampled_from([DEFAULT_EXPIRY, secs(2), None]),
-        workers=st.lists(st.tuples(st.sampled_from(WORKER_IDS), st.sampled_from([0, 1]), st.sampled_from([1, 2])),
-                         min_size=1, max_size=3, unique_by=lambda w: w[0]),
+        workers=st.lists(
+            st.tuples(st.sampled_from(WORKER_IDS), st.sampled_from([0, 1]), st.sampled_from([1, 2])),
+            min_size=1,
+            max_size=3,
+            unique_by=lambda w: w[0],
+        ),
         warm=st.lists(st.tuples(st.sampled_from(RIDS), BLOCKS, TOKENS, DURATIONS, STEPS), min_size=2, max_size=4),
     )
     def start(self, expiry: int | None, workers: list[tuple[int, int, int]], warm: list[tuple]) -> None:
@@ -143,7 +157,6 @@ class SequenceMachine(RuleBasedStateMachine):
         for rid, blocks, tokens, duration, dt in warm:
             self._add(rid, slot, blocks, tokens, duration, True, True, None)
             self.now += dt % secs(3)
-
 
     @precondition(lambda self: self.ready)
     @rule(dt=STEPS)
@@ -175,9 +188,16 @@ class SequenceMachine(RuleBasedStateMachine):
         self.seen["steps"] += 1
 
     @precondition(lambda self: self.ready)
-    @rule(rid=st.sampled_from(RIDS), worker=RANKS, blocks=st.one_of(BLOCKS, st.none()), tokens=TOKENS,
-          duration=DURATIONS, track=st.sampled_from([True, True, True, False]), hinted=st.sampled_from([True, True, False]),
-          output=st.one_of(st.none(), st.integers(0, 64)))
+    @rule(
+        rid=st.sampled_from(RIDS),
+        worker=RANKS,
+        blocks=st.one_of(BLOCKS, st.none()),
+        tokens=TOKENS,
+        duration=DURATIONS,
+        track=st.sampled_from([True, True, True, False]),
+        hinted=st.sampled_from([True, True, False]),
+        output=st.one_of(st.none(), st.integers(0, 64)),
+    )
     def add_anywhere(self, rid, worker, blocks, tokens, duration, track, hinted, output) -> None:
         """Add on any (worker, rank), registered or not, with any hint."""
         self._add(rid, worker, blocks, tokens, duration, track, hinted, output)
@@ -270,7 +290,9 @@ class SequenceMachine(RuleBasedStateMachine):
             "worker": lambda t: t.free("r0", self.now, worker="w1"),
             "request": lambda t: t.add_request({"request_id": "m"}, self.now),
             "dp": lambda t: t.register_worker(7, 2**32 - 1, 1, self.now),
-            "huge": lambda t: t.add_request(SequenceRequest("m", w, None, True, None, PrefillLoadHint(2**64 - 1, None)), self.now),
+            "huge": lambda t: t.add_request(
+                SequenceRequest("m", w, None, True, None, PrefillLoadHint(2**64 - 1, None)), self.now
+            ),
         }
         got = self._call(f"malformed {kind}", calls[kind])
         if kind == "huge" and got[0] == "ok":

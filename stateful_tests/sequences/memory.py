@@ -100,15 +100,16 @@ class TrackerMemoryReport:
     rows: list[TrackerMemoryRow] = field(default_factory=list)
 
     def headline(self) -> str:
-        return (f"workload: {self.requests} active requests, {self.blocks} active request blocks on {self.ranks} "
-                f"ranks (never freed, inside the expiry)")
+        return (
+            f"workload: {self.requests} active requests, {self.blocks} active request blocks on {self.ranks} "
+            f"ranks (never freed, inside the expiry)"
+        )
 
     def table_rows(self) -> list[tuple[str, str, str, str]]:
         def figure(x: float | None) -> str:
             return "-" if x is None else f"{x:,.0f}"
 
-        return [(r.name, figure(r.traced_per_block), figure(r.rss_per_block), figure(r.traced_per_request))
-                for r in self.rows]
+        return [(r.name, figure(r.traced_per_block), figure(r.rss_per_block), figure(r.traced_per_request)) for r in self.rows]
 
     def to_json(self) -> dict[str, Any]:
         return {"requests": self.requests, "blocks": self.blocks, "ranks": self.ranks, "rows": [asdict(r) for r in self.rows]}

@@ -444,10 +444,14 @@ CAUGHT_BY[BookBeforeSlotLock] = {"stress"}
 CAUGHT_BY[MarkIsLost] = {"stress", "values"}  # the stress's lost-mark oracle; the audit's invariants alone pass it
 CAUGHT_BY[ExpiresAtTheBoundary] = {"values"}  # the sampled histories never land a sweep exactly `expiry` after a start
 CAUGHT_BY[MarkSkipsPublish] = {"machine", "values", "laws"}
-CAUGHT_BY[PublishAfterUnlock] = {"explore"}  # only some interleavings show it: the explorer's  # stress: only when a mark is a slot's last write
+CAUGHT_BY[PublishAfterUnlock] = {
+    "explore"
+}  # only some interleavings show it: the explorer's  # stress: only when a mark is a slot's last write
 
 
-def catch_rates(seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300) -> list[tuple[str, str, str, str, str]]:
+def catch_rates(
+    seeds: range = range(1, 6), machine_runs: int = 200, law_histories: int = 300
+) -> list[tuple[str, str, str, str, str]]:
     """Return, per mutant: value scenarios failing, machine seeds catching, law seeds catching, stress seeds catching."""
     from hypothesis import Phase, settings
 

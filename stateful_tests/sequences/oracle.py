@@ -111,10 +111,20 @@ class WireFormat:
 #: has the evidence. The Python wrapper and ``--help`` are the same in all of them; what differs
 #: is inside the compiled extension.
 RELEASES: tuple[WireFormat, ...] = (
-    WireFormat("1.3.0.post1", "1.3.1", "tenant_id", "rebooking",
-               "the group is 'tenant_id' (envelope, rows, error texts); replica conflicts re-book"),
-    WireFormat("1.4.0", "1.4.2", "routing_group", "rebooking",
-               "replica Mark/Free act on the owner whatever worker they name; a duplicate replica add re-books"),
+    WireFormat(
+        "1.3.0.post1",
+        "1.3.1",
+        "tenant_id",
+        "rebooking",
+        "the group is 'tenant_id' (envelope, rows, error texts); replica conflicts re-book",
+    ),
+    WireFormat(
+        "1.4.0",
+        "1.4.2",
+        "routing_group",
+        "rebooking",
+        "replica Mark/Free act on the owner whatever worker they name; a duplicate replica add re-books",
+    ),
     WireFormat("1.5.0", "1.6.1", "routing_group", "fenced", "the reference format (sequences.md §8)"),
 )
 RELEASE_ORDER = ("1.3.0.post1", "1.3.1", "1.4.0", "1.4.1", "1.4.2", "1.5.0", "1.5.1", "1.6.0", "1.6.1")
@@ -151,7 +161,8 @@ class Release:
 
     def banner(self) -> str:
         return f"slot tracker: ai-dynamo-runtime {self.version}, wire format: {self.wire.describe()}" + (
-            f"; {self.note}" if self.note else "")
+            f"; {self.note}" if self.note else ""
+        )
 
 
 def wire_format_for(version: str | None) -> Release:
@@ -181,8 +192,11 @@ def oracle_unavailable() -> str | None:
     missing = [m for m in ("dynamo.slot_tracker", "zmq", "msgpack") if importlib.util.find_spec(m.split(".")[0]) is None]
     if not missing and importlib.util.find_spec("dynamo.slot_tracker") is None:
         version = installed_release()
-        return (f"ai-dynamo-runtime {version} has no dynamo.slot_tracker (it first ships in {RELEASES[0].first})"
-                if version else "needs dynamo.slot_tracker")
+        return (
+            f"ai-dynamo-runtime {version} has no dynamo.slot_tracker (it first ships in {RELEASES[0].first})"
+            if version
+            else "needs dynamo.slot_tracker"
+        )
     if missing:
         return f"needs {', '.join(missing)}: pip install -e '.[dynamo]' (ai-dynamo-runtime 1.6.1, pyzmq, msgpack)"
     return None
@@ -245,8 +259,17 @@ class SlotTrackerProcess:
         self._zmq = zmq.Context()
         self.pub = self._zmq.socket(zmq.PUB)
         self.pub.bind(f"tcp://127.0.0.1:{self.peer_port}")
-        cmd = [sys.executable, "-m", "dynamo.slot_tracker", "--port", str(self.http_port),
-               "--replica-sync-port", str(self.sync_port), "--replica-sync-peers", f"tcp://127.0.0.1:{self.peer_port}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dynamo.slot_tracker",
+            "--port",
+            str(self.http_port),
+            "--replica-sync-port",
+            str(self.sync_port),
+            "--replica-sync-peers",
+            f"tcp://127.0.0.1:{self.peer_port}",
+        ]
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it until close() closes it
         self.proc = process_guard.spawn_guarded(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
@@ -268,7 +291,9 @@ class SlotTrackerProcess:
     def wait_ready(self, deadline: float) -> None:
         """Probe the replica feed until an event lands (a PUB drops messages until the SUB has joined)."""
         model = "kvproof-probe"
-        self.request("POST", "/register", {"worker_id": 1, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": 1})
+        self.request(
+            "POST", "/register", {"worker_id": 1, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": 1}
+        )
         i = 0
         while time.monotonic() < deadline:
             i += 1
@@ -280,7 +305,8 @@ class SlotTrackerProcess:
                 return
         raise OracleStartError(
             f"the slot tracker's replica subscriber never applied an event in the {self.release.wire.group_field!r} "
-            f"envelope (ai-dynamo-runtime {self.release.version}); its wire format is not one the harness knows")
+            f"envelope (ai-dynamo-runtime {self.release.version}); its wire format is not one the harness knows"
+        )
 
     def bind_notice(self) -> str | None:
         """Return a one-line notice when the tracker listens on every interface (None if only on loopback or in a private netns)."""
@@ -290,9 +316,11 @@ class SlotTrackerProcess:
             return None
         where = ", ".join(self.listening) or "an address /proc/net/tcp does not show"
         pub = ", ".join(self.sync_listening) or "*"
-        return (f"notice: the slot tracker listens on {where} port {self.http_port} (all interfaces) and its replica "
-                f"PUB on {pub} port {self.sync_port}; it has no option to bind 127.0.0.1 only. The harness talks to "
-                "127.0.0.1 only; pass --netns to run it in a private network namespace.")
+        return (
+            f"notice: the slot tracker listens on {where} port {self.http_port} (all interfaces) and its replica "
+            f"PUB on {pub} port {self.sync_port}; it has no option to bind 127.0.0.1 only. The harness talks to "
+            "127.0.0.1 only; pass --netns to run it in a private network namespace."
+        )
 
     def close(self) -> None:
         """Kill the tracker's whole process group and release the sockets and the log; safe to call twice."""
@@ -342,9 +370,16 @@ class SlotTrackerProcess:
         import msgpack
 
         envelope = {
-            "model_name": model, self.release.wire.group_field: "default", "block_size": BLOCK_SIZE,
-            "event": {"request_id": rid, "worker": {"worker_id": worker[0], "dp_rank": worker[1]},
-                      "data": data, "router_id": ROUTER_ID, "lora_name": None},
+            "model_name": model,
+            self.release.wire.group_field: "default",
+            "block_size": BLOCK_SIZE,
+            "event": {
+                "request_id": rid,
+                "worker": {"worker_id": worker[0], "dp_rank": worker[1]},
+                "data": data,
+                "router_id": ROUTER_ID,
+                "lora_name": None,
+            },
         }
         payload = msgpack.packb(envelope, use_bin_type=True)
         with self._pub_lock:
@@ -362,15 +397,19 @@ def wire_duration(duration: int | None) -> dict | None:
 
 def add_data(blocks: tuple[int, ...] | None, track: bool, hint: PrefillLoadHint | None) -> dict:
     """Return the ``AddRequest`` payload of a replica event (sequences.md §8.4)."""
-    return {"AddRequest": {
-        "token_sequence": None if blocks is None else list(blocks),
-        "track_prefill_tokens": track,
-        "expected_output_tokens": None,
-        "prefill_load_hint": None if hint is None else {
-            "initial_effective_prefill_tokens": hint.initial_effective_prefill_tokens,
-            "expected_prefill_duration": wire_duration(hint.expected_prefill_duration),
-        },
-    }}
+    return {
+        "AddRequest": {
+            "token_sequence": None if blocks is None else list(blocks),
+            "track_prefill_tokens": track,
+            "expected_output_tokens": None,
+            "prefill_load_hint": None
+            if hint is None
+            else {
+                "initial_effective_prefill_tokens": hint.initial_effective_prefill_tokens,
+                "expected_prefill_duration": wire_duration(hint.expected_prefill_duration),
+            },
+        }
+    }
 
 
 def signed(h: int) -> int:
@@ -454,7 +493,10 @@ def _template(rng: random.Random, kind: str, hot: tuple[int, int], ids: list[str
         return ops + reads(3, [2, 4, 8])
     if kind == "mixed":  # R3, R8, R15, R23: an unmodeled prefill forces anchor-only decay
         first_unmodeled = rng.random() < 0.3
-        ops = [add(a, tok(), None if first_unmodeled else dur(300, 600)), add(b, tok(), dur(300, 600) if first_unmodeled else None)]
+        ops = [
+            add(a, tok(), None if first_unmodeled else dur(300, 600)),
+            add(b, tok(), dur(300, 600) if first_unmodeled else None),
+        ]
         ops += reads(3, [4, 8, 12])
         ops.append(Op("free", 2 * J, b, hot, via=via()))
         return ops + reads(2, [4, 8])
@@ -496,8 +538,9 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
                 durations: list[int | None] = [millis(d) for d in (200, 400, 700, 1000, 1500)]
                 duration = rng.choice([None, 0] + durations * 2)
                 tokens = rng.choice([None, 0] + [100, 400, 1000] * 4)
-                op = Op("add", gap(), rid, worker, rng.choice([blocks] * 4 + [None]), tokens, duration,
-                        rng.random() < 0.92, "replica")
+                op = Op(
+                    "add", gap(), rid, worker, rng.choice([blocks] * 4 + [None]), tokens, duration, rng.random() < 0.92, "replica"
+                )
             added.append(rid)
         elif roll < 0.62:
             op = Op("mark", gap(), rid, worker if rng.random() < 0.2 else hot, via=rng.choice(["http", "replica"]))
@@ -518,8 +561,9 @@ def generate_scenario(seed: int, index: int, jitter_ms: int = DEFAULT_JITTER_MS,
 # ----------------------------------------------------------------------------- running
 
 
-def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace", index: int = 0,
-                      reads_every: int = 1) -> OracleScenario:
+def scenario_of_calls(
+    calls: Iterable[Any], speedup: float, model: str = "trace", index: int = 0, reads_every: int = 1
+) -> OracleScenario:
     """A scenario that replays slot tracker calls (``tree.router.TrackerCall``: ``kind``, ``at`` ns, ``rid``,
     ``request``, ``worker_id``, ``dp_size``) on the real tracker, with time compressed ``speedup`` times.
 
@@ -540,8 +584,19 @@ def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace"
             if call.kind == "add":
                 hint = request.prefill_load_hint
                 duration = None if hint.expected_prefill_duration is None else round(hint.expected_prefill_duration / speedup)
-                ops.append(Op("add", gap, call.rid, worker, request.token_sequence, hint.initial_effective_prefill_tokens,
-                              duration, request.track_prefill_tokens, "replica"))
+                ops.append(
+                    Op(
+                        "add",
+                        gap,
+                        call.rid,
+                        worker,
+                        request.token_sequence,
+                        hint.initial_effective_prefill_tokens,
+                        duration,
+                        request.track_prefill_tokens,
+                        "replica",
+                    )
+                )
             else:
                 ops.append(Op(call.kind, gap, call.rid, worker, via="replica"))
         if writes % reads_every == 0:
@@ -549,8 +604,13 @@ def scenario_of_calls(calls: Iterable[Any], speedup: float, model: str = "trace"
     return OracleScenario(0, index, model, tuple(ops))
 
 
-def replay_calls(calls: Iterable[Any], speedup: float, model_factory: Callable[[], Any] = ReferenceSlotTracker,
-                 jitter_ms: int = DEFAULT_JITTER_MS, log_path: str | None = None) -> ScenarioResult:
+def replay_calls(
+    calls: Iterable[Any],
+    speedup: float,
+    model_factory: Callable[[], Any] = ReferenceSlotTracker,
+    jitter_ms: int = DEFAULT_JITTER_MS,
+    log_path: str | None = None,
+) -> ScenarioResult:
     """Replay tracker calls (``scenario_of_calls``) on a freshly started real slot tracker against the early / late
     models; the tracker is stopped at the end. Raises ``OracleStartError`` when it cannot start."""
     with SlotTrackerProcess(log_path) as oracle:
@@ -647,14 +707,16 @@ def _can_rebook(model: Any) -> bool:
     return isinstance(model, ReferenceSlotTracker) and isinstance(getattr(model, "index", None), dict)
 
 
-def _rebooking_call(op: Op, worker: WorkerWithDpRank, call: Callable[[Any, int], Any],
-                    request: SequenceRequest | None) -> Callable[[Any, int], Any]:
+def _rebooking_call(
+    op: Op, worker: WorkerWithDpRank, call: Callable[[Any, int], Any], request: SequenceRequest | None
+) -> Callable[[Any, int], Any]:
     """Return ``call`` as a ``rebooking`` release applies a replica event (``REPLICA_RULES``).
 
     Mark / Free: dropped unless the named slot is registered; then they act on the owner, whatever
     worker they name. Add: a duplicate on another registered slot moves the booking there and adds
     the request on that slot too, the first copy staying in its slot, unbooked.
     """
+
     def mark_or_free(model: Any, at: int) -> Any:
         if worker not in model.snapshot().sequences:
             return None  # the release drops an event for an unregistered worker
@@ -670,7 +732,9 @@ def _rebooking_call(op: Op, worker: WorkerWithDpRank, call: Callable[[Any, int],
     return add if op.kind == "add" else mark_or_free
 
 
-def run_scenario(oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker) -> ScenarioResult:
+def run_scenario(
+    oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int, model_factory: Callable[[], Any] = ReferenceSlotTracker
+) -> ScenarioResult:
     """Drive one scenario through the real tracker and the early / late models; collect mismatches.
 
     Replica events follow the release's ``replica_rules`` (``oracle.release``): under ``rebooking``
@@ -695,8 +759,9 @@ class ScenarioRun:
     """One scenario against the real tracker: every read bracketed by the early model (at the read's end) and the
     late one (at its start), every write given to both models at the times the tracker may have applied it."""
 
-    def __init__(self, oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int,
-                 model_factory: Callable[[], Any]) -> None:
+    def __init__(
+        self, oracle: SlotTrackerProcess, scenario: OracleScenario, jitter_ns: int, model_factory: Callable[[], Any]
+    ) -> None:
         self.oracle, self.scenario = oracle, scenario
         self.early, self.late = model_factory(), model_factory()
         self.rules = oracle.release.wire.replica_rules
@@ -731,8 +796,11 @@ class ScenarioRun:
         if op.kind == "loads":
             status, rows = self.oracle.request("GET", f"/loads?model_name={self.model}")
         else:
-            status, rows = self.oracle.request("POST", "/potential_loads", {
-                "model_name": self.model, "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens})
+            status, rows = self.oracle.request(
+                "POST",
+                "/potential_loads",
+                {"model_name": self.model, "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens},
+            )
         after = _now()
         self.log.append(f"{op.kind} at {(before - self.t0) / 1e6:.1f}..{(after - self.t0) / 1e6:.1f} ms -> {status} {rows}")
         if op.kind == "potential" and not self.early.snapshot().worker_table.ranges:
@@ -760,14 +828,24 @@ class ScenarioRun:
         """(the tracker's rows by rank, the models' (low tokens, high tokens, blocks) by rank, the early model's reads)."""
         if op.kind == "loads":
             lo, hi = self.early.loads(lo_t), self.late.loads(hi_t)
-            got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["active_prefill_tokens"], r["active_decode_blocks"], None)
-                   for r in rows}
+            got = {
+                WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["active_prefill_tokens"], r["active_decode_blocks"], None)
+                for r in rows
+            }
             want = {k: (lo[k].active_prefill_tokens, hi[k].active_prefill_tokens, lo[k].active_decode_blocks) for k in lo}
         else:
             lo, hi = self.early.potential_loads(op.blocks, op.tokens, lo_t), self.late.potential_loads(op.blocks, op.tokens, hi_t)
-            got = {WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (r["potential_prefill_tokens"], r["potential_decode_blocks"],
-                                                                    r["active_requests"]) for r in rows}
-            want = {k: (lo[k].potential_prefill_tokens, hi[k].potential_prefill_tokens, lo[k].potential_decode_blocks) for k in lo}
+            got = {
+                WorkerWithDpRank(r["worker_id"], r["dp_rank"]): (
+                    r["potential_prefill_tokens"],
+                    r["potential_decode_blocks"],
+                    r["active_requests"],
+                )
+                for r in rows
+            }
+            want = {
+                k: (lo[k].potential_prefill_tokens, hi[k].potential_prefill_tokens, lo[k].potential_decode_blocks) for k in lo
+            }
         return got, want, lo
 
     # -- writes
@@ -776,24 +854,39 @@ class ScenarioRun:
         """The write ``op`` stands for, through either door."""
         model = self.model
         if op.kind == "register":
-            return _Write({"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0,
-                           "dp_size": op.dp_size}, "/register", lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at))
+            return _Write(
+                {"worker_id": op.worker_id, "model_name": model, "block_size": BLOCK_SIZE, "dp_start": 0, "dp_size": op.dp_size},
+                "/register",
+                lambda t, at: t.register_worker(op.worker_id, 0, op.dp_size, at),
+            )
         if op.kind == "unregister":
-            return _Write({"worker_id": op.worker_id, "model_name": model}, "/unregister",
-                          lambda t, at: t.unregister_worker(op.worker_id))
+            return _Write(
+                {"worker_id": op.worker_id, "model_name": model}, "/unregister", lambda t, at: t.unregister_worker(op.worker_id)
+            )
         if op.kind == "add":
             hint = None if op.tokens is None else PrefillLoadHint(op.tokens, op.duration)
             body = None
             if op.via == "http":
                 hint = PrefillLoadHint(op.tokens, None) if op.tokens else None  # HTTP: unmodeled, and only when > 0
-                body = {"model_name": model, "request_id": op.rid, "worker_id": worker.worker_id, "dp_rank": worker.dp_rank,
-                        "sequence_hashes": [signed(h) for h in op.blocks or ()], "new_isl_tokens": op.tokens}
-            request = SequenceRequest(op.rid, worker, op.blocks if op.via == "replica" else (op.blocks or ()), op.track, None, hint)
+                body = {
+                    "model_name": model,
+                    "request_id": op.rid,
+                    "worker_id": worker.worker_id,
+                    "dp_rank": worker.dp_rank,
+                    "sequence_hashes": [signed(h) for h in op.blocks or ()],
+                    "new_isl_tokens": op.tokens,
+                }
+            request = SequenceRequest(
+                op.rid, worker, op.blocks if op.via == "replica" else (op.blocks or ()), op.track, None, hint
+            )
             return _Write(body, "/add", lambda t, at: t.add_request(request, at), request, hint)
         fence = worker if op.via == "replica" else None
         if op.kind == "mark":
-            return _Write({"model_name": model, "request_id": op.rid}, "/prefill_complete",
-                          lambda t, at: t.mark_prefill_completed(op.rid, at, fence))
+            return _Write(
+                {"model_name": model, "request_id": op.rid},
+                "/prefill_complete",
+                lambda t, at: t.mark_prefill_completed(op.rid, at, fence),
+            )
         return _Write({"model_name": model, "request_id": op.rid}, "/free", lambda t, at: t.free(op.rid, at, fence))
 
     def write(self, step: int, op: Op) -> bool:
@@ -808,9 +901,11 @@ class ScenarioRun:
         if op.via == "replica" and self.rules == "rebooking":
             call = _rebooking_call(op, worker, call, w.request)
             if op.kind == "add" and _rebooks(self.early, op, worker) and not _can_rebook(self.early):
-                self.result.unexpressible = (f"step {step}: {op.kind} {op.rid} re-books on {worker!r} under release "
-                                             f"{self.oracle.release.version}'s replica rules, which "
-                                             f"{type(self.early).__name__} cannot express")
+                self.result.unexpressible = (
+                    f"step {step}: {op.kind} {op.rid} re-books on {worker!r} under release "
+                    f"{self.oracle.release.version}'s replica rules, which "
+                    f"{type(self.early).__name__} cannot express"
+                )
                 return False
         if op.via == "replica" and op.kind in ("add", "mark", "free"):
             sent = self.send_replica(step, op, worker, w.hint, call)
@@ -820,8 +915,10 @@ class ScenarioRun:
         else:
             status, lo_t, hi_t, first = self.send_http(w.route, w.body, call)
         second = _model_outcome(self.late, lambda t: call(t, hi_t))
-        self.log.append(f"{op.kind} {op.via} {op.rid or op.worker_id} {op.worker} at {lo_t / 1e6:.1f}..{hi_t / 1e6:.1f} ms: "
-                        f"model {first[0]}" + ("" if status is None else f", tracker {status}"))
+        self.log.append(
+            f"{op.kind} {op.via} {op.rid or op.worker_id} {op.worker} at {lo_t / 1e6:.1f}..{hi_t / 1e6:.1f} ms: "
+            f"model {first[0]}" + ("" if status is None else f", tracker {status}")
+        )
         if first[0] != second[0]:
             self.mismatch(step, op, f"early and late models disagree: {first[0]} vs {second[0]} (write order unclear)")
         if status is not None:
@@ -830,12 +927,16 @@ class ScenarioRun:
                 self.mismatch(step, op, f"HTTP {status}, model says {expected} ({first[0]})")
         return True
 
-    def send_replica(self, step: int, op: Op, worker: WorkerWithDpRank, hint: PrefillLoadHint | None,
-                     call: Callable[[Any, int], Any]) -> tuple[None, int, int, tuple[str, Any]] | None:
+    def send_replica(
+        self, step: int, op: Op, worker: WorkerWithDpRank, hint: PrefillLoadHint | None, call: Callable[[Any, int], Any]
+    ) -> tuple[None, int, int, tuple[str, Any]] | None:
         """Publish the write as a replica event, then a fence behind it; (no status, sent, seen, the early model's
         outcome), or None when the fence never arrived (a mismatch: the feed lost it)."""
-        data = {"add": lambda: add_data(op.blocks, op.track, hint), "mark": lambda: "MarkPrefillCompleted",
-                "free": lambda: "Free"}[op.kind]()
+        data = {
+            "add": lambda: add_data(op.blocks, op.track, hint),
+            "mark": lambda: "MarkPrefillCompleted",
+            "free": lambda: "Free",
+        }[op.kind]()
         fence_slot = _fence_slot(self.early, op, worker)
         sent = self.oracle.publish(self.model, op.rid, op.worker, data)
         lo_t = sent - self.t0
@@ -845,13 +946,18 @@ class ScenarioRun:
         self.fences += 1
         seen = _fence(self.oracle, self.model, fence_slot, f"fence{self.scenario.index}.{self.fences}", self.fence_timeout_ns)
         if seen is None:
-            self.mismatch(step, op, f"the fence published behind the event never reached {fence_slot!r} "
-                                    f"(model: {first[0]}); the replica feed lost it")
+            self.mismatch(
+                step,
+                op,
+                f"the fence published behind the event never reached {fence_slot!r} "
+                f"(model: {first[0]}); the replica feed lost it",
+            )
             return None
         return None, lo_t, seen - self.t0, first
 
-    def send_http(self, route: str, body: dict[str, Any] | None,
-                  call: Callable[[Any, int], Any]) -> tuple[int, int, int, tuple[str, Any]]:
+    def send_http(
+        self, route: str, body: dict[str, Any] | None, call: Callable[[Any, int], Any]
+    ) -> tuple[int, int, int, tuple[str, Any]]:
         """POST the write; (its status, sent, answered, the early model's outcome at the send)."""
         sent = _now()
         status, _reply = self.oracle.request("POST", route, body)
@@ -983,8 +1089,10 @@ class SlotTrackerConformRun:
         r = self.report
         for line in r.unexpressible:
             say(f"cut short: {line}")
-        say(f"seconds={r.seconds:.1f} seed={self.seed} model={self.model} jitter_ms={self.jitter_ms} "
-            f"ops={r.ops} writes={r.writes} modeled_adds={r.modeled_adds} release={r.release}")
+        say(
+            f"seconds={r.seconds:.1f} seed={self.seed} model={self.model} jitter_ms={self.jitter_ms} "
+            f"ops={r.ops} writes={r.writes} modeled_adds={r.modeled_adds} release={r.release}"
+        )
 
     def summary_line(self) -> str:
         return self.report.summary_line() if self.report else "conform: scenarios=0 reads=0 mismatches=0 (not run)"
@@ -993,9 +1101,18 @@ class SlotTrackerConformRun:
         return self.report.to_json() if self.report else {"seed": self.seed, "not_run": self.start_failure}
 
 
-def run_conform_slot_tracker(scenarios: int, seed: int, only: int | None, jitter_ms: int, parallel: int, model: str,
-                             factory: Callable[[], Any], log_path: str | None, say: Callable[[str], None],
-                             progress: Callable[[int, int, float], None] | None = None) -> SlotTrackerConformRun:
+def run_conform_slot_tracker(
+    scenarios: int,
+    seed: int,
+    only: int | None,
+    jitter_ms: int,
+    parallel: int,
+    model: str,
+    factory: Callable[[], Any],
+    log_path: str | None,
+    say: Callable[[str], None],
+    progress: Callable[[int, int, float], None] | None = None,
+) -> SlotTrackerConformRun:
     """Start the real slot tracker, drive the scenarios against ``factory``'s model, stop it; say its release and
     where it listens first. No Dynamo here is ``harness.errors.Unavailable`` (exit 2)."""
     from ..harness.errors import Unavailable
@@ -1015,9 +1132,17 @@ def run_conform_slot_tracker(scenarios: int, seed: int, only: int | None, jitter
             say("network: the tracker runs in a private network namespace (--netns)")
         elif notice := oracle.bind_notice():
             say(notice)
-        result = conform_slot_tracker(scenarios, seed, jitter_ms=jitter_ms, parallel=parallel, only=only,
-                                      on_mismatch=lambda m: say(m.report(seed, scenarios)),
-                                      model_factory=lambda: factory(), oracle=oracle, on_progress=progress)
+        result = conform_slot_tracker(
+            scenarios,
+            seed,
+            jitter_ms=jitter_ms,
+            parallel=parallel,
+            only=only,
+            on_mismatch=lambda m: say(m.report(seed, scenarios)),
+            model_factory=lambda: factory(),
+            oracle=oracle,
+            on_progress=progress,
+        )
     finally:
         oracle.close()
     return SlotTrackerConformRun(result, model, seed, jitter_ms)

@@ -64,8 +64,11 @@ class SelectionMismatch:
     detail: str
 
     def report(self, seed: int, scenarios: int, trace: bool = False) -> str:
-        replay = ("kvproof conform selection --trace" if trace else
-                  f"kvproof conform selection --seed {seed} --scenarios {scenarios} --scenario {self.scenario}")
+        replay = (
+            "kvproof conform selection --trace"
+            if trace
+            else f"kvproof conform selection --seed {seed} --scenarios {scenarios} --scenario {self.scenario}"
+        )
         return f"MISMATCH scenario {self.scenario} step {self.step}: {self.op}\n  {self.detail}\n  replay: {replay}"
 
 
@@ -82,13 +85,23 @@ class SelectionConformReport:
     seconds: float = 0.0
 
     def summary_line(self) -> str:
-        return (f"conform selection: scenarios={self.scenarios} writes={self.writes} outcomes={self.outcomes} "
-                f"reads={self.reads} output_blocks={self.output_blocks} mismatches={len(self.mismatches)}")
+        return (
+            f"conform selection: scenarios={self.scenarios} writes={self.writes} outcomes={self.outcomes} "
+            f"reads={self.reads} output_blocks={self.output_blocks} mismatches={len(self.mismatches)}"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"seed": self.seed, "scenarios": self.scenarios, "writes": self.writes, "outcomes": self.outcomes,
-                "reads": self.reads, "output_blocks": self.output_blocks, "left_out": self.left_out.to_json(),
-                "mismatches": [m.__dict__ for m in self.mismatches], "seconds": round(self.seconds, 3)}
+        return {
+            "seed": self.seed,
+            "scenarios": self.scenarios,
+            "writes": self.writes,
+            "outcomes": self.outcomes,
+            "reads": self.reads,
+            "output_blocks": self.output_blocks,
+            "left_out": self.left_out.to_json(),
+            "mismatches": [m.__dict__ for m in self.mismatches],
+            "seconds": round(self.seconds, 3),
+        }
 
 
 _IDS = itertools.count(1)
@@ -141,7 +154,10 @@ class _Service:
         for group in rows if isinstance(rows, list) else []:
             for r in group["loads"]:
                 out[Rank(self.workers.get(r["worker_id"], -1), r["dp_rank"])] = (
-                    r["potential_prefill_tokens"], r["potential_decode_blocks"], r["active_requests"])
+                    r["potential_prefill_tokens"],
+                    r["potential_decode_blocks"],
+                    r["active_requests"],
+                )
         return out
 
 
@@ -161,9 +177,13 @@ def _prompt_body(blocks: tuple[int, ...], isl: int) -> dict[str, Any]:
     return {"block_hashes": hashes, "sequence_hashes": hashes, "isl_tokens": max(isl, 1)}
 
 
-def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario, rng: random.Random | None = None,
-                 report: SelectionConformReport | None = None,
-                 model_factory: Callable[[], Any] = ReferenceSlotTracker) -> SelectionConformReport:
+def run_scenario(
+    host: dynamo_selection.SelectionHost,
+    scenario: OracleScenario,
+    rng: random.Random | None = None,
+    report: SelectionConformReport | None = None,
+    model_factory: Callable[[], Any] = ReferenceSlotTracker,
+) -> SelectionConformReport:
     """Drive one scenario through the service and a tracker of ``model_factory`` (see the module docstring)."""
     report = report or SelectionConformReport(scenario.seed)
     service = _Service(host, scenario.model)
@@ -186,7 +206,9 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario,
         rank = Rank(*op.worker)
         if op.kind in ("loads", "potential"):
             if op.kind == "potential" and tracker.snapshot().worker_table.ranges:
-                got = service.call("potential_loads", {"model_name": service.model, **_prompt_body(op.blocks or (), op.tokens or 0)})
+                got = service.call(
+                    "potential_loads", {"model_name": service.model, **_prompt_body(op.blocks or (), op.tokens or 0)}
+                )
                 want = _model(tracker, lambda t: t.potential_loads(op.blocks or (), max(op.tokens or 0, 1), at))
                 _compare_potential(report, step, op, got, want, mismatch, service, live_outputs)
             continue
@@ -196,10 +218,18 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario,
             continue
         if op.kind == "register":
             endpoints = {d: f"inproc://kvproof-{service.worker(op.worker_id)}-{d}" for d in range(op.dp_size)}
-            got = service.call("upsert_worker", {
-                "worker_id": service.worker(op.worker_id), "model_name": service.model, "endpoint": "dyn://kvproof",
-                "block_size": BLOCK_SIZE, "data_parallel_size": op.dp_size, "kv_events_endpoints": endpoints,
-                "total_kv_blocks": 1 << 20})
+            got = service.call(
+                "upsert_worker",
+                {
+                    "worker_id": service.worker(op.worker_id),
+                    "model_name": service.model,
+                    "endpoint": "dyn://kvproof",
+                    "block_size": BLOCK_SIZE,
+                    "data_parallel_size": op.dp_size,
+                    "kv_events_endpoints": endpoints,
+                    "total_kv_blocks": 1 << 20,
+                },
+            )
             want = _model(tracker, lambda t: t.register_worker(op.worker_id, 0, op.dp_size, at))
             if got[0] == "ok":
                 service.await_ranks(op.worker_id, op.dp_size)
@@ -214,14 +244,20 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario,
             if op.duration is not None:
                 report.left_out.add("duration", EXPLAINED["duration"])
             blocks = op.blocks or ()
-            body = {"model_name": service.model, "selection_id": service.rid(op.rid), "worker_id": service.worker(rank.worker_id),
-                    "dp_rank": rank.dp_rank, "track_prefill_tokens": op.track,
-                    # the service refuses effective tokens above the prompt's: the prompt is made at least that long
-                    **_prompt_body(blocks, max(len(blocks) * BLOCK_SIZE, op.tokens or 0))}
+            body = {
+                "model_name": service.model,
+                "selection_id": service.rid(op.rid),
+                "worker_id": service.worker(rank.worker_id),
+                "dp_rank": rank.dp_rank,
+                "track_prefill_tokens": op.track,
+                # the service refuses effective tokens above the prompt's: the prompt is made at least that long
+                **_prompt_body(blocks, max(len(blocks) * BLOCK_SIZE, op.tokens or 0)),
+            }
             if op.tokens:
                 body["effective_prefill_tokens"] = op.tokens
-            request = SequenceRequest(op.rid, rank, blocks, op.track, None,
-                                      PrefillLoadHint(op.tokens, None) if op.tokens else None)
+            request = SequenceRequest(
+                op.rid, rank, blocks, op.track, None, PrefillLoadHint(op.tokens, None) if op.tokens else None
+            )
             got = service.call("create_reservation", body)
             want = _model(tracker, lambda t: t.add_request(request, at))
             if got[0] == "ok" and want[0] == "ok":
@@ -258,19 +294,32 @@ def run_scenario(host: dynamo_selection.SelectionHost, scenario: OracleScenario,
     return report
 
 
-def _compare_loads(report: SelectionConformReport, step: int, op: Op, got: dict[Rank, tuple[int, int, int]],
-                   rows: Any, outputs: dict[str, tuple[Rank, int]], mismatch: Callable[[int, Op, str], None]) -> None:
+def _compare_loads(
+    report: SelectionConformReport,
+    step: int,
+    op: Op,
+    got: dict[Rank, tuple[int, int, int]],
+    rows: Any,
+    outputs: dict[str, tuple[Rank, int]],
+    mismatch: Callable[[int, Op, str], None],
+) -> None:
     extra = _output_blocks(outputs)
-    want = {rank: (row.active_prefill_tokens, row.active_decode_blocks + extra.get(rank, 0), row.active_requests)
-            for rank, row in rows.items()}
+    want = {
+        rank: (row.active_prefill_tokens, row.active_decode_blocks + extra.get(rank, 0), row.active_requests)
+        for rank, row in rows.items()
+    }
     if set(got) != set(want):
         mismatch(step, op, f"ranks {sorted(got)} != the reference's {sorted(want)}")
         return
     for rank, row in got.items():
         report.reads += 1
         if row != want[rank]:
-            mismatch(step, op, f"{rank!r}: (prefill tokens, decode blocks, requests) {row} != the reference's {want[rank]}"
-                               + (f" (including {extra[rank]} output blocks)" if extra.get(rank) else ""))
+            mismatch(
+                step,
+                op,
+                f"{rank!r}: (prefill tokens, decode blocks, requests) {row} != the reference's {want[rank]}"
+                + (f" (including {extra[rank]} output blocks)" if extra.get(rank) else ""),
+            )
 
 
 def _output_blocks(outputs: dict[str, tuple[Rank, int]]) -> dict[Rank, int]:
@@ -281,28 +330,46 @@ def _output_blocks(outputs: dict[str, tuple[Rank, int]]) -> dict[Rank, int]:
     return extra
 
 
-def _compare_potential(report: SelectionConformReport, step: int, op: Op, got: tuple[str, Any], want: tuple[str, Any],
-                       mismatch: Callable[[int, Op, str], None], service: _Service,
-                       outputs: dict[str, tuple[Rank, int]]) -> None:
+def _compare_potential(
+    report: SelectionConformReport,
+    step: int,
+    op: Op,
+    got: tuple[str, Any],
+    want: tuple[str, Any],
+    mismatch: Callable[[int, Op, str], None],
+    service: _Service,
+    outputs: dict[str, tuple[Rank, int]],
+) -> None:
     if got[0] != "ok" or want[0] != "ok":
         if (got[0] == "ok") != (want[0] == "ok"):
             mismatch(step, op, f"potential_loads: the service {got}, the reference {want}")
         return
-    rows = {Rank(service.workers.get(r["worker_id"], -1), r["dp_rank"]): (r["potential_prefill_tokens"],
-                                                                          r["potential_decode_blocks"], r["active_requests"])
-            for r in got[1]}
+    rows = {
+        Rank(service.workers.get(r["worker_id"], -1), r["dp_rank"]): (
+            r["potential_prefill_tokens"],
+            r["potential_decode_blocks"],
+            r["active_requests"],
+        )
+        for r in got[1]
+    }
     extra = _output_blocks(outputs)
-    expected = {rank: (p.potential_prefill_tokens, p.potential_decode_blocks + extra.get(rank, 0), p.active_requests)
-                for rank, p in want[1].items()}
+    expected = {
+        rank: (p.potential_prefill_tokens, p.potential_decode_blocks + extra.get(rank, 0), p.active_requests)
+        for rank, p in want[1].items()
+    }
     for rank, row in rows.items():
         report.reads += 1
         if rank in expected and row != expected[rank]:
             mismatch(step, op, f"potential_loads {rank!r}: {row} != the reference's {expected[rank]}")
 
 
-def conform_selection(scenarios: int, seed: int, only: int | None = None,
-                      on_mismatch: Callable[[SelectionMismatch], None] | None = None,
-                      model_factory: Callable[[], Any] = ReferenceSlotTracker) -> SelectionConformReport:
+def conform_selection(
+    scenarios: int,
+    seed: int,
+    only: int | None = None,
+    on_mismatch: Callable[[SelectionMismatch], None] | None = None,
+    model_factory: Callable[[], Any] = ReferenceSlotTracker,
+) -> SelectionConformReport:
     """Run the slot tracker's scenarios ``0..scenarios-1`` of ``seed`` (or only one) through the selection service."""
     started = time.perf_counter()
     report = SelectionConformReport(seed)

@@ -167,14 +167,30 @@ class TrackerSizeLaw:
 
 
 SIZE_LAWS = (
-    TrackerSizeLaw("request records <= booked requests", re.compile(r"len \w*Sequences\.requests"), lambda v: v.booked,
-                   "a freed, expired or unregistered request leaves no record on any slot"),
-    TrackerSizeLaw("index entries <= booked requests", re.compile(r"len (\w+\.index|_RequestIndex\._owner)"),
-                   lambda v: v.booked, "the request index names only booked requests"),
-    TrackerSizeLaw("slots <= registered ranks", re.compile(r"len \w+\._?slots"), lambda v: v.ranks,
-                   "an unregistered worker's slots are dropped"),
-    TrackerSizeLaw("registry entries <= registered ranks", re.compile(r"len \w+\._?registry"),
-                   lambda v: v.ranks, "an unregistered worker's registry views are dropped"),
+    TrackerSizeLaw(
+        "request records <= booked requests",
+        re.compile(r"len \w*Sequences\.requests"),
+        lambda v: v.booked,
+        "a freed, expired or unregistered request leaves no record on any slot",
+    ),
+    TrackerSizeLaw(
+        "index entries <= booked requests",
+        re.compile(r"len (\w+\.index|_RequestIndex\._owner)"),
+        lambda v: v.booked,
+        "the request index names only booked requests",
+    ),
+    TrackerSizeLaw(
+        "slots <= registered ranks",
+        re.compile(r"len \w+\._?slots"),
+        lambda v: v.ranks,
+        "an unregistered worker's slots are dropped",
+    ),
+    TrackerSizeLaw(
+        "registry entries <= registered ranks",
+        re.compile(r"len \w+\._?registry"),
+        lambda v: v.ranks,
+        "an unregistered worker's registry views are dropped",
+    ),
 )
 
 
@@ -224,26 +240,41 @@ class TrackerSoakReport(GrowthVerdict):
 
     def summary_line(self) -> str:
         p = self.plan
-        verdict = (f"GROWTH: {len(self.sizes)} size laws broken, {len(self.trends)} figures trend up" if self.grew
-                   else "growth=none")
-        return (f"soak: family=sequences target={self.target} epochs={p.epochs} sim={p.epochs * p.epoch_s / 3600:.2f}h "
-                f"{verdict} ({self.seconds:.0f} s)")
+        verdict = (
+            f"GROWTH: {len(self.sizes)} size laws broken, {len(self.trends)} figures trend up" if self.grew else "growth=none"
+        )
+        return (
+            f"soak: family=sequences target={self.target} epochs={p.epochs} sim={p.epochs * p.epoch_s / 3600:.2f}h "
+            f"{verdict} ({self.seconds:.0f} s)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"target": self.target, "plan": asdict(self.plan), "sizes": self.sizes, "trends": self.trends,
-                "samples": [asdict(s) for s in self.samples]}
+        return {
+            "target": self.target,
+            "plan": asdict(self.plan),
+            "sizes": self.sizes,
+            "trends": self.trends,
+            "samples": [asdict(s) for s in self.samples],
+        }
 
     def line(self, s: TrackerSample) -> str:
         records = _figure(s.figures, SIZE_LAWS[0].pattern)
         index = _figure(s.figures, SIZE_LAWS[1].pattern)
-        return (f"epoch {s.epoch:>3} t={s.now / NANOS / 3600:5.2f}h live: booked={s.live.booked} blocks={s.live.blocks} "
-                f"ranks={s.live.ranks} | records={records} index={index} traced={s.traced_bytes / 1024:,.0f}KiB")
+        return (
+            f"epoch {s.epoch:>3} t={s.now / NANOS / 3600:5.2f}h live: booked={s.live.booked} blocks={s.live.blocks} "
+            f"ranks={s.live.ranks} | records={records} index={index} traced={s.traced_bytes / 1024:,.0f}KiB"
+        )
 
 
-def run_tracker_soak(factory: Callable[[], Any], name: str, plan: TrackerPlan = TrackerPlan(), seed: int = 1,
-                     each: Callable[[TrackerSoakReport, TrackerSample], None] | None = None) -> TrackerSoakReport:
+def run_tracker_soak(
+    factory: Callable[[], Any],
+    name: str,
+    plan: TrackerPlan = TrackerPlan(),
+    seed: int = 1,
+    each: Callable[[TrackerSoakReport, TrackerSample], None] | None = None,
+) -> TrackerSoakReport:
     """Drive one tracker through ``plan.epochs`` epochs of requests and churn and judge the samples."""
     report = TrackerSoakReport(name, plan)
     started = time.perf_counter()
@@ -267,9 +298,11 @@ def run_tracker_soak(factory: Callable[[], Any], name: str, plan: TrackerPlan = 
         if tracing:
             tracemalloc.stop()
     report.sizes = size_problems(report.samples)
-    traced = all(s.traced_bytes for s in report.samples[plan.warmup:])
-    series = [({**s.figures, **({"traced bytes": s.traced_bytes} if traced else {})}, s.live.booked + s.live.blocks + s.live.ranks + 1)
-              for s in report.samples]
+    traced = all(s.traced_bytes for s in report.samples[plan.warmup :])
+    series = [
+        ({**s.figures, **({"traced bytes": s.traced_bytes} if traced else {})}, s.live.booked + s.live.blocks + s.live.ranks + 1)
+        for s in report.samples
+    ]
     report.trends = census.trends(series, plan.warmup, plan.window, plan.slack)
     report.seconds = time.perf_counter() - started
     return report
@@ -327,8 +360,11 @@ LEAKY: dict[str, tuple[Callable[[], Any], str]] = {
 }
 """Each leaking twin and the law that must catch it."""
 
-TRACKERS: dict[str, Callable[[], Any]] = {"reference": ReferenceSlotTracker, "impl": ConcurrentSlotTracker,
-                                          **{name: f for name, (f, _) in LEAKY.items()}}
+TRACKERS: dict[str, Callable[[], Any]] = {
+    "reference": ReferenceSlotTracker,
+    "impl": ConcurrentSlotTracker,
+    **{name: f for name, (f, _) in LEAKY.items()},
+}
 
 
 def run_soak_command(target_name: str, plan: TrackerPlan, seed: int, say: Callable[[str], None]) -> TrackerSoakReport:

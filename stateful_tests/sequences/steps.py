@@ -37,7 +37,9 @@ class Add:
     expect: str = OK
 
     def request(self) -> SequenceRequest:
-        hint = None if self.tokens is None else PrefillLoadHint(self.tokens, None if self.duration is None else secs(self.duration))
+        hint = (
+            None if self.tokens is None else PrefillLoadHint(self.tokens, None if self.duration is None else secs(self.duration))
+        )
         return SequenceRequest(self.rid, WorkerWithDpRank(*self.worker), self.blocks, self.track, None, hint)
 
 

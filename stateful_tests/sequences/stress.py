@@ -73,9 +73,11 @@ class SequenceStressReport:
     problems: list[str] = field(default_factory=list)
 
     def summary_line(self) -> str:
-        return (f"stress: seed={self.seed} threads={self.threads} ops={self.ops} adds={self.adds} frees={self.frees} "
-                f"marks={self.marks} duplicate_rejections={self.duplicates} reads={self.reads} "
-                f"churn_cycles={self.churn_cycles} seconds={self.seconds:.2f} problems={len(self.problems)}")
+        return (
+            f"stress: seed={self.seed} threads={self.threads} ops={self.ops} adds={self.adds} frees={self.frees} "
+            f"marks={self.marks} duplicate_rejections={self.duplicates} reads={self.reads} "
+            f"churn_cycles={self.churn_cycles} seconds={self.seconds:.2f} problems={len(self.problems)}"
+        )
 
 
 class _Chaos:
@@ -200,7 +202,12 @@ def stress(
 
     total = sum(per_thread, Counter())
     report.ops, report.adds, report.frees = total["ops"], total["adds"], total["frees"]
-    report.marks, report.duplicates, report.reads, report.churn_cycles = total["marks"], total["duplicates"], total["reads"], total["churn"]
+    report.marks, report.duplicates, report.reads, report.churn_cycles = (
+        total["marks"],
+        total["duplicates"],
+        total["reads"],
+        total["churn"],
+    )
     report.problems += errors
     finished = [i for i in range(threads) if per_thread[i]["ops"] == ops]
     if len(finished) != threads:
@@ -218,7 +225,9 @@ def stress(
         booked = rid in state.request_index
         held = sum(rid in seq.requests for seq in state.sequences.values())
         if balance != int(booked) or held != int(booked):
-            report.problems.append(f"{rid}: {total[('add', rid)]} adds - {total[('free', rid)]} frees = {balance}, booked={booked}, held by {held} slots")
+            report.problems.append(
+                f"{rid}: {total[('add', rid)]} adds - {total[('free', rid)]} frees = {balance}, booked={booked}, held by {held} slots"
+            )
     report.problems += lost_marks(state, [entry for log in logs for entry in log])
     if hasattr(tracker, "statistics"):
         report.statistics = tracker.statistics()
@@ -237,8 +246,10 @@ def lost_marks(state: Any, log: list[tuple[str, str, int, int]]) -> list[str]:
         marked = [start for kind, r, start, _ in log if kind == "mark" and r == rid and start > booked_at]
         queued = {e.request_id for e in state.sequences[slot].prefill.order}
         if marked and rid in queued:
-            problems.append(f"{rid}: marked at tick {marked[0]} after its add returned at tick {booked_at}, "
-                            "but its prefill is still queued (a lost mark)")
+            problems.append(
+                f"{rid}: marked at tick {marked[0]} after its add returned at tick {booked_at}, "
+                "but its prefill is still queued (a lost mark)"
+            )
     return problems
 
 
@@ -264,19 +275,24 @@ class SequenceStressRun:
 
     def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
         if self.problems:
-            say(f"replay: kvproof stress sequences --threads {self.threads} --ops {self.ops} --seed {self.seed} "
-                f"--rounds {len(self.rounds)} --model {self.model}")
+            say(
+                f"replay: kvproof stress sequences --threads {self.threads} --ops {self.ops} --seed {self.seed} "
+                f"--rounds {len(self.rounds)} --model {self.model}"
+            )
 
     def summary_line(self) -> str:
         return f"stress sequences: rounds={len(self.rounds)} ops={sum(r.ops for r in self.rounds)} problems={self.problems}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "rounds": [{"seed": r.seed, "summary": r.summary_line(), "problems": r.problems}
-                                                for r in self.rounds]}
+        return {
+            "model": self.model,
+            "rounds": [{"seed": r.seed, "summary": r.summary_line(), "problems": r.problems} for r in self.rounds],
+        }
 
 
-def run_stress_command(factory: Callable[..., Any], model: str, threads: int, ops: int, seed: int, rounds: int,
-                       say: Callable[[str], None]) -> SequenceStressRun:
+def run_stress_command(
+    factory: Callable[..., Any], model: str, threads: int, ops: int, seed: int, rounds: int, say: Callable[[str], None]
+) -> SequenceStressRun:
     """``rounds`` rounds (seeds ``seed``, ``seed + 1``, ...), each on a fresh tracker of ``factory``."""
     run = SequenceStressRun(threads, ops, seed, model)
     for k in range(rounds):

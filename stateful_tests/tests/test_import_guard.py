@@ -13,8 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _import(folder: str, flag: bool) -> subprocess.CompletedProcess[str]:
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import kvproof; "
-            f"kvproof.PYTEST_COLLECTS_FOLDERS = {flag}; import {folder}")
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r}); import kvproof; "
+        f"kvproof.PYTEST_COLLECTS_FOLDERS = {flag}; import {folder}"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
 
 

@@ -26,17 +26,44 @@ MAY_IMPORT = {
     "stateful_tests.sequences": {"spec", "reference", "impl", "stateful_tests.harness"},
     "stateful_tests.deepinfer": {"spec", "reference", "impl", "stateful_tests.harness"},
     # the explorer runs the tree's and the tracker's structures (and their broken twins); they never import it
-    "stateful_tests.explore": {"spec", "reference", "impl", "stateful_tests.harness", "stateful_tests.tree",
-                               "stateful_tests.sequences"},
+    "stateful_tests.explore": {
+        "spec",
+        "reference",
+        "impl",
+        "stateful_tests.harness",
+        "stateful_tests.tree",
+        "stateful_tests.sequences",
+    },
     # the fuzzer throws hostile input at every tree through the harness's targets
     "stateful_tests.fuzz": {"spec", "reference", "impl", "stateful_tests.harness"},
     # mutation testing runs mutmut over copies of the layers; it imports only the harness's shards and process guard
     "stateful_tests.mutation": {"spec", "stateful_tests.harness"},
-    "stateful_tests": {"spec", "reference", "impl", "stateful_tests.harness", "stateful_tests.tree",
-                       "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz", "stateful_tests.mutation"},
-    "kvproof": {"spec", "reference", "impl", "proofs", "stateful_tests", "stateful_tests.harness", "stateful_tests.tree",
-                "stateful_tests.sequences", "stateful_tests.deepinfer", "stateful_tests.explore", "stateful_tests.fuzz",
-                "stateful_tests.mutation"},
+    "stateful_tests": {
+        "spec",
+        "reference",
+        "impl",
+        "stateful_tests.harness",
+        "stateful_tests.tree",
+        "stateful_tests.sequences",
+        "stateful_tests.deepinfer",
+        "stateful_tests.explore",
+        "stateful_tests.fuzz",
+        "stateful_tests.mutation",
+    },
+    "kvproof": {
+        "spec",
+        "reference",
+        "impl",
+        "proofs",
+        "stateful_tests",
+        "stateful_tests.harness",
+        "stateful_tests.tree",
+        "stateful_tests.sequences",
+        "stateful_tests.deepinfer",
+        "stateful_tests.explore",
+        "stateful_tests.fuzz",
+        "stateful_tests.mutation",
+    },
 }
 # impl's slot tracker wraps the reference's ActiveSequences; impl's trees read events as the reference does (wire)
 REFERENCE_CORES_IN_IMPL = {"kvproof.reference.sequences", "kvproof.reference.wire"}
@@ -75,7 +102,11 @@ def room_of(module: str) -> str | None:
     parts = module.split(".")[1:]
     if not parts or parts[0] not in LAYERS:
         return "kvproof"
-    if parts[0] == "stateful_tests" and len(parts) > 1 and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore", "fuzz", "mutation"):
+    if (
+        parts[0] == "stateful_tests"
+        and len(parts) > 1
+        and parts[1] in ("harness", "tree", "sequences", "deepinfer", "explore", "fuzz", "mutation")
+    ):
         return f"stateful_tests.{parts[1]}"
     return parts[0]
 
@@ -119,7 +150,11 @@ def test_the_layering_check_catches_a_forbidden_import(tmp_path, monkeypatch):
     assert room_of("kvproof.stateful_tests.tree.vectors") not in MAY_IMPORT["stateful_tests.harness"]
     assert room_of("kvproof.cli") not in MAY_IMPORT["stateful_tests.tree"]
     bad = ROOT / "spec" / "coverage.py"
-    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: "from ..reference import RadixTree\n" if self == bad else Path.read_bytes(self).decode())
+    monkeypatch.setattr(
+        Path,
+        "read_text",
+        lambda self, *a, **k: "from ..reference import RadixTree\n" if self == bad else Path.read_bytes(self).decode(),
+    )
     with pytest.raises(AssertionError, match=r"imports kvproof\.reference"):
         test_each_room_imports_only_what_the_layout_allows(bad)
 

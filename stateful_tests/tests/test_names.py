@@ -36,6 +36,9 @@ def test_no_two_classes_in_the_project_share_a_name():
 
 
 def test_negative_control_two_modules_sharing_a_class_name_are_reported():
-    sources = {"a/tree.py": "class Scenario:\n    pass\n", "b/campaign.py": "x = 1\n\n\nclass Scenario:\n    pass\n",
-               "c/other.py": "class ExploreScenario:\n    pass\n"}
+    sources = {
+        "a/tree.py": "class Scenario:\n    pass\n",
+        "b/campaign.py": "x = 1\n\n\nclass Scenario:\n    pass\n",
+        "c/other.py": "class ExploreScenario:\n    pass\n",
+    }
     assert duplicate_class_names(sources) == {"Scenario": ["a/tree.py:1", "b/campaign.py:4"]}

@@ -17,8 +17,7 @@ def rooms(root: Path) -> list[Path]:
 def unlisted(folder: Path) -> list[str]:
     """The modules (and sub-packages) of ``folder`` its ``__init__`` docstring does not name as ````name````."""
     doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
-    names = sorted({p.stem for p in folder.glob("*.py") if p.stem != "__init__"}
-                   | {p.name for p in rooms(folder)})
+    names = sorted({p.stem for p in folder.glob("*.py") if p.stem != "__init__"} | {p.name for p in rooms(folder)})
     return [name for name in names if f"``{name}``" not in doc]
 
 

@@ -26,8 +26,9 @@ from ..harness.targets import canonical, dump_entries
 from .streams import Stream, apply_op, not_carried
 
 
-def check_dump_rebuild(factory: Callable[[], Any], stream: Stream, known: list[str] | None = None,
-                       left_out: LeftOut | None = None) -> list[str]:
+def check_dump_rebuild(
+    factory: Callable[[], Any], stream: Stream, known: list[str] | None = None, left_out: LeftOut | None = None
+) -> list[str]:
     """Apply ``stream`` to a fresh tree, rebuild a second tree from its dump, and compare.
 
     A refused dump entry that names a parent the same rank was not credited with earlier in
@@ -66,8 +67,12 @@ def _rebuild(tree: Any, rebuilt: Any, stream: Stream, known: list[str] | None, l
     for q, a, b in zip(queries, targets.scores_many(tree, queries), targets.scores_many(rebuilt, queries)):
         if a != b:
             more = sorted(rank for rank, score in a.items() if score > b.get(rank, 0))
-            why = (f": the original scores {', '.join(map(str, more))} higher than its own dump rebuilds (it credits "
-                   "blocks its dump does not hold, or its dump loses some)" if more else "")
+            why = (
+                f": the original scores {', '.join(map(str, more))} higher than its own dump rebuilds (it credits "
+                "blocks its dump does not hold, or its dump loses some)"
+                if more
+                else ""
+            )
             problems.append(f"find_matches({q}): original {a}, rebuilt {b}{why}")
     original = dump_index(tree)
     if known is not None and unreplayable:  # F2: the refused entries credit nothing a rebuild can hold
@@ -126,8 +131,10 @@ BAD_EVENTS: list[tuple[str, Any]] = [
     ("event_id given twice", b'{"event_id":1,"event_id":2,"data":"cleared"}'),
     ("NaN in an ignored field", b'{"event_id":1,"data":"cleared","x":NaN}'),
     ("-0 as event_id", b'{"event_id":-0,"data":"cleared"}'),
-    ("a 5,000-digit block hash", b'{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":'
-     + b"9" * 5000 + b',"tokens_hash":1}]}}}'),
+    (
+        "a 5,000-digit block hash",
+        b'{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":' + b"9" * 5000 + b',"tokens_hash":1}]}}}',
+    ),
     ("nesting 100,000 deep in data", b'{"event_id":1,"data":' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
     ("a unit variant with a value", b'{"event_id":1,"data":{"cleared":5}}'),
 ]
@@ -155,8 +162,12 @@ VALID_UNDER: dict[str, Variant] = {"a block entry a list": Variant.BLOCKS_AS_ARR
 """Bad inputs that a rule variant (``spec.rules``) makes valid: case name -> variant."""
 
 
-def check_tree_bad_input(factory: Callable[[], Any], require_typed: bool = False,
-                         variants: frozenset[Variant] = frozenset(), left_out: LeftOut | None = None) -> tuple[int, list[str]]:
+def check_tree_bad_input(
+    factory: Callable[[], Any],
+    require_typed: bool = False,
+    variants: frozenset[Variant] = frozenset(),
+    left_out: LeftOut | None = None,
+) -> tuple[int, list[str]]:
     """Throw every bad input at a populated tree; return ``(inputs tried, problems)``.
 
     Cases that one of ``variants`` makes valid input (``VALID_UNDER``) are not thrown. A case the
@@ -170,8 +181,9 @@ def check_tree_bad_input(factory: Callable[[], Any], require_typed: bool = False
         targets.dispose(tree)
 
 
-def _bad_input(tree: Any, require_typed: bool, exempt: frozenset[str] = frozenset(),
-               left_out: LeftOut | None = None) -> tuple[int, list[str]]:
+def _bad_input(
+    tree: Any, require_typed: bool, exempt: frozenset[str] = frozenset(), left_out: LeftOut | None = None
+) -> tuple[int, list[str]]:
     from ...spec.events import Block, KvCacheEvent, Stored
 
     for worker, blocks in ((1, [(1, 100), (2, 200), (3, 300), (4, 400)]), (2, [(1, 100), (2, 200), (5, 500)])):

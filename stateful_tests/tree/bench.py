@@ -76,10 +76,12 @@ def trace_workload(trace: Path, requests: int | None, workers: int, capacity: in
     ops = [encode_op(s) for s in steps if isinstance(s, (EventOp, RemoveWorkerOp, RemoveWorkerDpRankOp, ClearAllBlocksOp))]
     queries = [list(s.query) for s in steps if isinstance(s, Ask)]
     stats, live = sim.stats, sim.fleet.live()
-    detail = (f"{trace.name}, {stats.requests} requests, {workers} workers x {capacity} blocks: {len(ops)} events "
-              f"({stats.events['stored']} stored, {stats.events['removed']} removal batches; "
-              f"{stats.events['stored_blocks']:,} blocks stored, {stats.events['removed_blocks']:,} removed), "
-              f"{len(queries)} queries, hit rate {stats.hit_rate:.1%}; {live.pairs:,} (rank, block) pairs held at the end")
+    detail = (
+        f"{trace.name}, {stats.requests} requests, {workers} workers x {capacity} blocks: {len(ops)} events "
+        f"({stats.events['stored']} stored, {stats.events['removed']} removal batches; "
+        f"{stats.events['stored_blocks']:,} blocks stored, {stats.events['removed_blocks']:,} removed), "
+        f"{len(queries)} queries, hit rate {stats.hit_rate:.1%}; {live.pairs:,} (rank, block) pairs held at the end"
+    )
     return BenchWorkload("trace", detail, ops, queries, live.pairs)
 
 
@@ -94,8 +96,12 @@ def synthetic_workload(streams: int, seed: int) -> BenchWorkload:
             method, worker, payload = encode_op(op)  # the bench's streams never remove single ranks
             ops.append((method, base + worker, payload))
         queries.extend(q for qs in stream.queries[-3:] for q in qs)
-    return BenchWorkload("synthetic", f"{streams} generated streams (seed {seed}), workers renumbered apart: "
-                                 f"{len(ops)} events, {len(queries)} queries", ops, queries)
+    return BenchWorkload(
+        "synthetic",
+        f"{streams} generated streams (seed {seed}), workers renumbered apart: {len(ops)} events, {len(queries)} queries",
+        ops,
+        queries,
+    )
 
 
 def _apply_all(tree: Any, ops: list[Encoded]) -> None:
@@ -168,10 +174,22 @@ class BenchReport:
     rows: list[TreeBenchRow] = field(default_factory=list)
     decode_us: dict[str, float] = field(default_factory=dict)  # microseconds per event: fast path, strict reading
 
-    HEADERS = ("tree", "event CPU us", "events/s (wall)", "find_matches CPU us", "find_matches/s (wall)",
-               "bytes/block (RSS)", "note")
-    COLUMNS = (("event_cpu_us", "events by CPU"), ("find_cpu_us", "find_matches by CPU"), ("events_per_s", "events by wall"),
-               ("finds_per_s", "find_matches by wall"), ("rss_per_block", "bytes/block"))
+    HEADERS = (
+        "tree",
+        "event CPU us",
+        "events/s (wall)",
+        "find_matches CPU us",
+        "find_matches/s (wall)",
+        "bytes/block (RSS)",
+        "note",
+    )
+    COLUMNS = (
+        ("event_cpu_us", "events by CPU"),
+        ("find_cpu_us", "find_matches by CPU"),
+        ("events_per_s", "events by wall"),
+        ("finds_per_s", "find_matches by wall"),
+        ("rss_per_block", "bytes/block"),
+    )
     """Each ratio reads "x times the other": for the speeds, how many times as fast (CPU microseconds per
     operation inverted), for bytes per block, how many times as large."""
     PAIRS = (("impl (1 lane)", "reference"), ("impl (3 lanes)", "impl (1 lane)"), ("pool x4", "pool x1"))
@@ -194,8 +212,18 @@ class BenchReport:
         def micro(x: float | None) -> str:
             return "-" if x is None else f"{x:,.1f}"
 
-        return [(r.name, micro(r.event_cpu_us), figure(r.events_per_s), micro(r.find_cpu_us), figure(r.finds_per_s),
-                 figure(r.rss_per_block), r.note) for r in self.rows]
+        return [
+            (
+                r.name,
+                micro(r.event_cpu_us),
+                figure(r.events_per_s),
+                micro(r.find_cpu_us),
+                figure(r.finds_per_s),
+                figure(r.rss_per_block),
+                r.note,
+            )
+            for r in self.rows
+        ]
 
     def ratio_lines(self) -> list[str]:
         """Each tree against the binding (with the goal where one applies), then the pairs of trees."""
@@ -226,8 +254,10 @@ class BenchReport:
         if not self.decode_us:
             return None
         fast, strict = self.decode_us["fast"], self.decode_us["strict"]
-        return (f"decoding (every tree's front door): {fast:.1f} us per event with the fast path, {strict:.1f} us "
-                f"by the strict reading alone ({strict / fast:.1f}x)")
+        return (
+            f"decoding (every tree's front door): {fast:.1f} us per event with the fast path, {strict:.1f} us "
+            f"by the strict reading alone ({strict / fast:.1f}x)"
+        )
 
     def goals_met(self) -> bool | None:
         """Whether every goal holds for every goal tree (None: the binding is not there to compare with)."""
@@ -245,10 +275,19 @@ class BenchReport:
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"workload": self.label, "detail": self.detail, "decode_us": self.decode_us, "events": self.events, "queries": self.queries,
-                "repeats": self.repeats, "goals_met": self.goals_met() if self.label == "trace" else None,
-                "rows": [asdict(r) | {f"{column}_to_dynamo": self.ratio(r.name, "dynamo", column) for column, _ in self.COLUMNS}
-                         for r in self.rows]}
+        return {
+            "workload": self.label,
+            "detail": self.detail,
+            "decode_us": self.decode_us,
+            "events": self.events,
+            "queries": self.queries,
+            "repeats": self.repeats,
+            "goals_met": self.goals_met() if self.label == "trace" else None,
+            "rows": [
+                asdict(r) | {f"{column}_to_dynamo": self.ratio(r.name, "dynamo", column) for column, _ in self.COLUMNS}
+                for r in self.rows
+            ],
+        }
 
 
 def _pool(threads: int) -> Callable[[], Any]:
@@ -311,15 +350,24 @@ def run_workload(load: BenchWorkload, repeats: int, memory: bool = True) -> Benc
             report.rows.append(TreeBenchRow(name, note=note))
             continue
         speed = measure(factory, load, repeats)
-        report.rows.append(TreeBenchRow(name, speed.events_per_s, speed.finds_per_s, rss.get(name), note,
-                                    speed.event_cpu_us, speed.find_cpu_us))
+        report.rows.append(
+            TreeBenchRow(name, speed.events_per_s, speed.finds_per_s, rss.get(name), note, speed.event_cpu_us, speed.find_cpu_us)
+        )
     if load.label == "trace":
         report.decode_us = decode_costs(load, repeats)
     return report
 
 
-def run_bench(trace: Path | None, requests: int | None = None, workers: int = 8, capacity: int = 2000,
-              streams: int = 60, seed: int = 1, repeats: int = 3, memory: bool = True) -> list[BenchReport]:
+def run_bench(
+    trace: Path | None,
+    requests: int | None = None,
+    workers: int = 8,
+    capacity: int = 2000,
+    streams: int = 60,
+    seed: int = 1,
+    repeats: int = 3,
+    memory: bool = True,
+) -> list[BenchReport]:
     """The trace workload (when ``trace`` is given), then the synthetic one (when ``streams``), each measured in turn."""
     reports = []
     if trace is not None:
@@ -350,8 +398,10 @@ class TreeBenchRun:
                 say(decode)
             if report.label == "trace":
                 met = report.goals_met()
-                say("goal (<= 1.5x the binding's bytes/block, for reference and impl): "
-                    + ("no binding to compare with" if met is None else "met" if met else "NOT met"))
+                say(
+                    "goal (<= 1.5x the binding's bytes/block, for reference and impl): "
+                    + ("no binding to compare with" if met is None else "met" if met else "NOT met")
+                )
             say("")
 
     def summary_line(self) -> str:
@@ -361,8 +411,9 @@ class TreeBenchRun:
         return {"workloads": [r.to_json() for r in self.reports]}
 
 
-def run_bench_trees(trace: Path | None, requests: int | None, workers: int, capacity: int, streams: int, seed: int,
-                    repeats: int, memory: bool) -> TreeBenchRun:
+def run_bench_trees(
+    trace: Path | None, requests: int | None, workers: int, capacity: int, streams: int, seed: int, repeats: int, memory: bool
+) -> TreeBenchRun:
     """``kvproof bench trees``: the trace workload (``trace``: None for the synthetic one only), then the synthetic one;
     a trace that is missing or does not read is refused."""
     from ..harness.errors import CampaignInputError

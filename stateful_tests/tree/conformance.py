@@ -121,10 +121,14 @@ class ConformMismatch:
         if self.is_shrunk:
             return f"  minimal reproduction ({n} operations, shrunk keeping the kind {self.kind}), as Dynamo events:"
         if self.shrink_tried:
-            return (f"  reproduction, UNSHRUNK ({n} operations: it did not show the difference again by itself; "
-                    f"regenerate the stream to see it), as Dynamo events:")
-        return (f"  reproduction, UNSHRUNK ({n} operations: a run, or a shard, shrinks its first failing streams and its "
-                f"first tolerated one; the command below shrinks this stream), as Dynamo events:")
+            return (
+                f"  reproduction, UNSHRUNK ({n} operations: it did not show the difference again by itself; "
+                f"regenerate the stream to see it), as Dynamo events:"
+            )
+        return (
+            f"  reproduction, UNSHRUNK ({n} operations: a run, or a shard, shrinks its first failing streams and its "
+            f"first tolerated one; the command below shrinks this stream), as Dynamo events:"
+        )
 
     def report(self, subject: str, oracle: str, log_path: str | None = None, extra: str = "") -> str:
         """The printed report; ``extra`` (e.g. `` --rules dynamo-1.4``) is appended to both commands."""
@@ -137,7 +141,9 @@ class ConformMismatch:
         ]
         lines += [f"    {line}" for line in ops_to_lines(self.shrunk, self.query_list)]
         if log_path:
-            lines.append(f"  replay the events: kvproof replay log {log_path} --target {shlex.quote(subject)} --oracle {oracle}{extra}")
+            lines.append(
+                f"  replay the events: kvproof replay log {log_path} --target {shlex.quote(subject)} --oracle {oracle}{extra}"
+            )
         lines.append(f"  regenerate the stream: {self.replay_command(subject, oracle)}{extra}")
         return "\n".join(lines)
 
@@ -168,7 +174,11 @@ class StreamResult:
 
 
 def compare_prefix(
-    subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]],
+    subject: Factory,
+    oracle: Factory,
+    ops: list[Op],
+    queries: list[list[list[int]]] | None,
+    final_queries: list[list[int]],
     left_out: LeftOut | None = None,
 ) -> tuple[list[Difference], int]:
     """Replay ``ops`` on both trees; return ``(differences, queries compared)``.
@@ -184,8 +194,9 @@ def compare_prefix(
         targets.dispose(b)
 
 
-def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]],
-             left_out: LeftOut):
+def _compare(
+    a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | None, final_queries: list[list[int]], left_out: LeftOut
+):
     """Return ``(differences, queries compared)``: the first difference of each kind (``verdicts``).
 
     Alongside the two trees each is held to the contract (``spec/contract.py``), fed with its
@@ -230,10 +241,12 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
         nonlocal compared
         asked = list(qs)
         a_full, a_early, b_full, b_early = read
-        early = ([], []) if no_early_exit is not None or not asked else (
-            answers(a, asked, True, a_early), answers(b, asked, True, b_early))
-        for j, (q, got_s, want_s) in enumerate(zip(asked, answers(a, asked, False, a_full),
-                                                   answers(b, asked, False, b_full))):
+        early = (
+            ([], [])
+            if no_early_exit is not None or not asked
+            else (answers(a, asked, True, a_early), answers(b, asked, True, b_early))
+        )
+        for j, (q, got_s, want_s) in enumerate(zip(asked, answers(a, asked, False, a_full), answers(b, asked, False, b_full))):
             compared += 1
             broken = contract_score_problems(state, q, got_s, names)
             if broken:
@@ -243,8 +256,14 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
                 theirs = contract_score_problems(theirs_state, q, want_s, names)
                 detail = f"{where}: find_matches({q}, early_exit=False) = {got_s}, oracle {want_s}"
                 if theirs:
-                    note(Difference(ORACLE_CONTRACT, index, f"{where}: the oracle's find_matches({q}) = {want_s}: {theirs} "
-                                                            f"(the subject's {got_s} keeps the contract)"))
+                    note(
+                        Difference(
+                            ORACLE_CONTRACT,
+                            index,
+                            f"{where}: the oracle's find_matches({q}) = {want_s}: {theirs} "
+                            f"(the subject's {got_s} keeps the contract)",
+                        )
+                    )
                 elif open_zone:
                     note(Difference(SCORE, index, f"{detail} (both within the contract)", OPEN_ZONE))
                     continue
@@ -257,14 +276,21 @@ def _compare(a: Any, b: Any, ops: list[Op], queries: list[list[list[int]]] | Non
             compared += 1
             got_e, want_e = early[0][j], early[1][j]
             if not early_exit_agrees(got_s, got_e):
-                note(Difference(CONTRACT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e} breaks the "
-                                                 f"early-exit law against the full walk's {got_s} "
-                                                 "(spec.match.early_exit_agrees)"))
+                note(
+                    Difference(
+                        CONTRACT,
+                        index,
+                        f"{where}: find_matches({q}, early_exit=True) = {got_e} breaks the "
+                        f"early-exit law against the full walk's {got_s} "
+                        "(spec.match.early_exit_agrees)",
+                    )
+                )
                 return True
             if got_e != want_e:
                 # F7: both answers obey the early-exit law; they differ only by where the trees cut edges.
-                note(Difference(EARLY_EXIT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e}, oracle {want_e}",
-                                "F7"))
+                note(
+                    Difference(EARLY_EXIT, index, f"{where}: find_matches({q}, early_exit=True) = {got_e}, oracle {want_e}", "F7")
+                )
         return False
 
     names = ChainNames()
@@ -330,8 +356,7 @@ def contract_leaves_open(state: ContractState, op: Op) -> bool:
 
 def dump_contract_problems(state: ContractState, entries: list[DumpEntry]) -> list[str]:
     """The dump entries that credit a rank with a block it does not hold (the contract's bound on a dump)."""
-    return [f"{entry}" for entry in entries
-            if not set(entry[3]) <= holdings(state, Rank(entry[0], entry[1])).held.keys()]
+    return [f"{entry}" for entry in entries if not set(entry[3]) <= holdings(state, Rank(entry[0], entry[1])).held.keys()]
 
 
 def _rank_of(op: Op) -> Rank | None:
@@ -396,8 +421,9 @@ class ChainNames:
         return [self.ext_of[p] if p in self.ext_of else path_ext(p) for p in prefixes]
 
 
-def contract_score_problems(state: ContractState, query: list[int], scores: dict[tuple[int, int], int],
-                            names: ChainNames | None = None) -> str:
+def contract_score_problems(
+    state: ContractState, query: list[int], scores: dict[tuple[int, int], int], names: ChainNames | None = None
+) -> str:
     """Why plain ``scores`` along ``query`` break the contract: an over-credit or an unexplained undercount."""
     problems = []
     chain = (names or ChainNames()).chain(query)
@@ -412,9 +438,16 @@ def contract_score_problems(state: ContractState, query: list[int], scores: dict
     return "; ".join(sorted(problems))
 
 
-def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failures: bool = True,
-               strict: bool = False, strict_shape: bool = False, shrink_tolerated: bool | None = None,
-               shrink_seconds: float | None = None) -> StreamResult:
+def run_stream(
+    subject: Factory,
+    oracle: Factory,
+    stream: Stream,
+    shrink_failures: bool = True,
+    strict: bool = False,
+    strict_shape: bool = False,
+    shrink_tolerated: bool | None = None,
+    shrink_seconds: float | None = None,
+) -> StreamResult:
     """Compare ``subject`` with ``oracle`` on one stream; shrink its worst difference.
 
     A failing difference is shrunk when ``shrink_failures``, a tolerated one when
@@ -433,13 +466,25 @@ def run_stream(subject: Factory, oracle: Factory, stream: Stream, shrink_failure
     all_queries = [list(q) for q in {tuple(q): None for qs in seen for q in qs}]
     index = min(chosen.op_index, len(stream.ops) - 1)
     failing_queries = stream.queries[index] if chosen.op_index < len(stream.ops) else []
-    mismatch = ConformMismatch(stream.seed, stream.index, chosen.op_index, chosen.detail, upto, failing_queries,
-                        kind=chosen.kind, known=chosen.known, kinds=[d.kind for d in differences], oracle_only=chosen.oracle_only,
-                        fails=failing is not None, query_list=all_queries)
+    mismatch = ConformMismatch(
+        stream.seed,
+        stream.index,
+        chosen.op_index,
+        chosen.detail,
+        upto,
+        failing_queries,
+        kind=chosen.kind,
+        known=chosen.known,
+        kinds=[d.kind for d in differences],
+        oracle_only=chosen.oracle_only,
+        fails=failing is not None,
+        query_list=all_queries,
+    )
     wanted = shrink_failures if failing is not None else (shrink_failures if shrink_tolerated is None else shrink_tolerated)
     if wanted:
-        mismatch.shrunk, mismatch.query_list, mismatch.is_shrunk = shrink_kind(subject, oracle, upto, all_queries, chosen,
-                                                                               seconds=shrink_seconds)
+        mismatch.shrunk, mismatch.query_list, mismatch.is_shrunk = shrink_kind(
+            subject, oracle, upto, all_queries, chosen, seconds=shrink_seconds
+        )
         mismatch.shrink_tried = True
     else:
         mismatch.shrunk = upto
@@ -453,7 +498,9 @@ def _same_kind(found: list[Difference], target: Difference) -> bool:
     return same and not any(severity(d.kind) < severity(target.kind) for d in found)
 
 
-def _differs(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference | None = None) -> bool:
+def _differs(
+    subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference | None = None
+) -> bool:
     found, _ = compare_prefix(subject, oracle, ops, None, queries)
     return _same_kind(found, target) if target is not None else bool(found)
 
@@ -469,13 +516,18 @@ def _smaller_variants(op: Op) -> Iterable[Op]:
             yield dataclasses.replace(op, event=dataclasses.replace(op.event, data=Removed(hashes)))
     if isinstance(data, Stored) and len(data.blocks) > 1:
         yield dataclasses.replace(op, event=dataclasses.replace(op.event, data=Stored(data.parent_hash, data.blocks[:-1])))
-        yield dataclasses.replace(
-            op, event=dataclasses.replace(op.event, data=Stored(data.blocks[0].ext, data.blocks[1:]))
-        )
+        yield dataclasses.replace(op, event=dataclasses.replace(op.event, data=Stored(data.blocks[0].ext, data.blocks[1:])))
 
 
-def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], budget: int = 4000,
-           target: Difference | None = None, seconds: float | None = None) -> list[Op]:
+def shrink(
+    subject: Factory,
+    oracle: Factory,
+    ops: list[Op],
+    queries: list[list[int]],
+    budget: int = 4000,
+    target: Difference | None = None,
+    seconds: float | None = None,
+) -> list[Op]:
     """Greedily reduce ``ops`` to a short list on which the two trees still differ.
 
     With ``target``, every candidate must still show a difference of ``target``'s kind (and
@@ -522,8 +574,15 @@ def shrink(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[
     return current
 
 
-def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[list[int]], target: Difference,
-                budget: int = 4000, seconds: float | None = None) -> tuple[list[Op], list[list[int]], bool]:
+def shrink_kind(
+    subject: Factory,
+    oracle: Factory,
+    ops: list[Op],
+    queries: list[list[int]],
+    target: Difference,
+    budget: int = 4000,
+    seconds: float | None = None,
+) -> tuple[list[Op], list[list[int]], bool]:
     """Shrink ``ops`` keeping ``target``'s kind, then keep only the queries that still show it.
 
     Returns ``(operations, queries, reproduces)``: when ``reproduces``, replaying the
@@ -540,8 +599,14 @@ def shrink_kind(subject: Factory, oracle: Factory, ops: list[Op], queries: list[
     if _differs(subject, oracle, small, [], target):
         return small, [], True  # the operations alone show it (an outcome, the contract, the dump)
     deadline = None if seconds is None else time.monotonic() + seconds
-    needed = next((q for q in queries if (deadline is None or time.monotonic() < deadline)
-                   and _differs(subject, oracle, small, [q], target)), None)
+    needed = next(
+        (
+            q
+            for q in queries
+            if (deadline is None or time.monotonic() < deadline) and _differs(subject, oracle, small, [q], target)
+        ),
+        None,
+    )
     return small, [needed] if needed is not None else queries, True
 
 
@@ -583,8 +648,16 @@ class TreeConformReport:
         reproductions than an unsharded run; what is compared and counted is the same.
         """
         first = parts[0]
-        merged = cls(first.subject, first.oracle, first.seed, sum(p.streams for p in parts), rules=first.rules,
-                     strict=first.strict, strict_shape=first.strict_shape, shard=shard)
+        merged = cls(
+            first.subject,
+            first.oracle,
+            first.seed,
+            sum(p.streams for p in parts),
+            rules=first.rules,
+            strict=first.strict,
+            strict_shape=first.strict_shape,
+            shard=shard,
+        )
         for part in parts:
             merged.events += part.events
             merged.queries += part.queries
@@ -664,11 +737,32 @@ def conform(
     """
     started = time.perf_counter()
     indices = [only_stream] if only_stream is not None else shard.of(streams)
-    report = TreeConformReport(subject_name, oracle_name, seed, len(indices), rules=rules, strict=strict,
-                               strict_shape=strict_shape, shard=str(shard), stream_indices=list(indices))
+    report = TreeConformReport(
+        subject_name,
+        oracle_name,
+        seed,
+        len(indices),
+        rules=rules,
+        strict=strict,
+        strict_shape=strict_shape,
+        shard=str(shard),
+        stream_indices=list(indices),
+    )
     if in_lockstep(subject, oracle):
-        results = _lockstep_results(subject, oracle, seed, list(indices), profile, max_reported, shrunk_tolerated, strict,
-                                    strict_shape, shrink_seconds, on_progress, started)
+        results = _lockstep_results(
+            subject,
+            oracle,
+            seed,
+            list(indices),
+            profile,
+            max_reported,
+            shrunk_tolerated,
+            strict,
+            strict_shape,
+            shrink_seconds,
+            on_progress,
+            started,
+        )
     else:
         results = None
     for done, index in enumerate(indices, 1):
@@ -678,8 +772,16 @@ def conform(
             if on_progress is not None:
                 on_progress(done - 1, len(indices), time.perf_counter() - started)
             # Shrink the first max_reported failing streams and the first shrunk_tolerated tolerated ones.
-            result = run_stream(subject, oracle, generate(seed, index, profile), len(report.mismatches) < max_reported,
-                                strict, strict_shape, len(report.tolerated) < shrunk_tolerated, shrink_seconds)
+            result = run_stream(
+                subject,
+                oracle,
+                generate(seed, index, profile),
+                len(report.mismatches) < max_reported,
+                strict,
+                strict_shape,
+                len(report.tolerated) < shrunk_tolerated,
+                shrink_seconds,
+            )
         report.events += result.events
         report.queries += result.queries
         report.kinds.add(result.differences)
@@ -716,23 +818,38 @@ def in_lockstep(*factories: Factory) -> bool:
     return wanted
 
 
-def _lockstep_results(subject: Factory, oracle: Factory, seed: int, indices: list[int], profile: StreamProfile,
-                      max_reported: int, shrunk_tolerated: int, strict: bool, strict_shape: bool,
-                      shrink_seconds: float | None, on_progress: Callable[[int, int, float], None] | None,
-                      started: float) -> list[StreamResult]:
+def _lockstep_results(
+    subject: Factory,
+    oracle: Factory,
+    seed: int,
+    indices: list[int],
+    profile: StreamProfile,
+    max_reported: int,
+    shrunk_tolerated: int,
+    strict: bool,
+    strict_shape: bool,
+    shrink_seconds: float | None,
+    on_progress: Callable[[int, int, float], None] | None,
+    started: float,
+) -> list[StreamResult]:
     """Every stream compared in lockstep groups; then the first failing and tolerated ones compared again, shrunk."""
     results: list[StreamResult] = []
     for first in range(0, len(indices), LOCKSTEP_GROUP):
         if on_progress is not None:
             on_progress(first, len(indices), time.perf_counter() - started)
-        group = indices[first:first + LOCKSTEP_GROUP]
-        results += lockstep.run_each(lambda i: run_stream(subject, oracle, generate(seed, i, profile), False, strict,
-                                                            strict_shape, False), group)
+        group = indices[first : first + LOCKSTEP_GROUP]
+        results += lockstep.run_each(
+            lambda i: run_stream(subject, oracle, generate(seed, i, profile), False, strict, strict_shape, False), group
+        )
     failing = [k for k, r in enumerate(results) if r.mismatch is not None and r.mismatch.fails][:max_reported]
     tolerated = [k for k, r in enumerate(results) if r.mismatch is not None and not r.mismatch.fails][:shrunk_tolerated]
     again = failing + tolerated
-    shrunk = lockstep.run_each(lambda k: run_stream(subject, oracle, generate(seed, indices[k], profile), True, strict,
-                                                      strict_shape, True, shrink_seconds), again)
+    shrunk = lockstep.run_each(
+        lambda k: run_stream(
+            subject, oracle, generate(seed, indices[k], profile), True, strict, strict_shape, True, shrink_seconds
+        ),
+        again,
+    )
     for k, result in zip(again, shrunk):
         results[k] = result
     return results
@@ -766,9 +883,19 @@ class ConformTask:
             if target.factory is None:
                 raise RuntimeError(f"{name} is unavailable: {target.reason}")
             made.append(target.factory)
-        return conform(made[0], made[1], self.streams, self.seed, self.profile, subject_name=self.subject,
-                       oracle_name=self.oracle, strict=self.strict, strict_shape=self.strict_shape, rules=self.rules,
-                       shard=shard)
+        return conform(
+            made[0],
+            made[1],
+            self.streams,
+            self.seed,
+            self.profile,
+            subject_name=self.subject,
+            oracle_name=self.oracle,
+            strict=self.strict,
+            strict_shape=self.strict_shape,
+            rules=self.rules,
+            shard=shard,
+        )
 
 
 def conform_sharded(task: ConformTask, shard: Shard = WHOLE, processes: int = 1, executor: str = "local") -> TreeConformReport:
@@ -789,13 +916,24 @@ def write_failure_files(report: TreeConformReport, folder: FilePath) -> list[Fil
         stem = m.file_stem(report.oracle, report.subject)
         log = folder / f"{stem}.jsonl"
         log.write_text("".join(line + "\n" for line in ops_to_lines(m.shrunk, m.query_list)))
-        body = m.to_json() | {"replay": f"kvproof replay log {log} --target {shlex.quote(report.subject)} --oracle {report.oracle}{extra}",
-                              "regenerate": m.replay_command(report.subject, report.oracle) + extra, "rules": report.rules}
+        body = m.to_json() | {
+            "replay": f"kvproof replay log {log} --target {shlex.quote(report.subject)} --oracle {report.oracle}{extra}",
+            "regenerate": m.replay_command(report.subject, report.oracle) + extra,
+            "rules": report.rules,
+        }
         summary = folder / f"{stem}.json"
         summary.write_text(json.dumps(body, indent=1))
         test = folder / f"test_{stem.replace('-', '_')}.py"
-        write_regression(test, log, m, report.subject, report.oracle, report.rules if report.rules in RULE_SETS else "",
-                         report.strict, report.strict_shape)
+        write_regression(
+            test,
+            log,
+            m,
+            report.subject,
+            report.oracle,
+            report.rules if report.rules in RULE_SETS else "",
+            report.strict,
+            report.strict_shape,
+        )
         written += [log, summary, test]
     return written
 
@@ -854,8 +992,9 @@ class ConformOptions:
     executor: str
 
 
-def _stream_profile(subject: targets.Target, oracle: targets.Target, o: ConformOptions,
-                    say: Callable[[str], None]) -> StreamProfile:
+def _stream_profile(
+    subject: targets.Target, oracle: targets.Target, o: ConformOptions, say: Callable[[str], None]
+) -> StreamProfile:
     """The streams' shape: dp rank 0 only when a tree keys scores by plain worker id; says what is not compared."""
     caps = {t.name: targets.capabilities(t.factory) for t in (subject, oracle)}  # type: ignore[arg-type]
     dp_ranks = o.dp_ranks
@@ -870,16 +1009,22 @@ def _stream_profile(subject: targets.Target, oracle: targets.Target, o: ConformO
     return StreamProfile(events=o.events, rank_removal=o.rank_removal, max_dp_ranks=dp_ranks)
 
 
-def run_conform_tree(subject: targets.Target, oracle: targets.Target, o: ConformOptions, say: Callable[[str], None],
-                     progress: Callable[[int, int, float], None] | None = None) -> ConformTreeRun:
+def run_conform_tree(
+    subject: targets.Target,
+    oracle: targets.Target,
+    o: ConformOptions,
+    say: Callable[[str], None],
+    progress: Callable[[int, int, float], None] | None = None,
+) -> ConformTreeRun:
     """Random streams through ``subject`` and ``oracle`` (here, or split over processes), each difference said as it
     is found with the named finding it matches; the failure files written (``kvproof conform tree``)."""
     from ..harness.errors import CampaignInputError
     from .verdicts import ORACLE_CONTRACT, named_finding
 
     if subject.name == oracle.name:
-        raise CampaignInputError(f"the subject and the oracle are both {subject.name!r}: a tree always agrees with itself",
-                                 param="--oracle")
+        raise CampaignInputError(
+            f"the subject and the oracle are both {subject.name!r}: a tree always agrees with itself", param="--oracle"
+        )
     rule_set, note = targets.resolve_rules(subject.name, oracle.name, override=o.rules)
     subject_t, oracle_t = with_rules(subject, rule_set), with_rules(oracle, rule_set)
     say(f"conform tree: {note}")
@@ -900,10 +1045,22 @@ def run_conform_tree(subject: targets.Target, oracle: targets.Target, o: Conform
         for m in result.mismatches + result.tolerated[:1]:
             on_mismatch(m)
     else:
-        result = conform(subject_t.factory, oracle_t.factory, o.streams, o.seed, profile, only_stream=o.stream,  # type: ignore[arg-type]
-                         subject_name=subject.name, oracle_name=oracle.name, on_mismatch=on_mismatch,
-                         on_progress=progress, strict=o.strict, strict_shape=o.strict_shape, rules=rule_set.name,
-                         shard=o.shard)
+        result = conform(
+            subject_t.factory,  # type: ignore[arg-type]
+            oracle_t.factory,  # type: ignore[arg-type]
+            o.streams,
+            o.seed,
+            profile,
+            only_stream=o.stream,
+            subject_name=subject.name,
+            oracle_name=oracle.name,
+            on_mismatch=on_mismatch,
+            on_progress=progress,
+            strict=o.strict,
+            strict_shape=o.strict_shape,
+            rules=rule_set.name,
+            shard=o.shard,
+        )
     lines = []
     if result.mismatches or result.tolerated:
         lines += [f"wrote {path}" for path in write_failure_files(result, FilePath(o.failures_dir))]

@@ -48,8 +48,16 @@ SIZES = (100, 1_000, 10_000)
 GOALS = {"exponent": 1.2, "x_dynamo": 2.0}
 """The issue's goals: a growth exponent of at most 1.2 and, at the largest crowd, at most 2x Dynamo's CPU per op."""
 
-HEADERS = ["tree", "ranks", "store us/op (cpu)", "store us/op (wall)", "remove us/op (cpu)", "remove us/op (wall)",
-           "store x dynamo (cpu)", "remove x dynamo (cpu)"]
+HEADERS = [
+    "tree",
+    "ranks",
+    "store us/op (cpu)",
+    "store us/op (wall)",
+    "remove us/op (cpu)",
+    "remove us/op (wall)",
+    "store x dynamo (cpu)",
+    "remove x dynamo (cpu)",
+]
 
 
 def prefix_event() -> bytes:
@@ -70,8 +78,14 @@ class CrowdPoint:
     remove_wall: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"tree": self.tree, "ranks": self.ranks, "store_cpu_s": self.store_cpu, "store_wall_s": self.store_wall,
-                "remove_cpu_s": self.remove_cpu, "remove_wall_s": self.remove_wall}
+        return {
+            "tree": self.tree,
+            "ranks": self.ranks,
+            "store_cpu_s": self.store_cpu,
+            "store_wall_s": self.store_wall,
+            "remove_cpu_s": self.remove_cpu,
+            "remove_wall_s": self.remove_wall,
+        }
 
 
 def build_and_remove(tree: Any, ranks: int, payload: bytes | None = None) -> None:
@@ -127,8 +141,7 @@ class CrowdReport:
     def exponents(self, tree: str) -> tuple[float, float]:
         """(store, removal) growth exponents of ``tree`` by CPU time."""
         mine = [p for p in self.points if p.tree == tree]
-        return (growth_exponent([(p.ranks, p.store_cpu) for p in mine]),
-                growth_exponent([(p.ranks, p.remove_cpu) for p in mine]))
+        return (growth_exponent([(p.ranks, p.store_cpu) for p in mine]), growth_exponent([(p.ranks, p.remove_cpu) for p in mine]))
 
     def table(self) -> list[list[str]]:
         base = {p.ranks: p for p in self.points if p.tree == "dynamo"}
@@ -139,9 +152,18 @@ class CrowdReport:
         rows = []
         for p in self.points:
             d = base.get(p.ranks)
-            rows.append([p.tree, f"{p.ranks:,}", f"{p.store_cpu * 1e6:.1f}", f"{p.store_wall * 1e6:.1f}",
-                         f"{p.remove_cpu * 1e6:.1f}", f"{p.remove_wall * 1e6:.1f}",
-                         ratio(p.store_cpu, d.store_cpu if d else None), ratio(p.remove_cpu, d.remove_cpu if d else None)])
+            rows.append(
+                [
+                    p.tree,
+                    f"{p.ranks:,}",
+                    f"{p.store_cpu * 1e6:.1f}",
+                    f"{p.store_wall * 1e6:.1f}",
+                    f"{p.remove_cpu * 1e6:.1f}",
+                    f"{p.remove_wall * 1e6:.1f}",
+                    ratio(p.store_cpu, d.store_cpu if d else None),
+                    ratio(p.remove_cpu, d.remove_cpu if d else None),
+                ]
+            )
         return rows
 
     def goal_lines(self) -> list[str]:
@@ -163,8 +185,11 @@ class CrowdReport:
 
     def to_json(self) -> dict[str, Any]:
         trees = sorted({p.tree for p in self.points})
-        return {"points": [p.to_json() for p in self.points], "missing": self.missing,
-                "exponents": {t: dict(zip(("store", "remove"), self.exponents(t))) for t in trees}}
+        return {
+            "points": [p.to_json() for p in self.points],
+            "missing": self.missing,
+            "exponents": {t: dict(zip(("store", "remove"), self.exponents(t))) for t in trees},
+        }
 
 
 def run_crowd(sizes: tuple[int, ...] = SIZES, names: tuple[str, ...] = (), repeats: int = 3) -> CrowdReport:
@@ -173,17 +198,27 @@ def run_crowd(sizes: tuple[int, ...] = SIZES, names: tuple[str, ...] = (), repea
     a shared machine: its runtime thread's cost depends on the machine's load)."""
     trees = [t for t in crowd_trees() if not names or t[0] in names]
     missing = {name: why for name, factory, why in trees if factory is None}
-    runs = [measure_crowd(name, factory, n)
-            for _ in range(repeats) for n in sizes for name, factory, _ in trees if factory is not None]
-    return CrowdReport([median_point([p for p in runs if (p.tree, p.ranks) == key])
-                        for key in dict.fromkeys((p.tree, p.ranks) for p in runs)], missing)
+    runs = [
+        measure_crowd(name, factory, n)
+        for _ in range(repeats)
+        for n in sizes
+        for name, factory, _ in trees
+        if factory is not None
+    ]
+    return CrowdReport(
+        [median_point([p for p in runs if (p.tree, p.ranks) == key]) for key in dict.fromkeys((p.tree, p.ranks) for p in runs)],
+        missing,
+    )
 
 
 def median_point(points: list[CrowdPoint]) -> CrowdPoint:
     """One tree at one size: the median of each figure over its repeats."""
     first = points[0]
-    return CrowdPoint(first.tree, first.ranks, *(statistics.median(getattr(p, f) for p in points)
-                                                 for f in ("store_cpu", "store_wall", "remove_cpu", "remove_wall")))
+    return CrowdPoint(
+        first.tree,
+        first.ranks,
+        *(statistics.median(getattr(p, f) for p in points) for f in ("store_cpu", "store_wall", "remove_cpu", "remove_wall")),
+    )
 
 
 # ----------------------------------------------------------------------------- work counts
@@ -253,8 +288,10 @@ class CrowdRun:
     skipped = ""
 
     def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
-        say(f"workload: n workers each store the same {PREFIX_BLOCKS}-block prefix (one node, n holders), "
-            f"then each is removed; per op = the phase's time / n; the median of {self.repeats} runs")
+        say(
+            f"workload: n workers each store the same {PREFIX_BLOCKS}-block prefix (one node, n holders), "
+            f"then each is removed; per op = the phase's time / n; the median of {self.repeats} runs"
+        )
         table(HEADERS, self.report.table(), numeric=(1, 2, 3, 4, 5, 6, 7))
         for line in self.report.goal_lines()[:-1]:
             say(line)

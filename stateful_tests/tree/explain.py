@@ -61,9 +61,12 @@ class Explanation:
         return self.unexplained or self.report().splitlines()[-1]
 
     def to_json(self) -> dict[str, Any]:
-        return {"base": self.base.name, "verdict": self.unexplained or self.verdict(),
-                "explained_by": [sorted(str(v) for v in vs) for vs in self.explained_by],
-                "evidence": [{"case": name, "kind": d.kind, "detail": d.detail} for name, d in self.evidence]}
+        return {
+            "base": self.base.name,
+            "verdict": self.unexplained or self.verdict(),
+            "explained_by": [sorted(str(v) for v in vs) for vs in self.explained_by],
+            "evidence": [{"case": name, "kind": d.kind, "detail": d.detail} for name, d in self.evidence],
+        }
 
     def verdict(self) -> str:
         if not self.evidence:
@@ -107,8 +110,9 @@ def candidates(base: RuleSet) -> list[frozenset[Variant]]:
     return singles + pairs
 
 
-def explain(subject: Factory, examples: list[Counterexample], base: RuleSet,
-            reference: Callable[[RuleSet], Factory]) -> Explanation:
+def explain(
+    subject: Factory, examples: list[Counterexample], base: RuleSet, reference: Callable[[RuleSet], Factory]
+) -> Explanation:
     """Search the variants for a rule set under which ``subject`` agrees with the reference on every example.
 
     ``reference(rules)`` makes the oracle factory for a rule set. Single switches are tried
@@ -138,8 +142,9 @@ def explain(subject: Factory, examples: list[Counterexample], base: RuleSet,
     return result
 
 
-def explain_command(log_file: str | None, target: Any, rules: str | None, streams: int, seed: int, examples: int,
-                    say: Callable[[str], None]) -> Explanation:
+def explain_command(
+    log_file: str | None, target: Any, rules: str | None, streams: int, seed: int, examples: int, say: Callable[[str], None]
+) -> Explanation:
     """``kvproof explain``: the counterexample of a log, or the shrunk ones of a conformance run against the reference
     under the detected rule set, explained by the rule variants. The plain reference (which follows whatever rule
     set it is given) or a log that does not read is refused."""
@@ -168,13 +173,16 @@ def explain_command(log_file: str | None, target: Any, rules: str | None, stream
     else:
         cases, differs = _shrunk_cases(target, reference(base), base, streams, seed, examples, say)
         if differs and not cases:
-            return Explanation(base, unexplained="explain: the run differs, but no counterexample could be shrunk to "
-                                                 "explain; nothing was explained")
+            return Explanation(
+                base,
+                unexplained="explain: the run differs, but no counterexample could be shrunk to explain; nothing was explained",
+            )
     return explain(target.factory, cases, base, reference)
 
 
-def _shrunk_cases(target: Any, reference: Factory, base: RuleSet, streams: int, seed: int, examples: int,
-                  say: Callable[[str], None]) -> tuple[list[Counterexample], bool]:
+def _shrunk_cases(
+    target: Any, reference: Factory, base: RuleSet, streams: int, seed: int, examples: int, say: Callable[[str], None]
+) -> tuple[list[Counterexample], bool]:
     """A conformance run of ``target`` against the reference under ``base``: its shrunk counterexamples (at most
     ``examples``), and whether it differed at all."""
     from ..harness.targets import capabilities
@@ -182,14 +190,27 @@ def _shrunk_cases(target: Any, reference: Factory, base: RuleSet, streams: int, 
     from .streams import DEFAULT_PROFILE, StreamProfile
 
     profile = DEFAULT_PROFILE if capabilities(target.factory).dp_ranks else StreamProfile(max_dp_ranks=1)
-    report = conform(target.factory, reference, streams, seed, profile, subject_name=target.name, oracle_name="reference",
-                     max_reported=examples, shrunk_tolerated=examples, strict_shape=True, rules=base.name)
+    report = conform(
+        target.factory,
+        reference,
+        streams,
+        seed,
+        profile,
+        subject_name=target.name,
+        oracle_name="reference",
+        max_reported=examples,
+        shrunk_tolerated=examples,
+        strict_shape=True,
+        rules=base.name,
+    )
     say(report.summary_line())
     cases = []
     for m in (report.mismatches + report.tolerated)[:examples]:
         if m.is_shrunk:
             cases.append(Counterexample(f"seed {m.seed} stream {m.stream} [{m.label()}]", m.shrunk, m.query_list))
         else:
-            say(f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
-                f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})")
+            say(
+                f"explain: seed {m.seed} stream {m.stream} [{m.label()}] left out: its difference does not "
+                f"show by itself outside the stream (regenerate it: {m.replay_command(target.name, 'reference')})"
+            )
     return cases, bool(report.mismatches)

@@ -175,6 +175,7 @@ def short_name(broken: type) -> str:
 IMPL_MUTANTS = [NoVersionCheck, RepairRestoresEntries, ConcurrentExtendsInternalNode, RejectsStoresUnderSomeParents]
 """The mutants the lockstep twin and real-thread stress are measured against (docs/concurrency.md)."""
 
+
 class ReleasesWithoutRecheck(ConcurrentRadixTree):
     """An eviction releases the leaf it saw unowned without re-checking under the gates: a store that covered the leaf
     in between loses its blocks with the released node (the race ``_release_if_dead`` revalidates against)."""
@@ -193,8 +194,15 @@ class ReleasesWithoutRecheck(ConcurrentRadixTree):
                 parent.end_shape_change()
 
 
-EXPLORER_MUTANTS = [*IMPL_MUTANTS, FanoutWithoutGate, ReadSkipsVersionCheck, TornEdgeRead, DropReadsLinksFirst,
-                    DescendsIntoReleasedChild, ReleasesWithoutRecheck]
+EXPLORER_MUTANTS = [
+    *IMPL_MUTANTS,
+    FanoutWithoutGate,
+    ReadSkipsVersionCheck,
+    TornEdgeRead,
+    DropReadsLinksFirst,
+    DescendsIntoReleasedChild,
+    ReleasesWithoutRecheck,
+]
 """Every broken concurrent tree: the explorer must find each (``kvproof explore --mutants``)."""
 
 

@@ -53,6 +53,8 @@ def law(*strategies: st.SearchStrategy) -> Callable[[Callable[..., None]], Calla
 def fresh(body: Callable[..., None]) -> Callable[[], None]:
     """Return a new Hypothesis test of a law's body (see ``law``)."""
     return given(*body.strategies)(body)  # type: ignore[attr-defined]
+
+
 EXAMPLES = {"count": 0}
 
 

@@ -101,8 +101,9 @@ def parse_line(line: str, lineno: int) -> Op | list[int] | None:
         return EventOp(worker_id, event)
     known = [k for k in EXTENSIONS if k in obj]
     if len(known) != 1:
-        raise LogError(f"line {lineno}: expected a RouterEvent (with \"event\") or one of {', '.join(EXTENSIONS)}; "
-                       f"got keys {sorted(obj)}")
+        raise LogError(
+            f'line {lineno}: expected a RouterEvent (with "event") or one of {", ".join(EXTENSIONS)}; got keys {sorted(obj)}'
+        )
     key, value = known[0], obj[known[0]]
     if key == "remove_worker":
         return RemoveWorkerOp(_uint(value, "remove_worker", lineno))
@@ -146,21 +147,35 @@ def read_log(path: Path) -> Log:
     return parse_log(text)
 
 
-def write_regression(path: Path, log: Path, mismatch: ConformMismatch, subject: str, oracle: str, rules: str,
-                     strict: bool = False, strict_shape: bool = False) -> None:
+def write_regression(
+    path: Path,
+    log: Path,
+    mismatch: ConformMismatch,
+    subject: str,
+    oracle: str,
+    rules: str,
+    strict: bool = False,
+    strict_shape: bool = False,
+) -> None:
     """Write a pytest regression test that replays ``log`` and asserts the two trees agree on it.
 
     It fails today (that is the point: it pins the difference) and passes once the subject
     is fixed, or is kept as an expected failure if the difference is intended.
     """
     name = path.stem
-    rules_arg = (f", rules={rules!r}" if rules else "") + (", strict=True" if strict else "") + (
-        ", strict_shape=True" if strict_shape else "")
-    purpose = ("It fails until the difference is fixed (or the variant that explains it is chosen)." if mismatch.fails else
-               "The difference is tolerated today (known or shape only); the test fails if it stops being so.")
+    rules_arg = (
+        (f", rules={rules!r}" if rules else "")
+        + (", strict=True" if strict else "")
+        + (", strict_shape=True" if strict_shape else "")
+    )
+    purpose = (
+        "It fails until the difference is fixed (or the variant that explains it is chosen)."
+        if mismatch.fails
+        else "The difference is tolerated today (known or shape only); the test fails if it stops being so."
+    )
     path.write_text(
         f'"""Regression: {mismatch.label()} difference between {subject} and {oracle}, seed {mismatch.seed} stream '
-        f'{mismatch.stream}.\n\n'
+        f"{mismatch.stream}.\n\n"
         f"{purpose}\n"
         f"Found by: {mismatch.replay_command(subject, oracle)}\n"
         f"{mismatch.detail}\n"

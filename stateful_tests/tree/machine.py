@@ -57,7 +57,6 @@ PHENOMENA = (
 )
 
 
-
 def _by_rank(scores: dict[tuple[int, int], int]) -> dict[Rank, int]:
     """``targets.scores`` keys plain ``(worker_id, dp_rank)`` tuples; the spec's laws take ``Rank`` keys (equal, same hash)."""
     return {Rank(*rank): score for rank, score in scores.items()}
@@ -127,9 +126,7 @@ class TreeContractMachine(RuleBasedStateMachine):
         tails=st.lists(st.lists(LOCALS, min_size=1, max_size=2).map(tuple), min_size=3, max_size=3),
         data=st.data(),
     )
-    def warm_start(
-        self, base: tuple[int, ...], ranks: list[Rank], tails: list[tuple[int, ...]], data: st.DataObject
-    ) -> None:
+    def warm_start(self, base: tuple[int, ...], ranks: list[Rank], tails: list[tuple[int, ...]], data: st.DataObject) -> None:
         """Plant every interesting shape, with drawn hashes, before the free-running rules take over.
 
         Two ranks share a leaf and one extends it (a demotion); a third branches inside the
@@ -302,8 +299,7 @@ class TreeContractMachine(RuleBasedStateMachine):
                 verdict = contract.score_verdict(got, held, reachable)
                 self.checked += 1
                 assert verdict in (contract.ScoreVerdict.EXACT, contract.ScoreVerdict.HOLE_UNDERCOUNT), (
-                    f"{verdict.value}: {rank} scores {got} on {list(query)} "
-                    f"(held prefix {held}, reachable prefix {reachable})"
+                    f"{verdict.value}: {rank} scores {got} on {list(query)} (held prefix {held}, reachable prefix {reachable})"
                 )
                 if snapshot is not None:
                     indexed = contract.longest_prefix_in(chain, snapshot.get(rank, frozenset()))
@@ -358,13 +354,17 @@ class TreeContractMachine(RuleBasedStateMachine):
                 event(f"phenomenon: {name}")
 
 
-def contract_machine_for(factory: Callable[[], Any], name: str | None = None,
-                         rules: RuleSet = DEFAULT_RULES) -> type[TreeContractMachine]:
+def contract_machine_for(
+    factory: Callable[[], Any], name: str | None = None, rules: RuleSet = DEFAULT_RULES
+) -> type[TreeContractMachine]:
     """Return a ``TreeContractMachine`` subclass that drives trees made by ``factory``.
 
     ``rules``: the rule set in force; the contract follows it where a variant changes what an event
     means (``spec.contract.on_cleared``).
     """
     cls_name = name or f"ContractMachine_{getattr(factory, '__name__', 'tree')}"
-    return type(cls_name, (TreeContractMachine,), {"factory": staticmethod(factory), "runs": [], "rule_runs": [],
-                                                    "contract_rules": rules, "left_out": LeftOut()})
+    return type(
+        cls_name,
+        (TreeContractMachine,),
+        {"factory": staticmethod(factory), "runs": [], "rule_runs": [], "contract_rules": rules, "left_out": LeftOut()},
+    )

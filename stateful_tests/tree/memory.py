@@ -194,32 +194,44 @@ class MemoryReport:
         out = []
         for r in self.rows:
             ratio = self.rss_ratio(r.name)
-            out.append((r.name, figure(r.traced_per_block), figure(r.rss_per_block),
-                        "-" if ratio is None else f"{ratio:.2f}x", r.note))
+            out.append(
+                (r.name, figure(r.traced_per_block), figure(r.rss_per_block), "-" if ratio is None else f"{ratio:.2f}x", r.note)
+            )
         return out
 
     def headline(self) -> str:
-        return (f"workload: {self.source}, {self.requests} requests, {self.events} operations; cached: {self.pairs} "
-                f"(rank, block) pairs over {self.blocks} distinct blocks on {self.ranks} ranks")
+        return (
+            f"workload: {self.source}, {self.requests} requests, {self.events} operations; cached: {self.pairs} "
+            f"(rank, block) pairs over {self.blocks} distinct blocks on {self.ranks} ranks"
+        )
 
     def ratio_lines(self) -> list[str]:
         ref, impl = self.row("reference"), self.row("impl (1 lane)")
         lines = []
         if ref and impl and ref.traced_per_block and impl.traced_per_block:
-            lines.append(f"ratio impl (1 lane) / reference: tracemalloc {impl.traced_per_block / ref.traced_per_block:.2f}x"
-                         + (f", RSS {impl.rss_per_block / ref.rss_per_block:.2f}x" if impl.rss_per_block and ref.rss_per_block else ""))
+            lines.append(
+                f"ratio impl (1 lane) / reference: tracemalloc {impl.traced_per_block / ref.traced_per_block:.2f}x"
+                + (f", RSS {impl.rss_per_block / ref.rss_per_block:.2f}x" if impl.rss_per_block and ref.rss_per_block else "")
+            )
         return lines
 
     def to_json(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"source": self.source, "requests": self.requests, "events": self.events, "pairs": self.pairs,
-                "blocks": self.blocks, "ranks": self.ranks,
-                "rows": [asdict(r) | {"rss_ratio_to_dynamo": self.rss_ratio(r.name)} for r in self.rows]}
+        return {
+            "source": self.source,
+            "requests": self.requests,
+            "events": self.events,
+            "pairs": self.pairs,
+            "blocks": self.blocks,
+            "ranks": self.ranks,
+            "rows": [asdict(r) | {"rss_ratio_to_dynamo": self.rss_ratio(r.name)} for r in self.rows],
+        }
 
 
-def measure_workload(ops: list[tuple[str, int, Any]], pairs: int, trees: tuple[str, ...] = tuple(TREES),
-                     traced: bool = True) -> list[MemoryRow]:
+def measure_workload(
+    ops: list[tuple[str, int, Any]], pairs: int, trees: tuple[str, ...] = tuple(TREES), traced: bool = True
+) -> list[MemoryRow]:
     """Build every tree in ``trees`` from ``ops``, each measurement in its own child process; bytes per held pair.
 
     RSS always; tracemalloc too when ``traced`` and the tree is Python.
@@ -247,8 +259,14 @@ def measure_workload(ops: list[tuple[str, int, Any]], pairs: int, trees: tuple[s
     return rows
 
 
-def run_memory_bench(requests: int = 12031, seed: int = 1, workers: int = 8, capacity: int = 10**9,
-                     trace: Path | None = MOONCAKE_TRACE, trees: tuple[str, ...] = tuple(TREES)) -> MemoryReport:
+def run_memory_bench(
+    requests: int = 12031,
+    seed: int = 1,
+    workers: int = 8,
+    capacity: int = 10**9,
+    trace: Path | None = MOONCAKE_TRACE,
+    trees: tuple[str, ...] = tuple(TREES),
+) -> MemoryReport:
     """Build every tree in ``trees`` from one workload, each measurement in its own child process."""
     load = workload(requests, seed, workers, capacity, trace)
     report = MemoryReport(load.source, load.requests, len(load.ops), load.pairs, load.blocks, load.ranks)
@@ -266,8 +284,9 @@ if __name__ == "__main__":
     _child(sys.argv[1:])
 
 
-def run_memory_command(requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool,
-                       names: tuple[str, ...]) -> MemoryReport:
+def run_memory_command(
+    requests: int, seed: int, workers: int, capacity: int, trace: str | None, synthetic: bool, names: tuple[str, ...]
+) -> MemoryReport:
     """``kvproof bench memory``: the trees named (default: every one of ``TREES``) on the trace (default: the project's
     copy when present), or on synthetic chat traffic; an unknown tree is refused."""
     from ..harness.errors import CampaignInputError

@@ -270,8 +270,12 @@ class FedAtOnceOverCredits(WalkSkipsEqualSizedIntersection):
     def send_many(self, events: Any) -> list[tuple[str, str]]:
         from ..harness.targets import apply
 
-        labels = {"ok": "ok", "ParentBlockNotFound": "parent_block_not_found", "BlockNotFound": "block_not_found",
-                  "InvalidBlockSequence": "invalid_block"}
+        labels = {
+            "ok": "ok",
+            "ParentBlockNotFound": "parent_block_not_found",
+            "BlockNotFound": "block_not_found",
+            "InvalidBlockSequence": "invalid_block",
+        }
         return [("event", labels[apply(self, rank.worker_id, event)]) for rank, event in events]
 
 

@@ -43,7 +43,9 @@ def runs(stream: Stream) -> list[list[tuple[int, Op]]]:
     """Cut the stream into runs: consecutive events of one worker, and each other operation alone."""
     out: list[list[tuple[int, Op]]] = []
     for i, op in enumerate(stream.ops):
-        same = out and isinstance(op, EventOp) and isinstance(out[-1][-1][1], EventOp) and out[-1][-1][1].worker_id == op.worker_id
+        same = (
+            out and isinstance(op, EventOp) and isinstance(out[-1][-1][1], EventOp) and out[-1][-1][1].worker_id == op.worker_id
+        )
         if same:
             out[-1].append((i, op))
         else:

@@ -41,8 +41,7 @@ class PoolStressReport:
         return bool(self.failed_rounds)
 
     def summary_line(self) -> str:
-        return (f"pool stress: rounds={self.rounds} ops={self.ops} ghosts={self.ghosts} "
-                f"failed_rounds={len(self.failed_rounds)}")
+        return f"pool stress: rounds={self.rounds} ops={self.ops} ghosts={self.ghosts} failed_rounds={len(self.failed_rounds)}"
 
 
 def _store(rng: random.Random) -> tuple[tuple[int, ...], KvCacheEvent]:
@@ -51,8 +50,9 @@ def _store(rng: random.Random) -> tuple[tuple[int, ...], KvCacheEvent]:
     return path, KvCacheEvent(0, Stored(None, blocks))
 
 
-def run_round(make: Callable[[], Any], seed: int, ops: int = 300, writers: int = 3, removers: int = 2,
-              readers: int = 2, workers: int = 4) -> list[str]:
+def run_round(
+    make: Callable[[], Any], seed: int, ops: int = 300, writers: int = 3, removers: int = 2, readers: int = 2, workers: int = 4
+) -> list[str]:
     """One round; return its problems (empty: it passed)."""
     pool = make()
     paths: set[tuple[int, ...]] = set()
@@ -87,11 +87,14 @@ def run_round(make: Callable[[], Any], seed: int, ops: int = 300, writers: int =
                 fn(k)
             except Exception as exc:  # reported with the round, never lost in a thread
                 errors.append(f"{fn.__name__} {k}: {type(exc).__name__}: {exc}")
+
         return run
 
-    threads = ([_sync.Thread(guarded(writer, k), f"writer{k}") for k in range(writers)]
-               + [_sync.Thread(guarded(remover, k), f"remover{k}") for k in range(removers)]
-               + [_sync.Thread(guarded(reader, k), f"reader{k}") for k in range(readers)])
+    threads = (
+        [_sync.Thread(guarded(writer, k), f"writer{k}") for k in range(writers)]
+        + [_sync.Thread(guarded(remover, k), f"remover{k}") for k in range(removers)]
+        + [_sync.Thread(guarded(reader, k), f"reader{k}") for k in range(readers)]
+    )
     for thread in threads:
         thread.join()
     try:

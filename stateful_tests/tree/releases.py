@@ -37,9 +37,34 @@ from ...spec.rules import RULE_SETS, rule_set_for, version_key
 from ..harness.process_guard import GUARD, spawn_guarded
 
 RELEASES = (
-    "0.6.0", "0.6.1", "0.7.0", "0.7.0.post1", "0.7.1", "0.8.0", "0.8.1", "0.8.1.post1", "0.8.1.post2", "0.8.1.post3",
-    "0.9.0", "0.9.1", "1.0.0", "1.0.1", "1.0.2", "1.1.0", "1.1.1", "1.2.0.post1", "1.2.1", "1.3.0.post1", "1.3.1",
-    "1.4.0", "1.4.1", "1.4.2", "1.5.0", "1.5.1", "1.6.0", "1.6.1",
+    "0.6.0",
+    "0.6.1",
+    "0.7.0",
+    "0.7.0.post1",
+    "0.7.1",
+    "0.8.0",
+    "0.8.1",
+    "0.8.1.post1",
+    "0.8.1.post2",
+    "0.8.1.post3",
+    "0.9.0",
+    "0.9.1",
+    "1.0.0",
+    "1.0.1",
+    "1.0.2",
+    "1.1.0",
+    "1.1.1",
+    "1.2.0.post1",
+    "1.2.1",
+    "1.3.0.post1",
+    "1.3.1",
+    "1.4.0",
+    "1.4.1",
+    "1.4.2",
+    "1.5.0",
+    "1.5.1",
+    "1.6.0",
+    "1.6.1",
 )
 """The releases the survey covers by default: 0.6.0 (the last one without a dump, to show why the
 older ones cannot be checked) and every release from 0.6.1 to 1.6.1 on the package index."""
@@ -76,29 +101,44 @@ class KnownBug:
 
 
 KNOWN_BUGS = (
-    KnownBug("per-block over-credit", "0.6.1", "0.9.1",
-             "the per-block walk credits a rank for blocks below one it no longer holds (B holds [x y], evicts x: a "
-             "query [x y] still credits B with 1)",
-             "fixed by the walk of ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0), which brought its own over-credit"),
-    KnownBug("equal-size intersection over-credit", "1.0.0", "1.2.1",
-             "the walk skips intersecting the active ranks with a child's holders when the two sets have the same size, "
-             "so a rank that holds only x is credited [x y] after another rank evicts x (the mutant "
-             "WalkSkipsEqualSizedIntersection)",
-             "introduced by ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0); gone with the compressed tree of PR #10542 "
-             "(1.3.0)"),
-    KnownBug("unbounded dump", "0.6.1", "1.2.1",
-             "a store that reuses a node the worker holds for the same block hash can link a cycle, and "
-             "dump_tree_as_events follows it until allocation fails (a finding of the isolated target: its process "
-             "runs out of memory, kvproof does not)",
-             "two-step cycle: store [(1, 101), (2, 102)], then [(3, 101)] under 102; gone with the compressed tree of "
-             "ai-dynamo/dynamo PR #10542 (1.3.0)"),
-    KnownBug("concurrent equal-size over-credit (F10)", "1.1.0", "1.6.1",
-             "the concurrent tree's walk skips intersecting the active ranks with a child's holders when the two sets "
-             "have the same size, so a rank is carried into a child it does not hold (docs/dynamo-findings.md F10)",
-             "in ConcurrentRadixTreeCompressed since ai-dynamo/dynamo PR #7459; fixed on main between the nightlies "
-             "1.6.0.dev20261013 and 1.6.0.dev20261014 (pinned by the upstream test "
-             "equal_sized_coverage_after_head_first_eviction_scores_exactly); in no release on the index",
-             component="concurrent"),
+    KnownBug(
+        "per-block over-credit",
+        "0.6.1",
+        "0.9.1",
+        "the per-block walk credits a rank for blocks below one it no longer holds (B holds [x y], evicts x: a "
+        "query [x y] still credits B with 1)",
+        "fixed by the walk of ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0), which brought its own over-credit",
+    ),
+    KnownBug(
+        "equal-size intersection over-credit",
+        "1.0.0",
+        "1.2.1",
+        "the walk skips intersecting the active ranks with a child's holders when the two sets have the same size, "
+        "so a rank that holds only x is credited [x y] after another rank evicts x (the mutant "
+        "WalkSkipsEqualSizedIntersection)",
+        "introduced by ai-dynamo/dynamo PR #5785 (Flash Indexer, 1.0.0); gone with the compressed tree of PR #10542 (1.3.0)",
+    ),
+    KnownBug(
+        "unbounded dump",
+        "0.6.1",
+        "1.2.1",
+        "a store that reuses a node the worker holds for the same block hash can link a cycle, and "
+        "dump_tree_as_events follows it until allocation fails (a finding of the isolated target: its process "
+        "runs out of memory, kvproof does not)",
+        "two-step cycle: store [(1, 101), (2, 102)], then [(3, 101)] under 102; gone with the compressed tree of "
+        "ai-dynamo/dynamo PR #10542 (1.3.0)",
+    ),
+    KnownBug(
+        "concurrent equal-size over-credit (F10)",
+        "1.1.0",
+        "1.6.1",
+        "the concurrent tree's walk skips intersecting the active ranks with a child's holders when the two sets "
+        "have the same size, so a rank is carried into a child it does not hold (docs/dynamo-findings.md F10)",
+        "in ConcurrentRadixTreeCompressed since ai-dynamo/dynamo PR #7459; fixed on main between the nightlies "
+        "1.6.0.dev20261013 and 1.6.0.dev20261014 (pinned by the upstream test "
+        "equal_sized_coverage_after_head_first_eviction_scores_exactly); in no release on the index",
+        component="concurrent",
+    ),
 )
 
 
@@ -129,13 +169,23 @@ class ReleaseResult:
 
     def findings(self) -> list[str]:
         """The target's failures as a process (a crash, memory, a hang), each as its row reported it, first line only."""
-        return [f"{r['detail'].splitlines()[0].split('; its last words')[0][:240]} ({r['name']})"
-                for r in self.failing() if r["detail"].startswith("FINDING [")]
+        return [
+            f"{r['detail'].splitlines()[0].split('; its last words')[0][:240]} ({r['name']})"
+            for r in self.failing()
+            if r["detail"].startswith("FINDING [")
+        ]
 
     def to_json(self) -> dict:
-        return {"version": self.version, "component": self.component, "verdict": self.verdict, "rules": self.rules,
-                "note": self.note,
-                "seconds": round(self.seconds, 1), "command": self.command, "rows": self.rows}
+        return {
+            "version": self.version,
+            "component": self.component,
+            "verdict": self.verdict,
+            "rules": self.rules,
+            "note": self.note,
+            "seconds": round(self.seconds, 1),
+            "command": self.command,
+            "rows": self.rows,
+        }
 
 
 def fetch(version: str, cache: Path) -> Path:
@@ -147,8 +197,12 @@ def fetch(version: str, cache: Path) -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     found = list(wheels.glob(f"ai_dynamo_runtime-{version}-*.whl"))
     if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels),
-                        f"ai-dynamo-runtime=={version}"], check=True, capture_output=True, text=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels), f"ai-dynamo-runtime=={version}"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         found = list(wheels.glob(f"ai_dynamo_runtime-{version}-*.whl"))
     if not found:
         raise RuntimeError(f"pip downloaded no wheel for ai-dynamo-runtime=={version} that fits this interpreter")
@@ -200,16 +254,22 @@ def _breaks_contract(row: dict) -> bool:
     said = row["detail"]
     if said.startswith("FINDING ["):
         return True
-    if "[contract]" in said or (row["layer"] == "contract" and any(
-            word in said for word in ("overcount", "undercount", "over-credit", "does not hold"))):
+    if "[contract]" in said or (
+        row["layer"] == "contract" and any(word in said for word in ("overcount", "undercount", "over-credit", "does not hold"))
+    ):
         return True
     counted = re.search(r"contract=(\d+)", row["detail"])
     return bool(counted and int(counted.group(1)) > 0)
 
 
-def survey(versions: list[str], cache: Path, profile: str = "quick", timeout: float = 600.0,
-           on_result: Callable[[ReleaseResult], None] | None = None,
-           components: tuple[str, ...] | None = None) -> list[ReleaseResult]:
+def survey(
+    versions: list[str],
+    cache: Path,
+    profile: str = "quick",
+    timeout: float = 600.0,
+    on_result: Callable[[ReleaseResult], None] | None = None,
+    components: tuple[str, ...] | None = None,
+) -> list[ReleaseResult]:
     """Run the gate on every component of every release in ``versions``; return one result per (release, component)."""
     results = []
     for version in versions:
@@ -232,15 +292,36 @@ def _survey_one(version: str, component: Component, cache: Path, profile: str, t
     try:
         site = fetch(version, cache)
     except (subprocess.CalledProcessError, RuntimeError, OSError, zipfile.BadZipFile) as exc:
-        detail = exc.stderr.strip().splitlines()[-1] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
+        detail = (
+            exc.stderr.strip().splitlines()[-1] if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
+        )
         result = ReleaseResult(version, "not checkable", rules_name, note=f"cannot fetch: {detail}")
     else:
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "gate.json"
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-                       DYN_LOG="error")
-            rc, output = _run_child([sys.executable, "-m", "kvproof", "check", "--target", target, "--profile", profile,
-                                     "--family", "tree", "--json", str(report)], env, timeout)
+            env = dict(
+                os.environ,
+                PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+                DYN_LOG="error",
+            )
+            rc, output = _run_child(
+                [
+                    sys.executable,
+                    "-m",
+                    "kvproof",
+                    "check",
+                    "--target",
+                    target,
+                    "--profile",
+                    profile,
+                    "--family",
+                    "tree",
+                    "--json",
+                    str(report),
+                ],
+                env,
+                timeout,
+            )
             if rc is None:
                 result = ReleaseResult(version, "not checkable", rules_name, note=f"the gate ran past {timeout:.0f} s")
             elif not report.exists():
@@ -289,15 +370,27 @@ def markdown(results: list[ReleaseResult], command: str) -> str:
         for row in r.rows:
             if row["name"] not in names:
                 names.append(row["name"])
-    short = {"node-rule laws": "laws", "observed Dynamo behaviours": "vectors", "state machine vs contract": "contract",
-             "dump rebuilds the tree": "dump", "bad input is rejected, harmless": "bad input", "differential vs Dynamo": "conformance"}
+    short = {
+        "node-rule laws": "laws",
+        "observed Dynamo behaviours": "vectors",
+        "state machine vs contract": "contract",
+        "dump rebuilds the tree": "dump",
+        "bad input is rejected, harmless": "bad input",
+        "differential vs Dynamo": "conformance",
+    }
     header = ["release", "component", "rule set", "verdict", *[short.get(n, n) for n in names], "what differs, and why"]
     lines = [f"Generated by `{command}`.", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     order = [c.name for c in COMPONENTS]
     for r in sorted(results, key=lambda x: (version_key(x.version), order.index(x.component))):
         by_name = {row["name"]: row for row in r.rows}
-        cells = [r.version, r.component, r.rules, f"**{r.verdict}**",
-                 *[_row_cell(by_name[n]) if n in by_name else "—" for n in names], _why(r)]
+        cells = [
+            r.version,
+            r.component,
+            r.rules,
+            f"**{r.verdict}**",
+            *[_row_cell(by_name[n]) if n in by_name else "—" for n in names],
+            _why(r),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -351,13 +444,23 @@ class ReleaseSurvey:
 def release_line(r: ReleaseResult) -> list[str]:
     """What a release's run says as it finishes: its verdict row, then each finding named."""
     failing = ", ".join(row["name"] for row in r.failing())
-    lines = [f"{r.version:<12} {r.component:<10} {r.rules:<22} {r.verdict:<14} {r.seconds:5.0f} s"
-             + (f"  failing: {failing}" if failing else "") + (f"  ({r.note})" if r.note and not r.rows else "")]
+    lines = [
+        f"{r.version:<12} {r.component:<10} {r.rules:<22} {r.verdict:<14} {r.seconds:5.0f} s"
+        + (f"  failing: {failing}" if failing else "")
+        + (f"  ({r.note})" if r.note and not r.rows else "")
+    ]
     return lines + [f"{'':<12} {r.component:<10} {finding}" for finding in r.findings()]
 
 
-def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, timeout: float, markdown_path: str | None,
-                 components: tuple[str, ...], say: Callable[[str], None]) -> ReleaseSurvey:
+def run_releases(
+    versions: tuple[str, ...],
+    cache: Path,
+    profile: str | None,
+    timeout: float,
+    markdown_path: str | None,
+    components: tuple[str, ...],
+    say: Callable[[str], None],
+) -> ReleaseSurvey:
     """Survey ``versions`` (default: every release kvproof knows) under the gate ``profile`` (default: $KVPROOF_PROFILE or ci); write the
     table of docs/releases.md to ``markdown_path``. A version that is not PEP 440 is refused."""
     from packaging.version import InvalidVersion
@@ -372,8 +475,13 @@ def run_releases(versions: tuple[str, ...], cache: Path, profile: str | None, ti
         except InvalidVersion:
             raise CampaignInputError(f"--version: {version!r} is not a release (PEP 440), e.g. 1.6.1 or 0.8.1.post3") from None
     profile_name = profile_choice(profile)
-    command = ("kvproof releases" + "".join(f" --version {v}" for v in versions) + f" --profile {profile_name}"
-               + "".join(f" --component {c}" for c in components))
+    command = (
+        "kvproof releases"
+        + "".join(f" --version {v}" for v in versions)
+        + f" --profile {profile_name}"
+        + "".join(f" --component {c}" for c in components)
+    )
+
     def said(result: ReleaseResult) -> None:
         for line in release_line(result):
             say(line)

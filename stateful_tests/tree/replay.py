@@ -58,8 +58,10 @@ class ReplayResult:
     query_lines: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)  # (ops before, query) -> line
 
     def report(self) -> str:
-        lines = [f"replay {self.path}: {self.events} operations, {self.queries} queries compared; "
-                 f"subject={self.subject} oracle={self.oracle} rules={self.rules}"]
+        lines = [
+            f"replay {self.path}: {self.events} operations, {self.queries} queries compared; "
+            f"subject={self.subject} oracle={self.oracle} rules={self.rules}"
+        ]
         if self.refused_lines:
             shown = ", ".join(map(str, self.refused_lines[:10])) + (" ..." if len(self.refused_lines) > 10 else "")
             lines.append(f"  the log stores under parents the rank does not hold (the contract refuses them) at lines {shown}")
@@ -138,14 +140,33 @@ def refused_by_contract(log: Log, rules: RuleSet = DEFAULT_RULES) -> list[int]:
     return refused
 
 
-def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = "subject", oracle_name: str = "oracle",
-               rules: RuleSet = DEFAULT_RULES, path: str = "<log>", strict: bool = False, strict_shape: bool = False,
-               shrink_failures: bool = True) -> ReplayResult:
+def replay_log(
+    log: Log,
+    subject: Factory,
+    oracle: Factory,
+    subject_name: str = "subject",
+    oracle_name: str = "oracle",
+    rules: RuleSet = DEFAULT_RULES,
+    path: str = "<log>",
+    strict: bool = False,
+    strict_shape: bool = False,
+    shrink_failures: bool = True,
+) -> ReplayResult:
     """Replay ``log`` through ``subject`` and ``oracle``; classify, locate and shrink what differs."""
     after, final = queries_of(log)
     differences, compared = compare_prefix(subject, oracle, log.ops, after, final)
-    result = ReplayResult(path, subject_name, oracle_name, rules.name, len(log.ops), compared, differences,
-                          refused_by_contract(log, rules), op_lines=log.op_lines, query_lines=query_line_map(log))
+    result = ReplayResult(
+        path,
+        subject_name,
+        oracle_name,
+        rules.name,
+        len(log.ops),
+        compared,
+        differences,
+        refused_by_contract(log, rules),
+        op_lines=log.op_lines,
+        query_lines=query_line_map(log),
+    )
     chosen = worst(differences, strict, strict_shape)
     if chosen is None:
         return result
@@ -162,8 +183,14 @@ def replay_log(log: Log, subject: Factory, oracle: Factory, subject_name: str = 
     return result
 
 
-def replay_file(path: Path | str, subject: str = "reference", oracle: str = "reference", rules: str | None = None,
-                strict: bool = False, strict_shape: bool = False) -> ReplayResult:
+def replay_file(
+    path: Path | str,
+    subject: str = "reference",
+    oracle: str = "reference",
+    rules: str | None = None,
+    strict: bool = False,
+    strict_shape: bool = False,
+) -> ReplayResult:
     """Replay a log file with targets given by name (what the written regression tests call)."""
     path = Path(path)
     rule_set, _ = targets.resolve_rules(subject, oracle, override=rules)
@@ -220,14 +247,27 @@ class LogReplayReport:
             return body | {"events": self.events, "failing": "target process", "crash": self.crash.replay}
         r = self.result
         return body | {
-            "events": r.events, "queries": r.queries, "refused_lines": r.refused_lines,
+            "events": r.events,
+            "queries": r.queries,
+            "refused_lines": r.refused_lines,
             "differences": [{"kind": d.kind, "known": d.known, "line": r.line_of(d), "detail": d.detail} for d in r.differences],
-            "failing": r.failing.kind if r.failing else None, "shrunk": ops_to_lines(r.shrunk, r.shrunk_queries)}
+            "failing": r.failing.kind if r.failing else None,
+            "shrunk": ops_to_lines(r.shrunk, r.shrunk_queries),
+        }
 
 
-def run_replay_log(log_file: str, subject: targets.Target, oracle: targets.Target, subject_given: bool,
-                   rules: str | None, strict: bool, strict_shape: bool, out_path: str | None,
-                   say: Callable[[str], None], warn: Callable[[str], None]) -> LogReplayReport:
+def run_replay_log(
+    log_file: str,
+    subject: targets.Target,
+    oracle: targets.Target,
+    subject_given: bool,
+    rules: str | None,
+    strict: bool,
+    strict_shape: bool,
+    out_path: str | None,
+    say: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> LogReplayReport:
     """Replay the log at ``log_file`` through ``subject`` and ``oracle`` (``kvproof replay log``): refuse what cannot
     run (a bad line, a tree against itself, a call a tree lacks: ``CampaignInputError``), shrink the worst difference
     and write it next to the log (or to ``out_path``) with the command that replays it."""
@@ -255,8 +295,17 @@ def run_replay_log(log_file: str, subject: targets.Target, oracle: targets.Targe
             raise CampaignInputError(f"replay: the log calls remove_worker_dp_rank, which {', '.join(lacking)} does not have")
     report = LogReplayReport(log_file, subject.name, oracle.name, rule_set.name, len(log.ops))
     try:
-        report.result = replay_log(log, subject_t.factory, oracle_t.factory, subject.name, oracle.name,  # type: ignore[arg-type]
-                                   rule_set, log_file, strict, strict_shape)
+        report.result = replay_log(
+            log,
+            subject_t.factory,  # type: ignore[arg-type]
+            oracle_t.factory,  # type: ignore[arg-type]
+            subject.name,
+            oracle.name,
+            rule_set,
+            log_file,
+            strict,
+            strict_shape,
+        )
     except TargetFailure as failure:
         failed = subject_t if failure.target == subject.name else oracle_t
         assert failed.factory is not None
@@ -271,6 +320,8 @@ def run_replay_log(log_file: str, subject: targets.Target, oracle: targets.Targe
             warn(f"replay: cannot write the shrunk log to {written}: {exc}")
         else:
             extra = judging_options(rules, strict, strict_shape)
-            report.wrote.append(f"wrote {written}\n  replay: kvproof replay log {written} --target {shlex.quote(subject.name)} "
-                                f"--oracle {oracle.name}{extra}")
+            report.wrote.append(
+                f"wrote {written}\n  replay: kvproof replay log {written} --target {shlex.quote(subject.name)} "
+                f"--oracle {oracle.name}{extra}"
+            )
     return report

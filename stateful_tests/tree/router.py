@@ -173,8 +173,9 @@ class RouterSim:
         if plan.policy == "tree" and scorer is None:
             raise RouterPlanError("the tree policy routes by a tree's scores: pass a scorer")
         self.plan, self.scorer = plan, scorer
-        self.fleet = Fleet(0, plan.workers, plan.capacity, NO_CHURN, dp_ranks=plan.dp_ranks, exact_dp=True,
-                           decode_batch=plan.decode_batch)
+        self.fleet = Fleet(
+            0, plan.workers, plan.capacity, NO_CHURN, dp_ranks=plan.dp_ranks, exact_dp=True, decode_batch=plan.decode_batch
+        )
         self.ranks = self.fleet.ranks()
         self.active: Counter[tuple[int, int]] = Counter()  # requests added, not freed
         self.prefill_free_at: dict[tuple[int, int], int] = {tuple(r): 0 for r in self.ranks}  # type: ignore[misc]
@@ -251,8 +252,14 @@ class RouterSim:
         uncached = max(0, tokens - cached * plan.block_tokens)
         duration = nanos(uncached / plan.prefill_tokens_per_s)
         rid = f"r{index}"
-        sequence = SequenceRequest(rid, WorkerWithDpRank(*key), tuple(b.ext for b in request.prompt), True,
-                                   request.output_tokens, PrefillLoadHint(uncached, duration))
+        sequence = SequenceRequest(
+            rid,
+            WorkerWithDpRank(*key),
+            tuple(b.ext for b in request.prompt),
+            True,
+            request.output_tokens,
+            PrefillLoadHint(uncached, duration),
+        )
         yield TrackerCall(now, "add", rid, sequence)
         self.active[key] += 1
         self.stats.peak[key] = max(self.stats.peak[key], self.active[key])

@@ -151,21 +151,48 @@ def _has_match(pattern: re.Pattern[str]) -> Callable[[Sample], bool]:
 
 
 SIZE_LAWS: tuple[SizeLaw, ...] = (
-    SizeLaw("lookup entries <= live pairs", matching(LOOKUP_ENTRIES), lambda v: v.pairs,
-            "every lookup entry (summed over ranks and lanes) names a block its rank's engine holds",
-            _has_match(LOOKUP_ENTRIES)),
-    SizeLaw("registered ranks <= announced ranks", matching(REGISTERED_RANKS), lambda v: v.announced,
-            "a removed (or cleared) rank is forgotten: the registries name only ranks that have sent an event since",
-            _has_match(REGISTERED_RANKS)),
-    SizeLaw("covered pairs <= live pairs", lambda s: s.figure("covered pairs"), lambda v: v.pairs,
-            "the (rank, block) pairs the reachable nodes credit are pairs the engines hold", _has("covered pairs")),
-    SizeLaw("reachable nodes <= live blocks + 1", lambda s: s.figure("reachable nodes"), lambda v: v.blocks + 1,
-            "a node nobody holds is released (Dynamo 1.6 releases unowned branches on eviction, PR #14878)",
-            _has("reachable nodes")),
-    SizeLaw(ROUTES_LAW, lambda s: s.figure("len ThreadPoolIndexer._routes"), lambda v: v.workers,
-            "the pool forgets a removed worker's route", _has("len ThreadPoolIndexer._routes")),
-    SizeLaw("queued tasks = 0 at quiescence", lambda s: s.figure("len Channel._items"), lambda v: 0,
-            "after a flush no task is left on any event thread's channel", _has("len Channel._items")),
+    SizeLaw(
+        "lookup entries <= live pairs",
+        matching(LOOKUP_ENTRIES),
+        lambda v: v.pairs,
+        "every lookup entry (summed over ranks and lanes) names a block its rank's engine holds",
+        _has_match(LOOKUP_ENTRIES),
+    ),
+    SizeLaw(
+        "registered ranks <= announced ranks",
+        matching(REGISTERED_RANKS),
+        lambda v: v.announced,
+        "a removed (or cleared) rank is forgotten: the registries name only ranks that have sent an event since",
+        _has_match(REGISTERED_RANKS),
+    ),
+    SizeLaw(
+        "covered pairs <= live pairs",
+        lambda s: s.figure("covered pairs"),
+        lambda v: v.pairs,
+        "the (rank, block) pairs the reachable nodes credit are pairs the engines hold",
+        _has("covered pairs"),
+    ),
+    SizeLaw(
+        "reachable nodes <= live blocks + 1",
+        lambda s: s.figure("reachable nodes"),
+        lambda v: v.blocks + 1,
+        "a node nobody holds is released (Dynamo 1.6 releases unowned branches on eviction, PR #14878)",
+        _has("reachable nodes"),
+    ),
+    SizeLaw(
+        ROUTES_LAW,
+        lambda s: s.figure("len ThreadPoolIndexer._routes"),
+        lambda v: v.workers,
+        "the pool forgets a removed worker's route",
+        _has("len ThreadPoolIndexer._routes"),
+    ),
+    SizeLaw(
+        "queued tasks = 0 at quiescence",
+        lambda s: s.figure("len Channel._items"),
+        lambda v: 0,
+        "after a flush no task is left on any event thread's channel",
+        _has("len Channel._items"),
+    ),
 )
 
 
@@ -222,23 +249,42 @@ class SoakReport(GrowthVerdict):
     def line(self, s: Sample) -> str:
         """The compact per-epoch line."""
         f = s.figure
-        nodes = f"nodes={f('reachable nodes')} dead={f('dead nodes')} objects={f('# Node') if '# Node' in s.figures else f('# ConcurrentNode')} " if "reachable nodes" in s.figures else ""
+        nodes = (
+            f"nodes={f('reachable nodes')} dead={f('dead nodes')} objects={f('# Node') if '# Node' in s.figures else f('# ConcurrentNode')} "
+            if "reachable nodes" in s.figures
+            else ""
+        )
         lookups, ranks = matching(LOOKUP_ENTRIES)(s), matching(REGISTERED_RANKS)(s)
-        return (f"epoch {s.epoch:>3} t={s.sim_s / 3600:5.2f}h requests={s.requests} live: pairs={s.live.pairs} "
-                f"blocks={s.live.blocks} ranks={s.live.ranks} | {nodes}lookups={lookups} ranks={ranks} "
-                f"traced={s.traced_bytes / 1024:,.0f}KiB")
+        return (
+            f"epoch {s.epoch:>3} t={s.sim_s / 3600:5.2f}h requests={s.requests} live: pairs={s.live.pairs} "
+            f"blocks={s.live.blocks} ranks={s.live.ranks} | {nodes}lookups={lookups} ranks={ranks} "
+            f"traced={s.traced_bytes / 1024:,.0f}KiB"
+        )
 
     def verdict(self) -> str:
         if not self.grew:
-            return (f"soak: target={self.target} epochs={self.epochs} sim={self.epochs * self.epoch_s / 3600:.2f}h "
-                    f"growth=none (size laws {len(SIZE_LAWS)} hold, no figure trends up)")
-        return (f"soak: target={self.target} epochs={self.epochs} sim={self.epochs * self.epoch_s / 3600:.2f}h "
-                f"GROWTH: {len(self.sizes)} size laws broken, {len(self.trends)} figures trend up")
+            return (
+                f"soak: target={self.target} epochs={self.epochs} sim={self.epochs * self.epoch_s / 3600:.2f}h "
+                f"growth=none (size laws {len(SIZE_LAWS)} hold, no figure trends up)"
+            )
+        return (
+            f"soak: target={self.target} epochs={self.epochs} sim={self.epochs * self.epoch_s / 3600:.2f}h "
+            f"GROWTH: {len(self.sizes)} size laws broken, {len(self.trends)} figures trend up"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"target": self.target, "epochs": self.epochs, "epoch_s": self.epoch_s, "seed": self.seed,
-                "seconds": self.seconds, "grew": self.grew, "sizes": self.sizes, "trends": self.trends,
-                "outcomes": self.outcomes, "samples": [asdict(s) for s in self.samples]}
+        return {
+            "target": self.target,
+            "epochs": self.epochs,
+            "epoch_s": self.epoch_s,
+            "seed": self.seed,
+            "seconds": self.seconds,
+            "grew": self.grew,
+            "sizes": self.sizes,
+            "trends": self.trends,
+            "outcomes": self.outcomes,
+            "samples": [asdict(s) for s in self.samples],
+        }
 
 
 SOAK_RATES = Rates(remove_rank=0.002)
@@ -261,8 +307,14 @@ class SoakPlan:
     rates: Rates = SOAK_RATES
 
 
-def run_soak(factory: Callable[[], Any], name: str, plan: SoakPlan = SoakPlan(), seed: int = 1,
-             requests: Iterator[Request] | None = None, each: Callable[[SoakReport, Sample], None] | None = None) -> SoakReport:
+def run_soak(
+    factory: Callable[[], Any],
+    name: str,
+    plan: SoakPlan = SoakPlan(),
+    seed: int = 1,
+    requests: Iterator[Request] | None = None,
+    each: Callable[[SoakReport, Sample], None] | None = None,
+) -> SoakReport:
     """Drive one tree through ``plan.epochs`` epochs of churn and judge the samples (see the module docstring)."""
     probe = factory()
     rank_removal = hasattr(probe, "remove_worker_dp_rank")  # the pool has none
@@ -307,9 +359,31 @@ def run_soak(factory: Callable[[], Any], name: str, plan: SoakPlan = SoakPlan(),
 # ----------------------------------------------------------------------------- the known growth
 
 DEAD_NODES_LAW = "reachable nodes <= live blocks + 1"
-_NODE_PARTS = ("# Node", "# ConcurrentNode", "# EdgeState", "# ConcurrentNodeView", "# FrozenMap", "# FrozenSet", "# Map", "# Block", "# RWGate", "# Lock", "# _Hold",
-               "# Condition", "len Node.", "len ConcurrentNode.", "len EdgeState.", "len ConcurrentNodeView.", "len FrozenMap.", "len FrozenSet.", "len Condition.",
-               "reachable nodes", "dead nodes", "traced bytes", "walked bytes")
+_NODE_PARTS = (
+    "# Node",
+    "# ConcurrentNode",
+    "# EdgeState",
+    "# ConcurrentNodeView",
+    "# FrozenMap",
+    "# FrozenSet",
+    "# Map",
+    "# Block",
+    "# RWGate",
+    "# Lock",
+    "# _Hold",
+    "# Condition",
+    "len Node.",
+    "len ConcurrentNode.",
+    "len EdgeState.",
+    "len ConcurrentNodeView.",
+    "len FrozenMap.",
+    "len FrozenSet.",
+    "len Condition.",
+    "reachable nodes",
+    "dead nodes",
+    "traced bytes",
+    "walked bytes",
+)
 
 
 def is_node_part(figure: str) -> bool:
@@ -326,8 +400,11 @@ def beyond_dead_nodes(report: SoakReport) -> set[str]:
     makes node-part figures trend; this set leaves those out. (kvproof's trees under the current
     rules released such leaves only on a later store until issue 12's soak found the growth.)
     """
-    return {law for law in report.failed_laws()
-            if law != DEAD_NODES_LAW and not (law.startswith("trend: ") and is_node_part(law.removeprefix("trend: ")))}
+    return {
+        law
+        for law in report.failed_laws()
+        if law != DEAD_NODES_LAW and not (law.startswith("trend: ") and is_node_part(law.removeprefix("trend: ")))
+    }
 
 
 # ----------------------------------------------------------------------------- leaking twins (negative controls)
@@ -428,7 +505,6 @@ def soak_targets() -> Iterator[tuple[str, Callable[[], Any] | None]]:
     yield from ((name, factory) for name, (factory, _) in LEAKY.items())
 
 
-
 @dataclass
 class TreeSoakRun:
     """``kvproof soak``: the soak's report, judged with or without tolerating dead nodes kept by design."""
@@ -464,8 +540,9 @@ def soak_factory(target_name: str) -> Callable[[], Any]:
     by_name = ":" in target_name or target_name.startswith("reference@")
     factory = targets.load_target(target_name).factory if by_name else known.get(target_name)
     if factory is None:
-        raise CampaignInputError(f"unknown or unavailable soak target {target_name!r}: use {', '.join(known)} "
-                                 "or module.path:Factory", param="--target")
+        raise CampaignInputError(
+            f"unknown or unavailable soak target {target_name!r}: use {', '.join(known)} or module.path:Factory", param="--target"
+        )
     return factory
 
 
@@ -489,8 +566,9 @@ def trace_traffic(trace_file: str, epochs: int, epoch_s: float, say: Callable[[s
     return mooncake_requests(path, loops=int(epochs * epoch_s // period) + 2, period_s=period)
 
 
-def run_soak_command(target_name: str, plan: SoakPlan, seed: int, trace_file: str | None, tolerate_dead_nodes: bool,
-                     say: Callable[[str], None]) -> TreeSoakRun:
+def run_soak_command(
+    target_name: str, plan: SoakPlan, seed: int, trace_file: str | None, tolerate_dead_nodes: bool, say: Callable[[str], None]
+) -> TreeSoakRun:
     """``kvproof soak --family tree``: the tree's soak, one line per epoch said as it ends."""
     factory = soak_factory(target_name)
     requests = trace_traffic(trace_file, plan.epochs, plan.epoch_s, say) if trace_file is not None else None

@@ -204,8 +204,11 @@ def run_scenario_against(factory: Callable[[], Any], oracle: Callable[[], Any], 
     judged against the reference under the rule set in force instead.
     """
     got, want = observations(factory, scenario), observations(oracle, scenario)
-    return [f"step {i} {step}: got {g}, the reference under the rules {w}"
-            for i, (step, g, w) in enumerate(zip(scenario.steps, got, want)) if g != w]
+    return [
+        f"step {i} {step}: got {g}, the reference under the rules {w}"
+        for i, (step, g, w) in enumerate(zip(scenario.steps, got, want))
+        if g != w
+    ]
 
 
 def scenario_ops(scenario: Scenario) -> tuple[list[Any], list[list[list[int]]]]:

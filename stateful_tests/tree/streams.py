@@ -108,8 +108,9 @@ Answers = list[dict[tuple[int, int], int] | BaseException]
 """A batch of queries' scores as plain dicts, or for a query the error it raised."""
 
 
-def apply_op_and_read(tree: Any, op: Op, queries: list[list[int]], early_exit: bool) -> tuple[str, Answers | None,
-                                                                                               Answers | None]:
+def apply_op_and_read(
+    tree: Any, op: Op, queries: list[list[int]], early_exit: bool
+) -> tuple[str, Answers | None, Answers | None]:
     """``apply_op(tree, op)`` and then, in the same round trip where the tree takes several calls at once (``steps``:
     a tree in a host process), the scores of ``queries`` without and (if ``early_exit``) with early exit.
 
@@ -124,7 +125,7 @@ def apply_op_and_read(tree: Any, op: Op, queries: list[list[int]], early_exit: b
     first, *answers = steps([op_call(op), *asked])
     outcome = _outcome(tree, op, targets.outcome_of_call(lambda: _reraise(first)))
     plain = [targets.plain_scores(a) if not isinstance(a, BaseException) else a for a in answers]
-    return outcome, plain[:len(queries)], plain[len(queries):] if early_exit else None
+    return outcome, plain[: len(queries)], plain[len(queries) :] if early_exit else None
 
 
 def _reraise(result: Any) -> None:
@@ -202,7 +203,6 @@ class Stream:
 def stream_rng(seed: int, index: int) -> random.Random:
     """Return the generator for stream ``index`` of run ``seed`` (independent of every other stream)."""
     return random.Random(f"kvproof-stream:{seed}:{index}")
-
 
 
 def blocks_of(path: Path, start: int, stop: int) -> tuple[Block, ...]:

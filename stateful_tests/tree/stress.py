@@ -80,10 +80,7 @@ class TreeStressReport:
     statistics: dict = field(default_factory=dict)
 
     def summary_line(self) -> str:
-        return (
-            f"stress: ops={self.ops} reads={self.reads} overcounts={self.overcounts} "
-            f"parity_breaks={self.parity_breaks}"
-        )
+        return f"stress: ops={self.ops} reads={self.reads} overcounts={self.overcounts} parity_breaks={self.parity_breaks}"
 
     @property
     def failed(self) -> bool:
@@ -93,7 +90,6 @@ class TreeStressReport:
         body = asdict(self)
         body["config"] = asdict(self.config)
         return body
-
 
 
 @dataclass(frozen=True)
@@ -116,9 +112,19 @@ class StressTask:
     mutant: str | None = None  # a class of stateful_tests/tree/impl_mutants.py: a negative control
 
     def items(self) -> list[StressConfig]:
-        return [StressConfig(ops=self.ops // len(self.modes), seed=self.seed + run, writers=self.writers, readers=self.readers,
-                             mode=mode, check_every=self.check_every, yield_sleep=self.yield_sleep)
-                for run in range(self.runs) for mode in self.modes]
+        return [
+            StressConfig(
+                ops=self.ops // len(self.modes),
+                seed=self.seed + run,
+                writers=self.writers,
+                readers=self.readers,
+                mode=mode,
+                check_every=self.check_every,
+                yield_sleep=self.yield_sleep,
+            )
+            for run in range(self.runs)
+            for mode in self.modes
+        ]
 
     def __call__(self, shard: Shard) -> list[tuple[int, TreeStressReport]]:
         tree_class: type = ConcurrentRadixTree
@@ -130,11 +136,13 @@ class StressTask:
         return [(i, run_stress(items[i], tree_class)) for i in shard.of(len(items))]
 
 
-def stress_sharded(task: StressTask, shard: Shard = WHOLE, processes: int = 1,
-                   executor: str = "local") -> list[tuple[int, TreeStressReport]]:
+def stress_sharded(
+    task: StressTask, shard: Shard = WHOLE, processes: int = 1, executor: str = "local"
+) -> list[tuple[int, TreeStressReport]]:
     """Run ``shard`` of ``task`` over ``processes`` parts (or as Ray tasks); the items in their campaign order."""
-    return sorted((item for part in run_parts(task, shard.split(processes), processes, executor) for item in part),
-                  key=lambda item: item[0])
+    return sorted(
+        (item for part in run_parts(task, shard.split(processes), processes, executor) for item in part), key=lambda item: item[0]
+    )
 
 
 def prompt_pool(seed: int) -> list[Path]:
@@ -293,7 +301,9 @@ class Writer:
     def store(self, rank: Rank, path: Path, start: int, stop: int) -> None:
         blocks = [(ext(path[: i + 1]), path[: i + 1]) for i in range(start, stop)]
         self.holdings.open(rank, blocks, next(self.clock))  # before the tree can show them
-        stored = Stored(ext(path[:start]) if start else None, tuple(Block(path[i], ext(path[: i + 1])) for i in range(start, stop)))
+        stored = Stored(
+            ext(path[:start]) if start else None, tuple(Block(path[i], ext(path[: i + 1])) for i in range(start, stop))
+        )
         self.send(rank, stored)  # in strict mode it must be accepted: the checkpoint's verdicts check it
 
     def evict(self, rank: Rank, hashes: list[int]) -> None:
@@ -430,8 +440,9 @@ class StressRun:
                 w = self.owner.get(Rank(*rank))
                 bound = 0 if w is None else w.holdings.bound(Rank(*rank), chain, t0, t1)
                 if score > bound:
-                    self.overcounts.append(f"{rank} scored {score} on {query} (early_exit={early}) but held at most "
-                                           f"{bound} during the read")
+                    self.overcounts.append(
+                        f"{rank} scored {score} on {query} (early_exit={early}) but held at most {bound} during the read"
+                    )
             windows.starts[k] = None
 
     def writer_loop(self, w: Writer) -> None:
@@ -466,8 +477,10 @@ class StressRun:
             rank = Rank(worker, event.dp_rank)
             data = event.data
             verdict = (
-                spec_contract.store_verdict(self.contract, rank, data) if isinstance(data, Stored)
-                else spec_contract.remove_verdict(self.contract, rank, data) if isinstance(data, Removed)
+                spec_contract.store_verdict(self.contract, rank, data)
+                if isinstance(data, Stored)
+                else spec_contract.remove_verdict(self.contract, rank, data)
+                if isinstance(data, Removed)
                 else spec_contract.Verdict.MUST_APPLY
             )
             if verdict is spec_contract.Verdict.MUST_APPLY and outcome != "ok":
@@ -486,8 +499,10 @@ class StressRun:
             for rank in sorted(set(snapshot) | set(expected)):
                 got, want = snapshot.get(rank, frozenset()), expected.get(rank, frozenset())
                 if got != want:
-                    problems.append(f"snapshot differs from the reference for {rank}: "
-                                    f"{len(got - want)} blocks too many, {len(want - got)} missing")
+                    problems.append(
+                        f"snapshot differs from the reference for {rank}: "
+                        f"{len(got - want)} blocks too many, {len(want - got)} missing"
+                    )
         for q in self.queries:
             if self.tree.find_matches(q).scores != self.reference.find_matches(q).scores:
                 problems.append(f"find_matches({list(q)}) differs from the reference")
@@ -584,8 +599,10 @@ class StressTreeRun:
     def render(self, say: Callable[[str], None], table: Callable[..., None]) -> None:
         t = self.task
         for item, result in self.done:
-            say(f"run {item // len(t.modes) + 1}/{t.runs} {result.config.mode} seed={result.config.seed}: "
-                f"{result.summary_line()} ({result.seconds:.1f} s)")
+            say(
+                f"run {item // len(t.modes) + 1}/{t.runs} {result.config.mode} seed={result.config.seed}: "
+                f"{result.summary_line()} ({result.seconds:.1f} s)"
+            )
             for problem in result.problems[:5]:
                 say(f"  problem: {problem}")
         if t.mutant is not None:
@@ -593,20 +610,26 @@ class StressTreeRun:
         stats: Counter[str] = Counter()
         for r in self.reports:
             stats.update(r.statistics)
-        say(f"seconds={sum(r.seconds for r in self.reports):.1f} seed={t.seed} modes={'+'.join(t.modes)} "
-            f"writers={t.writers} readers={t.readers} checkpoints={sum(r.checkpoints for r in self.reports)}")
+        say(
+            f"seconds={sum(r.seconds for r in self.reports):.1f} seed={t.seed} modes={'+'.join(t.modes)} "
+            f"writers={t.writers} readers={t.readers} checkpoints={sum(r.checkpoints for r in self.reports)}"
+        )
         say(f"statistics: { {k: v for k, v in stats.items() if v} }")
         if self.caught:
-            say(f"replay the workload: kvproof stress tree --ops {t.ops} --seed {t.seed} --mode {self.mode} "
-                f"--yield-sleep {t.yield_sleep}")
+            say(
+                f"replay the workload: kvproof stress tree --ops {t.ops} --seed {t.seed} --mode {self.mode} "
+                f"--yield-sleep {t.yield_sleep}"
+            )
 
     def summary_line(self) -> str:
         rs = self.reports
         if self.task.mutant is not None:
             return f"mutant {self.task.mutant}: caught in {self.caught} of {len(rs)} runs ({self.mode}, {self.task.ops} ops each)"
-        return (f"stress: ops={sum(r.ops for r in rs)} reads={sum(r.reads for r in rs)} "
-                f"overcounts={sum(r.overcounts for r in rs)} parity_breaks={sum(r.parity_breaks for r in rs)}"
-                + ("" if self.shard.whole else f" shard={self.shard}"))
+        return (
+            f"stress: ops={sum(r.ops for r in rs)} reads={sum(r.reads for r in rs)} "
+            f"overcounts={sum(r.overcounts for r in rs)} parity_breaks={sum(r.parity_breaks for r in rs)}"
+            + ("" if self.shard.whole else f" shard={self.shard}")
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": [r.to_json() | {"item": item} for item, r in self.done], "shard": str(self.shard)}
@@ -619,6 +642,7 @@ def run_stress_tree(task: StressTask, mode: str, shard: Shard, processes: int, e
     from .impl_mutants import IMPL_MUTANTS, short_name
 
     if task.mutant and not any(short_name(m) == task.mutant for m in IMPL_MUTANTS):
-        raise CampaignInputError(f"unknown mutant {task.mutant!r}; one of {[short_name(m) for m in IMPL_MUTANTS]}",
-                                 param="--mutant")
+        raise CampaignInputError(
+            f"unknown mutant {task.mutant!r}; one of {[short_name(m) for m in IMPL_MUTANTS]}", param="--mutant"
+        )
     return StressTreeRun(task, mode, shard, stress_sharded(task, shard, processes, executor))

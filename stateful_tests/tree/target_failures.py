@@ -60,7 +60,7 @@ def shrink(factory: Factory, failure: TargetFailure, seconds: float = 60.0) -> t
     while chunk >= 1 and time.monotonic() < deadline:
         i, progressed = 0, False
         while i < len(current) and time.monotonic() < deadline:
-            candidate = current[:i] + current[i + chunk:]
+            candidate = current[:i] + current[i + chunk :]
             if replays(factory, candidate + [last], failure.kind):
                 current, progressed = candidate, True
             else:
@@ -82,29 +82,43 @@ class Finding:
         known = named(self.failure.target, self.failure)
         shown = "\n".join(f"    {line}" for line in self.lines[:12])
         more = f"\n    ... {len(self.lines) - 12} more lines in the file" if len(self.lines) > 12 else ""
-        how = (f"shrunk to {len(self.lines)} calls, replayed in a fresh process" if self.reproduced
-               else f"{len(self.lines)} calls as they ran (not shrunk: "
-                    + ("a hang costs the time limit per try)" if self.failure.kind == "hang" else "it did not fail again by "
-                                                                                                      "itself)"))
-        return (f"FINDING [{self.failure.kind}] {self.failure}" + (f"\n  {known}" if known else "")
-                + f"\n  the calls that led to it, {how} ({self.path}):\n{shown}{more}")
+        how = (
+            f"shrunk to {len(self.lines)} calls, replayed in a fresh process"
+            if self.reproduced
+            else f"{len(self.lines)} calls as they ran (not shrunk: "
+            + ("a hang costs the time limit per try)" if self.failure.kind == "hang" else "it did not fail again by itself)")
+        )
+        return (
+            f"FINDING [{self.failure.kind}] {self.failure}"
+            + (f"\n  {known}" if known else "")
+            + f"\n  the calls that led to it, {how} ({self.path}):\n{shown}{more}"
+        )
 
 
-def finding(target_name: str, factory: Factory, failure: TargetFailure, seconds: float = 60.0,
-            folder: Path = Path("kvproof-failures")) -> Finding:
+def finding(
+    target_name: str, factory: Factory, failure: TargetFailure, seconds: float = 60.0, folder: Path = Path("kvproof-failures")
+) -> Finding:
     """Shrink ``failure`` and write its log; the finding says what happened and how to replay it."""
     lines, reproduced = shrink(factory, failure, seconds)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{file_safe(f'{failure.kind}-{target_name}-{failure.op}')}.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
-    return Finding(failure, lines, reproduced, path, f"kvproof replay log {path} --target {shlex.quote(target_name)} --oracle reference")
+    return Finding(
+        failure, lines, reproduced, path, f"kvproof replay log {path} --target {shlex.quote(target_name)} --oracle reference"
+    )
 
 
 KNOWN = (
-    ("dynamo", "dump_tree_as_events", "memory", "0.6.1", "1.2.1",
-     "this is the unbounded dump of releases 0.6.1 to 1.2.1: a store that reuses a node the worker holds for the same "
-     "block hash can link a cycle, and the breadth-first dump follows it until allocation fails; gone with the "
-     "compressed tree of ai-dynamo/dynamo PR #10542 (1.3.0)"),
+    (
+        "dynamo",
+        "dump_tree_as_events",
+        "memory",
+        "0.6.1",
+        "1.2.1",
+        "this is the unbounded dump of releases 0.6.1 to 1.2.1: a store that reuses a node the worker holds for the same "
+        "block hash can link a cycle, and the breadth-first dump follows it until allocation fails; gone with the "
+        "compressed tree of ai-dynamo/dynamo PR #10542 (1.3.0)",
+    ),
 )
 """Target failures kvproof knows: (target, call, kind, first release, last release, what it is)."""
 
@@ -115,7 +129,10 @@ def named(target_name: str, failure: TargetFailure) -> str:
 
     release = targets.dynamo_release()
     for target, call, kind, first, last, said in KNOWN:
-        if (target, call, kind) == (target_name, failure.op, failure.kind) and release is not None \
-                and version_key(first) <= version_key(release) <= version_key(last):
+        if (
+            (target, call, kind) == (target_name, failure.op, failure.kind)
+            and release is not None
+            and version_key(first) <= version_key(release) <= version_key(last)
+        ):
             return said
     return ""

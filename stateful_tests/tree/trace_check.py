@@ -71,8 +71,14 @@ class TreeVerdict:
         return not (self.mismatches or self.overcredits)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "queries": self.queries, "mismatches": self.mismatches, "overcredits": self.overcredits,
-                "tolerated": self.tolerated, "first": self.first}
+        return {
+            "name": self.name,
+            "queries": self.queries,
+            "mismatches": self.mismatches,
+            "overcredits": self.overcredits,
+            "tolerated": self.tolerated,
+            "first": self.first,
+        }
 
 
 @dataclass
@@ -117,8 +123,11 @@ class TraceReport:
     @property
     def mismatches(self) -> int:
         """Tree and tracker mismatches, and the stress's parity breaks."""
-        return (sum(t.mismatches for t in self.trees) + sum(t.mismatches for t in self.trackers)
-                + (self.stress.parity_breaks if self.stress else 0))
+        return (
+            sum(t.mismatches for t in self.trees)
+            + sum(t.mismatches for t in self.trackers)
+            + (self.stress.parity_breaks if self.stress else 0)
+        )
 
     @property
     def overcredits(self) -> int:
@@ -130,8 +139,10 @@ class TraceReport:
         return not (self.mismatches or self.overcredits)
 
     def summary_line(self) -> str:
-        return (f"trace: requests={self.stats.requests} events={self.stats.event_count} queries={self.queries} "
-                f"mismatches={self.mismatches} overcredits={self.overcredits}")
+        return (
+            f"trace: requests={self.stats.requests} events={self.stats.event_count} queries={self.queries} "
+            f"mismatches={self.mismatches} overcredits={self.overcredits}"
+        )
 
     def to_json(self) -> dict:
         s = self.stats
@@ -146,8 +157,12 @@ class TraceReport:
             "per_rank": [{"rank": list(r), "requests": s.routed[r], "peak_active": s.peak[r]} for r in sorted(s.routed | s.peak)],
             "trees": [t.to_json() for t in self.trees],
             "trackers": [t.to_json() for t in self.trackers],
-            "stress": None if self.stress is None else {k: getattr(self.stress, k) for k in (
-                "writers", "readers", "ops", "reads", "overcounts", "parity_breaks", "problems")},
+            "stress": None
+            if self.stress is None
+            else {
+                k: getattr(self.stress, k)
+                for k in ("writers", "readers", "ops", "reads", "overcounts", "parity_breaks", "problems")
+            },
             "queries": self.queries,
             "mismatches": self.mismatches,
             "overcredits": self.overcredits,
@@ -157,8 +172,9 @@ class TraceReport:
 
 def overcredit(scores: Scores, truth: Scores) -> str:
     """The ranks ``scores`` credit with more blocks than they hold (empty: none)."""
-    return "; ".join(f"{rank} scored {n} but holds {truth.get(rank, 0)}" for rank, n in sorted(scores.items())
-                     if n > truth.get(rank, 0))
+    return "; ".join(
+        f"{rank} scored {n} but holds {truth.get(rank, 0)}" for rank, n in sorted(scores.items()) if n > truth.get(rank, 0)
+    )
 
 
 def _outcome(call: Callable[[], object]) -> tuple[str, object]:
@@ -188,8 +204,9 @@ class _Trees:
 
     def ask(self, ask: Ask, where: str) -> Scores:
         query = list(ask.query)
-        answers = {name: (targets.scores(tree, query, False), self._early(name, tree, query))
-                   for name, tree in self.trees.items()}
+        answers = {
+            name: (targets.scores(tree, query, False), self._early(name, tree, query)) for name, tree in self.trees.items()
+        }
         want_plain, want_early = answers[self.oracle]
         for name, (plain, early) in answers.items():
             verdict = self.verdicts[name]
@@ -266,8 +283,14 @@ class _Trackers:
                 self.verdicts[name].fail(f"check() at the end: {outcome}")
 
 
-def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, Factory], trackers: dict[str, Factory],
-                oracle: str | None = None, keep_calls: bool = False) -> TraceReport:
+def check_trace(
+    requests: Iterable[Request],
+    plan: RouterPlan,
+    trees: dict[str, Factory],
+    trackers: dict[str, Factory],
+    oracle: str | None = None,
+    keep_calls: bool = False,
+) -> TraceReport:
     """Replay ``requests`` under ``plan`` through ``trees`` and ``trackers`` (see the module docstring).
 
     ``oracle`` names the tree whose answers are the reference ones (default: ``dynamo`` when it is
@@ -298,8 +321,12 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
                 routing.append(scores)
                 if books and pending:
                     r = pending[0]
-                    books.potential(step.index, tuple(b.ext for b in r.prompt), nanos(r.time_s),
-                                    r.input_tokens or plan.block_tokens * len(r.prompt))
+                    books.potential(
+                        step.index,
+                        tuple(b.ext for b in r.prompt),
+                        nanos(r.time_s),
+                        r.input_tokens or plan.block_tokens * len(r.prompt),
+                    )
             elif isinstance(step, Route):
                 routing.clear()
             elif isinstance(step, TrackerCall):
@@ -314,9 +341,15 @@ def check_trace(requests: Iterable[Request], plan: RouterPlan, trees: dict[str, 
             forest.finish()
     if books:
         books.finish()
-    report = TraceReport(plan, chosen, sim.stats, list(forest.verdicts.values()) if forest else [],
-                         list(books.verdicts.values()) if books else [], calls=calls,
-                         left_out=forest.left_out if forest else LeftOut())
+    report = TraceReport(
+        plan,
+        chosen,
+        sim.stats,
+        list(forest.verdicts.values()) if forest else [],
+        list(books.verdicts.values()) if books else [],
+        calls=calls,
+        left_out=forest.left_out if forest else LeftOut(),
+    )
     report.seconds = time.perf_counter() - started
     return report
 

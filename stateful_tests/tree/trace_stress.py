@@ -59,8 +59,10 @@ class TraceStressReport:
         return not (self.overcounts or self.parity_breaks)
 
     def summary_line(self) -> str:
-        return (f"trace stress: writers={self.writers} readers={self.readers} ops={self.ops} reads={self.reads} "
-                f"overcounts={self.overcounts} parity_breaks={self.parity_breaks}")
+        return (
+            f"trace stress: writers={self.writers} readers={self.readers} ops={self.ops} reads={self.reads} "
+            f"overcounts={self.overcounts} parity_breaks={self.parity_breaks}"
+        )
 
 
 def split_by_writer(ops: Iterable[EventOp], writers: int) -> list[list[EventOp]]:
@@ -71,9 +73,17 @@ def split_by_writer(ops: Iterable[EventOp], writers: int) -> list[list[EventOp]]
     return lanes
 
 
-def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int = 4, readers: int = 2, seed: int = 1,
-                     tree_factory: Callable[[int], Any] = ConcurrentRadixTree, switch_interval: float = 1e-6,
-                     yield_sleep: float = 0.02, min_reads: int = 20) -> TraceStressReport:
+def run_trace_stress(
+    requests: Iterable[Request],
+    plan: RouterPlan,
+    writers: int = 4,
+    readers: int = 2,
+    seed: int = 1,
+    tree_factory: Callable[[int], Any] = ConcurrentRadixTree,
+    switch_interval: float = 1e-6,
+    yield_sleep: float = 0.02,
+    min_reads: int = 20,
+) -> TraceStressReport:
     """Replay the trace's events on ``writers`` threads with ``readers`` reading (see the module docstring).
 
     Each reader reads at least ``min_reads`` times (after the writers are done if it has to), so a run
@@ -127,8 +137,9 @@ def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int
                 for rank, score in scores.items():
                     bound = holdings[(rank[0] - 1) % writers].bound(Rank(*rank), query, t0, t1)
                     if score > bound:
-                        overcounts.append(f"{tuple(rank)} scored {score} (early_exit={early}) but held at most {bound} "
-                                          "during the read")
+                        overcounts.append(
+                            f"{tuple(rank)} scored {score} (early_exit={early}) but held at most {bound} during the read"
+                        )
                 windows.starts[k] = None
         except Exception as exc:  # a tree a writer's crash poisoned refuses reads: the crash is the finding
             crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
@@ -136,8 +147,10 @@ def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int
     started = time.perf_counter()
     with racing(switch_interval, yield_sleep):
         reading = [_sync.Thread(functools.partial(read, k), f"trace-reader-{k}") for k in range(readers)]
-        writing = [_sync.Thread(functools.partial(write, k, mine), f"trace-writer-{k}")
-                   for k, mine in enumerate(split_by_writer(ops, writers))]
+        writing = [
+            _sync.Thread(functools.partial(write, k, mine), f"trace-writer-{k}")
+            for k, mine in enumerate(split_by_writer(ops, writers))
+        ]
         for t in writing:
             t.join()
         stop_reading.set()
@@ -148,15 +161,16 @@ def run_trace_stress(requests: Iterable[Request], plan: RouterPlan, writers: int
     report.reads = sum(read_counts)
     report.overcounts = len(overcounts)
     problems = crashes + end_parity(tree, ops, queries, [o for lane in outcomes for o in lane])
-    report.parity_breaks = len(crashes) + bool(problems[len(crashes):])
+    report.parity_breaks = len(crashes) + bool(problems[len(crashes) :])
     report.problems = problems[:5] + overcounts[:3]
     return report
 
 
 def end_parity(tree: Any, ops: list[EventOp], queries: list[list[int]], outcomes: list[str]) -> list[str]:
     """What differs, at quiescence, between ``tree`` and the reference fed ``ops`` in order (empty: nothing)."""
-    problems = [f"{n} events refused ({sorted(set(o for o in outcomes if o != 'ok'))})"
-                for n in [sum(o != "ok" for o in outcomes)] if n]
+    problems = [
+        f"{n} events refused ({sorted(set(o for o in outcomes if o != 'ok'))})" for n in [sum(o != "ok" for o in outcomes)] if n
+    ]
     reference = RadixTree()
     for op in ops:
         apply_op(reference, op)

@@ -128,8 +128,10 @@ def read_trace(path: Path | str, limit: int | None = None) -> list[TraceRecord]:
         except ValueError as exc:
             raise TraceFormatError(f"{path}: line {number}: {exc}") from None
         if records and record.timestamp_ms < records[-1].timestamp_ms:
-            raise TraceFormatError(f"{path}: line {number}: timestamp {record.timestamp_ms:g} ms is earlier than the "
-                                   f"line before ({records[-1].timestamp_ms:g} ms); a trace is in arrival order")
+            raise TraceFormatError(
+                f"{path}: line {number}: timestamp {record.timestamp_ms:g} ms is earlier than the "
+                f"line before ({records[-1].timestamp_ms:g} ms); a trace is in arrival order"
+            )
         records.append(record)
     return records
 
@@ -162,8 +164,9 @@ class _Conversation:
     head: int  # the prefix hash after the last block
 
 
-def synthetic_requests(seed: int, rate: float = 4.0, systems: int = 4, active: int = 48,
-                       new_share: float = 0.3, max_blocks: int = 48) -> Iterator[Request]:
+def synthetic_requests(
+    seed: int, rate: float = 4.0, systems: int = 4, active: int = 48, new_share: float = 0.3, max_blocks: int = 48
+) -> Iterator[Request]:
     """Chat traffic without end (see the module docstring); deterministic in ``seed``."""
     rng = random.Random(f"kvproof-traffic:{seed}")
 
@@ -190,13 +193,14 @@ def synthetic_requests(seed: int, rate: float = 4.0, systems: int = 4, active: i
         conv.head = _grow(conv.blocks, conv.head, fresh(rng.randint(1, 3)))  # the user's turn
         prompt = tuple(conv.blocks)
         conv.head = _grow(conv.blocks, conv.head, fresh(rng.randint(1, 2)))  # the response
-        yield Request(t, prompt, tuple(conv.blocks[len(prompt):]))
+        yield Request(t, prompt, tuple(conv.blocks[len(prompt) :]))
         if len(conv.blocks) > max_blocks and conv in open_:
             open_.remove(conv)  # the conversation ends
 
 
-def mooncake_requests(path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | None = None,
-                      block_tokens: int = 512, period_s: float = 3600.0) -> Iterator[Request]:
+def mooncake_requests(
+    path: Path = MOONCAKE_TRACE, loops: int = 1, limit: int | None = None, block_tokens: int = 512, period_s: float = 3600.0
+) -> Iterator[Request]:
     """The trace's requests, ``loops`` times over (fresh ids each loop, each loop ``period_s`` later than the one
     before); the response's blocks get fresh ids.
 
@@ -249,8 +253,17 @@ class Live:
 class Fleet:
     """The engines behind a router (see the module docstring); ``serve`` turns a request into operations."""
 
-    def __init__(self, seed: int, workers: int = 6, capacity: int = 160, rates: Rates = Rates(),
-                 affinity: float = 0.7, dp_ranks: int = 2, exact_dp: bool = False, decode_batch: int = 0) -> None:
+    def __init__(
+        self,
+        seed: int,
+        workers: int = 6,
+        capacity: int = 160,
+        rates: Rates = Rates(),
+        affinity: float = 0.7,
+        dp_ranks: int = 2,
+        exact_dp: bool = False,
+        decode_batch: int = 0,
+    ) -> None:
         """``dp_ranks``: each worker draws 1 to ``dp_ranks`` ranks, or has exactly ``dp_ranks`` when ``exact_dp``;
         ``decode_batch``: the response's blocks are stored ``decode_batch`` at a time (0: in one event)."""
         self.rng = random.Random(f"kvproof-fleet:{seed}")
@@ -269,8 +282,13 @@ class Fleet:
         return [Rank(w, dp) for w, n in sorted(self.workers.items()) for dp in range(n)]
 
     def live(self) -> Live:
-        return Live(sum(len(e) for e in self.engines.values()), len(self.holders), sum(self.workers.values()),
-                    len(self.workers), len(self.announced))
+        return Live(
+            sum(len(e) for e in self.engines.values()),
+            len(self.holders),
+            sum(self.workers.values()),
+            len(self.workers),
+            len(self.announced),
+        )
 
     def _engine(self, rank: Rank) -> OrderedDict[int, None]:
         engine = self.engines.get(rank)

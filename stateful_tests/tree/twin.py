@@ -23,8 +23,18 @@ from typing import Any
 from ..harness import targets
 from ..harness.targets import RoutedImpl, canonical, dump_entries
 
-SHAPE_RULE_COUNTERS = ("splits", "leaf_extensions", "demotions", "reuses", "sticky_refusals", "cutoffs_set",
-                       "children_cleared", "released_dead_nodes", "rejected", "nodes")
+SHAPE_RULE_COUNTERS = (
+    "splits",
+    "leaf_extensions",
+    "demotions",
+    "reuses",
+    "sticky_refusals",
+    "cutoffs_set",
+    "children_cleared",
+    "released_dead_nodes",
+    "rejected",
+    "nodes",
+)
 """The statistics fields the reference (``TreeStatistics``) and the concurrent tree (``ImplStatistics``) share."""
 
 
@@ -89,8 +99,11 @@ class Twin:
             raise TwinMismatch(f"shapes differ:\n  primary {a}\n  shadow  {b}")
         self.dump_tree_as_events()
         ours, theirs = self.primary.statistics(), self.shadow.statistics()
-        differ = {name: (getattr(ours, name), getattr(theirs, name)) for name in SHAPE_RULE_COUNTERS
-                  if getattr(ours, name) != getattr(theirs, name)}
+        differ = {
+            name: (getattr(ours, name), getattr(theirs, name))
+            for name in SHAPE_RULE_COUNTERS
+            if getattr(ours, name) != getattr(theirs, name)
+        }
         for name in ("cutoff_nodes", "sticky_internal_nodes"):
             counts = getattr(self.primary, name)(), getattr(self.shadow, name)()
             if counts[0] != counts[1]:

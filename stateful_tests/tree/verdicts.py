@@ -38,10 +38,15 @@ from dataclasses import dataclass, field
 from ..harness.targets import DumpEntry, canonical, replayable
 
 CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT = (
-    "contract", "oracle-contract", "outcome", "score", "dump", "early-exit")
+    "contract",
+    "oracle-contract",
+    "outcome",
+    "score",
+    "dump",
+    "early-exit",
+)
 KINDS = (CONTRACT, ORACLE_CONTRACT, OUTCOME, SCORE, DUMP, EARLY_EXIT)
 """Every kind of difference, most severe first."""
-
 
 
 @dataclass(frozen=True)
@@ -111,8 +116,10 @@ def dump_difference(op_index: int, subject_dump: list[DumpEntry], oracle_dump: l
         return None
     only_a = [e for e in a if e not in b]
     only_b = [e for e in b if e not in a]
-    detail = f"at end: dump differs: only in subject {only_a[:4]}{' ...' if len(only_a) > 4 else ''}; " \
-             f"only in oracle {only_b[:4]}{' ...' if len(only_b) > 4 else ''}"
+    detail = (
+        f"at end: dump differs: only in subject {only_a[:4]}{' ...' if len(only_a) > 4 else ''}; "
+        f"only in oracle {only_b[:4]}{' ...' if len(only_b) > 4 else ''}"
+    )
     known = next((name for name, recognize in KNOWN_DUMP.items() if recognize(subject_dump, oracle_dump)), None)
     oracle_only = known is not None and not replayable(subject_dump)[1]
     return Difference(DUMP, op_index, detail, known, oracle_only)

@@ -68,9 +68,12 @@ def test_enumeration_equals_the_accepted_prefix_closed_form(nextn, a):
 
 
 def test_accepted_prefix_counts_only_the_leading_run():
-    assert [
-        accepted_prefix(p) for p in ((True, True, False), (False, True, True), (True, False, True), (True,) * 3)
-    ] == [2, 0, 1, 3]
+    assert [accepted_prefix(p) for p in ((True, True, False), (False, True, True), (True, False, True), (True,) * 3)] == [
+        2,
+        0,
+        1,
+        3,
+    ]
 
 
 def test_shrink_and_published_point():

@@ -65,9 +65,7 @@ def test_prefill_follows_listing_11_3():
 def test_one_decode_worker_absorbs_the_prefill_saving():
     """Exercise 11.7.1: with one decode worker, local and shared finish together."""
     one = dict(decode_workers=1)
-    assert (
-        last_completion(ServiceConfig(shared=False, **one)) == last_completion(ServiceConfig(shared=True, **one)) == 20
-    )
+    assert last_completion(ServiceConfig(shared=False, **one)) == last_completion(ServiceConfig(shared=True, **one)) == 20
 
 
 @pytest.mark.parametrize(

@@ -53,9 +53,7 @@ def test_raw_prefix_tensor_is_the_cache_prefix():
 
 
 def test_compress_first_order_puts_the_raw_state_first_in_the_dropped_region():
-    layout = StateLayout(
-        (Ring("a", 4, 2, 1), Ring("d", 4, 2, 1, dropped=True), Raw("c", 3)), dropped_order="compress-first"
-    )
+    layout = StateLayout((Ring("a", 4, 2, 1), Ring("d", 4, 2, 1, dropped=True), Raw("c", 3)), dropped_order="compress-first")
     names = [p.segment.name for p in S.placements(layout)]
     assert names == ["a", "c", "d"]
     assert S.sizes(layout).dropped_tensor_offset == 2
@@ -66,9 +64,7 @@ def test_book_window_and_slots():
     lhp = S.last_hit_position(768)
     assert lhp == 767 and S.last_hit_position(768, "exclusive") == 768
     assert S.window_positions(S.WINDOW, lhp) == range(640, 768)
-    assert [S.slot_of(p, S.DEFAULT_RING) for p in S.window_positions(128, 767)] == list(range(104, 134)) + list(
-        range(98)
-    )
+    assert [S.slot_of(p, S.DEFAULT_RING) for p in S.window_positions(128, 767)] == list(range(104, 134)) + list(range(98))
 
 
 def _ring_from_history(rows: int, row_bytes: int, positions: int) -> bytes:
@@ -166,37 +162,117 @@ _RING = Ring("a", 4, 2, 1)
 REJECTIONS = [
     # StateLayout.check: every field it rejects, named in the message (as_count's own text for a count)
     ("segments as a list", LayoutError, r"^segments must be a tuple$", lambda: StateLayout([_RING]).check()),  # type: ignore[arg-type]  # a list, deliberately
-    ("duplicate names", LayoutError, r"^duplicate segment names in \['a', 'a'\]$", lambda: StateLayout((_RING, Raw("a", 3))).check()),
+    (
+        "duplicate names",
+        LayoutError,
+        r"^duplicate segment names in \['a', 'a'\]$",
+        lambda: StateLayout((_RING, Raw("a", 3))).check(),
+    ),
     ("unknown mode", LayoutError, r"^unknown mode 'other'$", lambda: StateLayout((_RING,), mode="other").check()),  # type: ignore[arg-type]  # an unknown mode, deliberately
-    ("unknown dropped order", LayoutError, r"^unknown dropped order 'rings-last'$", lambda: StateLayout((_RING,), dropped_order="rings-last").check()),  # type: ignore[arg-type]  # an unknown order, deliberately
+    (
+        "unknown dropped order",
+        LayoutError,
+        r"^unknown dropped order 'rings-last'$",
+        lambda: StateLayout((_RING,), dropped_order="rings-last").check(),  # type: ignore[arg-type]  # an unknown order, deliberately
+    ),
     ("align 0", LayoutError, r"^align must be >= 1, got 0$", lambda: StateLayout((_RING,), align=0).check()),
     ("float align", LayoutError, r"^align must be an integer, not float 1\.0$", lambda: StateLayout((_RING,), align=1.0).check()),  # type: ignore[arg-type]  # a float, deliberately
     ("R = 0", LayoutError, r"^a\.rows must be >= 1, got 0$", lambda: StateLayout((Ring("a", 0, 0, 1),)).check()),
     ("S = -1", LayoutError, r"^a\.transfer_rows must be >= 0, got -1$", lambda: StateLayout((Ring("a", 4, -1, 1),)).check()),
-    ("float S", LayoutError, r"^a\.transfer_rows must be an integer, not float 2\.0$", lambda: StateLayout((Ring("a", 4, 2.0, 1),)).check()),  # type: ignore[arg-type]  # a float row count, deliberately
+    (
+        "float S",
+        LayoutError,
+        r"^a\.transfer_rows must be an integer, not float 2\.0$",
+        lambda: StateLayout((Ring("a", 4, 2.0, 1),)).check(),  # type: ignore[arg-type]  # a float row count, deliberately
+    ),
     ("row_bytes 0", LayoutError, r"^a\.row_bytes must be >= 1, got 0$", lambda: StateLayout((Ring("a", 4, 2, 0),)).check()),
     ("S > R", LayoutError, r"^a: S=5 > R=4; window rows would share slots$", lambda: StateLayout((Ring("a", 4, 5, 1),)).check()),
     ("nbytes -1", LayoutError, r"^c\.nbytes must be >= 0, got -1$", lambda: StateLayout((Raw("c", -1),)).check()),
-    ("not a segment", LayoutError, r"^unknown segment namespace\(name='x'\)$", lambda: StateLayout((SimpleNamespace(name="x"),)).check()),  # type: ignore[arg-type]  # not a segment, deliberately
+    (
+        "not a segment",
+        LayoutError,
+        r"^unknown segment namespace\(name='x'\)$",
+        lambda: StateLayout((SimpleNamespace(name="x"),)).check(),  # type: ignore[arg-type]  # not a segment, deliberately
+    ),
     # the ring primitives
     ("hit -1", InvalidQuantity, r"^hit must be >= 0, got -1$", lambda: S.last_hit_position(-1)),
     ("unknown convention", StateArgumentError, r"^unknown convention 'half-open'$", lambda: S.last_hit_position(5, "half-open")),  # type: ignore[arg-type]  # an unknown convention, deliberately
-    ("ring_write: short row", StateArgumentError, r"^row of 1 bytes at position 3$", lambda: S.ring_write(bytes(8), 4, 2, 3, b"x")),
-    ("ring_write: position -1", StateArgumentError, r"^row of 2 bytes at position -1$", lambda: S.ring_write(bytes(8), 4, 2, -1, b"xy")),
+    (
+        "ring_write: short row",
+        StateArgumentError,
+        r"^row of 1 bytes at position 3$",
+        lambda: S.ring_write(bytes(8), 4, 2, 3, b"x"),
+    ),
+    (
+        "ring_write: position -1",
+        StateArgumentError,
+        r"^row of 2 bytes at position -1$",
+        lambda: S.ring_write(bytes(8), 4, 2, -1, b"xy"),
+    ),
     # select and load
     ("state_id 3 of 3", StateArgumentError, r"^state_id 3 outside \[0, 3\)$", lambda: S.select(_BOOK, _BOOK_CACHE, 3, 767, True)),
-    ("bool state_id", StateArgumentType, r"^state_id must be an int, not bool$", lambda: S.select(_BOOK, _BOOK_CACHE, True, 767, True)),
+    (
+        "bool state_id",
+        StateArgumentType,
+        r"^state_id must be an int, not bool$",
+        lambda: S.select(_BOOK, _BOOK_CACHE, True, 767, True),
+    ),
     ("position -2", StateArgumentError, r"^last_hit_position -2 < -1$", lambda: S.select(_BOOK, _BOOK_CACHE, 0, -2, True)),
-    ("float position", StateArgumentType, r"^last_hit_position must be an int, not float$", lambda: S.select(_BOOK, _BOOK_CACHE, 0, 7.0, True)),  # type: ignore[arg-type]  # float position, deliberately
+    (
+        "float position",
+        StateArgumentType,
+        r"^last_hit_position must be an int, not float$",
+        lambda: S.select(_BOOK, _BOOK_CACHE, 0, 7.0, True),  # type: ignore[arg-type]  # float position, deliberately
+    ),
     ("int to_ce", StateArgumentType, r"^to_ce must be a bool, not int$", lambda: S.select(_BOOK, _BOOK_CACHE, 0, 7, 1)),  # type: ignore[arg-type]  # int to_ce, deliberately
-    ("bytearray cache slot", StateArgumentType, r"^cache slot 1 is bytearray, not bytes$", lambda: S.select(_BOOK, _BOOK_CACHE[:1] + (bytearray(1752),), 0, 767, True)),  # a bytearray slot, deliberately
-    ("short cache slot", StateArgumentError, r"^cache slot 1 has 5 bytes; the layout needs 1752$", lambda: S.select(_BOOK, _BOOK_CACHE[:1] + (b"short",), 0, 767, True)),
-    ("tensor of 5 bytes", StateArgumentError, r"^tensor has 5 bytes; state_size_to_disk is 1024$", lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(5), 767, "on")),
-    ("bytearray tensor", StateArgumentType, r"^tensor must be bytes, not bytearray$", lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytearray(1024), 767, "on")),  # type: ignore[arg-type]  # bytearray tensor, deliberately
-    ("None truncation mode", StateArgumentType, r"^truncation_mode must be a str, not NoneType$", lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, None)),  # type: ignore[arg-type]  # None mode, deliberately
-    ("int truncation mode", StateArgumentType, r"^truncation_mode must be a str, not int$", lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, 0)),  # type: ignore[arg-type]  # int mode, deliberately
-    ("guard", TruncationGuardError, r"^1 SWA layers are dropped but YOCO prefill truncation is 'off'$", lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, "off")),
-    ("ring-view: tensor for a zero size", StateArgumentError, r"^tensor has 1 bytes; state_size_to_disk is 0$", lambda: S.load(StateLayout((Raw("c", 8),)), (bytes(8),), 0, b"x", 5, "on")),
+    (
+        "bytearray cache slot",
+        StateArgumentType,
+        r"^cache slot 1 is bytearray, not bytes$",
+        lambda: S.select(_BOOK, _BOOK_CACHE[:1] + (bytearray(1752),), 0, 767, True),
+    ),  # a bytearray slot, deliberately
+    (
+        "short cache slot",
+        StateArgumentError,
+        r"^cache slot 1 has 5 bytes; the layout needs 1752$",
+        lambda: S.select(_BOOK, _BOOK_CACHE[:1] + (b"short",), 0, 767, True),
+    ),
+    (
+        "tensor of 5 bytes",
+        StateArgumentError,
+        r"^tensor has 5 bytes; state_size_to_disk is 1024$",
+        lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(5), 767, "on"),
+    ),
+    (
+        "bytearray tensor",
+        StateArgumentType,
+        r"^tensor must be bytes, not bytearray$",
+        lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytearray(1024), 767, "on"),  # type: ignore[arg-type]  # bytearray tensor, deliberately
+    ),
+    (
+        "None truncation mode",
+        StateArgumentType,
+        r"^truncation_mode must be a str, not NoneType$",
+        lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, None),  # type: ignore[arg-type]  # None mode, deliberately
+    ),
+    (
+        "int truncation mode",
+        StateArgumentType,
+        r"^truncation_mode must be a str, not int$",
+        lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, 0),  # type: ignore[arg-type]  # int mode, deliberately
+    ),
+    (
+        "guard",
+        TruncationGuardError,
+        r"^1 SWA layers are dropped but YOCO prefill truncation is 'off'$",
+        lambda: S.load(_BOOK, _BOOK_CACHE, 0, bytes(1024), 767, "off"),
+    ),
+    (
+        "ring-view: tensor for a zero size",
+        StateArgumentError,
+        r"^tensor has 1 bytes; state_size_to_disk is 0$",
+        lambda: S.load(StateLayout((Raw("c", 8),)), (bytes(8),), 0, b"x", 5, "on"),
+    ),
 ]
 
 
@@ -215,7 +291,9 @@ def test_each_malformed_layout_or_argument_raises_its_type_with_its_exact_messag
     [
         pytest.param(lambda: StateLayout((Ring("a", 1, 1, 1),)).check(), id="R = 1 and S = R"),
         pytest.param(lambda: StateLayout((Ring("a", 134, 134, 1), Ring("b", 3, 0, 1))).check(), id="S = R = 134, S = 0"),
-        pytest.param(lambda: StateLayout((Raw("c", 0),), align=1, dropped_order="compress-first").check(), id="nbytes 0, align 1"),
+        pytest.param(
+            lambda: StateLayout((Raw("c", 0),), align=1, dropped_order="compress-first").check(), id="nbytes 0, align 1"
+        ),
         pytest.param(lambda: StateLayout((), mode="raw-prefix").check(), id="no segments"),
         pytest.param(lambda: S.book_layout(stored_layers=0, dropped_layers=3).check(), id="three dropped book rings"),
         pytest.param(lambda: S.select(_BOOK, _BOOK_CACHE, 2, -1, True), id="select at position -1"),
@@ -242,7 +320,10 @@ def test_book_layout_is_the_books_configuration():
 
 
 def _table(layout):
-    return [(p.segment.name, p.cache_offset, p.cache_nbytes, p.tensor_offset, p.tensor_nbytes, p.payload_nbytes) for p in S.placements(layout)]
+    return [
+        (p.segment.name, p.cache_offset, p.cache_nbytes, p.tensor_offset, p.tensor_nbytes, p.payload_nbytes)
+        for p in S.placements(layout)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -250,13 +331,23 @@ def _table(layout):
     [
         (
             "ring-view",
-            [("swa0", 0, 576, 0, 512, 512), ("swa1", 576, 576, 512, 512, 512), ("consumer_swa0", 1152, 576, 1024, 512, 512), ("compress", 1728, 24, 1536, 24, 24)],
+            [
+                ("swa0", 0, 576, 0, 512, 512),
+                ("swa1", 576, 576, 512, 512, 512),
+                ("consumer_swa0", 1152, 576, 1024, 512, 512),
+                ("compress", 1728, 24, 1536, 24, 24),
+            ],
             1024,
             1560,
         ),
         (
             "raw-prefix",
-            [("swa0", 0, 576, 0, 576, 536), ("swa1", 576, 576, 576, 576, 536), ("consumer_swa0", 1152, 576, 1152, 576, 536), ("compress", 1728, 24, 1728, 24, 24)],
+            [
+                ("swa0", 0, 576, 0, 576, 536),
+                ("swa1", 576, 576, 576, 576, 536),
+                ("consumer_swa0", 1152, 576, 1152, 576, 536),
+                ("compress", 1728, 24, 1728, 24, 24),
+            ],
             1152,
             1752,
         ),
@@ -280,7 +371,14 @@ def test_placements_of_the_book_layout_in_each_mode(mode, table, disk, total):
 
 
 # the interleaved layout of the order law: dropped raws and rings given in mixed order, stored rings a and b
-_INTERLEAVED = (Raw("c0", 3), Ring("a", 4, 2, 1), Ring("d0", 4, 2, 1, dropped=True), Raw("c1", 5), Ring("d1", 4, 1, 2, dropped=True), Ring("b", 3, 3, 1))
+_INTERLEAVED = (
+    Raw("c0", 3),
+    Ring("a", 4, 2, 1),
+    Ring("d0", 4, 2, 1, dropped=True),
+    Raw("c1", 5),
+    Ring("d1", 4, 1, 2, dropped=True),
+    Ring("b", 3, 3, 1),
+)
 
 
 @pytest.mark.parametrize(
@@ -288,12 +386,26 @@ _INTERLEAVED = (Raw("c0", 3), Ring("a", 4, 2, 1), Ring("d0", 4, 2, 1, dropped=Tr
     [
         (
             "swa-first",
-            [("a", 0, 4, 0, 4, 2), ("b", 4, 4, 4, 4, 3), ("d0", 8, 4, 8, 4, 2), ("d1", 12, 8, 12, 4, 2), ("c0", 20, 3, 16, 3, 3), ("c1", 23, 5, 19, 5, 5)],
+            [
+                ("a", 0, 4, 0, 4, 2),
+                ("b", 4, 4, 4, 4, 3),
+                ("d0", 8, 4, 8, 4, 2),
+                ("d1", 12, 8, 12, 4, 2),
+                ("c0", 20, 3, 16, 3, 3),
+                ("c1", 23, 5, 19, 5, 5),
+            ],
             (20, 16),
         ),
         (
             "compress-first",
-            [("a", 0, 4, 0, 4, 2), ("b", 4, 4, 4, 4, 3), ("c0", 8, 3, 8, 3, 3), ("c1", 11, 5, 11, 5, 5), ("d0", 16, 4, 16, 4, 2), ("d1", 20, 8, 20, 4, 2)],
+            [
+                ("a", 0, 4, 0, 4, 2),
+                ("b", 4, 4, 4, 4, 3),
+                ("c0", 8, 3, 8, 3, 3),
+                ("c1", 11, 5, 11, 5, 5),
+                ("d0", 16, 4, 16, 4, 2),
+                ("d1", 20, 8, 20, 4, 2),
+            ],
             (8, 8),
         ),
     ],
@@ -325,7 +437,9 @@ def test_with_no_dropped_raw_the_dropped_offsets_are_where_the_first_one_would_g
     Region order a, s, d: cache row 16 + 5 + 24 = 45, disk 8 + 5 = 13, total 13 + 16 = 29. A dropped raw would
     follow the dropped rings (swa-first: the row's end, 45 / 29) or precede them (compress-first: right after
     the stored region, 16 + 5 = 21 / 13)."""
-    layout = StateLayout((Ring("a", 4, 2, 3), Ring("d", 6, 3, 3, dropped=True), Raw("s", 5, dropped=False)), align=8, dropped_order=order)
+    layout = StateLayout(
+        (Ring("a", 4, 2, 3), Ring("d", 6, 3, 3, dropped=True), Raw("s", 5, dropped=False)), align=8, dropped_order=order
+    )
     assert S.sizes(layout) == S.Sizes(
         cache_row_bytes=45,
         state_size_to_disk=13,
@@ -343,10 +457,14 @@ def _mixed(mode="ring-view"):
     """a (R 3, S 2, 2-byte rows), s (a stored raw of 3, A5), d (dropped, R 2, S 2, 1-byte rows), c (dropped raw of 2),
     align 4. Cache: a [0, 8) (6 bytes of rows, 2 of padding), s [8, 11), d [11, 15) (2 + 2), c [15, 17).
     ring-view tensor: a [0, 4), s [4, 7), d [7, 11) (2 + 2), c [11, 13); raw-prefix tensor: the cache offsets."""
-    return StateLayout((Ring("a", 3, 2, 2), Raw("s", 3, dropped=False), Ring("d", 2, 2, 1, dropped=True), Raw("c", 2)), align=4, mode=mode)
+    return StateLayout(
+        (Ring("a", 3, 2, 2), Raw("s", 3, dropped=False), Ring("d", 2, 2, 1, dropped=True), Raw("c", 2)), align=4, mode=mode
+    )
 
 
-_ROW = bytes(range(1, 18))  # byte k holds k + 1: a's slots 0, 1, 2 are (1, 2), (3, 4), (5, 6); s is 9, 10, 11; d's are 12, 13; c is 16, 17
+_ROW = bytes(
+    range(1, 18)
+)  # byte k holds k + 1: a's slots 0, 1, 2 are (1, 2), (3, 4), (5, 6); s is 9, 10, 11; d's are 12, 13; c is 16, 17
 _MIXED_CACHE = (bytes([0xEE]) * 17, _ROW, bytes([0xDD]) * 17)
 
 

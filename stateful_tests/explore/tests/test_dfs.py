@@ -35,8 +35,13 @@ COUNTS = [
     (2, 2, None, interleavings(2, 2)),  # 20
     (3, 1, None, interleavings(3, 1)),  # 90
     (2, 3, None, interleavings(2, 3)),  # 70
-    (2, 1, 0, 2), (2, 2, 0, 2), (3, 1, 0, 6), (3, 2, 0, 6),
-    (2, 1, 1, 4), (2, 2, 1, 6), (2, 3, 1, 8),
+    (2, 1, 0, 2),
+    (2, 2, 0, 2),
+    (3, 1, 0, 6),
+    (3, 2, 0, 6),
+    (2, 1, 1, 4),
+    (2, 2, 1, 6),
+    (2, 3, 1, 8),
     (3, 1, 1, 24),
 ]
 
@@ -62,4 +67,8 @@ def test_a_lock_order_inversion_deadlocks_and_the_report_says_where_each_thread_
     deadlocks = [r for r in results if r.outcome is Outcome.DEADLOCK]
     assert deadlocks and len(deadlocks) < len(results)
     problem = deadlocks[0].problems[0]
-    assert problem.startswith("deadlock in program") and "forward waiting at toy." in problem and "backward waiting at toy." in problem
+    assert (
+        problem.startswith("deadlock in program")
+        and "forward waiting at toy." in problem
+        and "backward waiting at toy." in problem
+    )

@@ -28,7 +28,9 @@ class Steps:
                 for point in self.points[name]:
                     _sync.yield_point(point)
                     self.done.append(point)
+
             return run
+
         return [("paused", body("paused")), ("meanwhile", body("meanwhile"))]
 
     def finish(self) -> list[str]:

@@ -39,8 +39,10 @@ def test_a_poisoned_structure_that_answers_a_later_call_is_broken():
     class JudgedProgram:  # what judge reads of a run
         subject = type("S", (), {"poisoned": "poisoned by a test"})()
         budget = 1000
-        calls = [Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT),  # noqa: RUF012
-                 Call("b", 2, 3, "find_matches", ((1,),), POISONED, True)]
+        calls = [  # noqa: RUF012
+            Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT),
+            Call("b", 2, 3, "find_matches", ((1,),), POISONED, True),
+        ]
 
     assert judge(JudgedProgram(), ["invariant: torn"], None)[0] == "poisoned"
     JudgedProgram.calls = [*JudgedProgram.calls, Call("b", 4, 5, "find_matches", ((1,),), ("ok", ()), True)]
@@ -51,11 +53,15 @@ def test_a_poisoned_structure_that_answers_a_later_call_is_broken():
 def test_a_faulted_write_is_linearized_whole_or_not_at_all():
     applied = [Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT), Call("a", 2, 3, "event", (1, stored(1, 2)), ("ok", None))]
     assert linearizability.check(TreeSpec(), applied).ok  # the store below 1 shows the faulted store applied
-    skipped = [Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT),
-               Call("a", 2, 3, "event", (1, stored(1, 2)), ("error", "ParentBlockNotFound"))]
+    skipped = [
+        Call("a", 0, 1, "event", (1, stored(None, 1)), FAULT),
+        Call("a", 2, 3, "event", (1, stored(1, 2)), ("error", "ParentBlockNotFound")),
+    ]
     assert linearizability.check(TreeSpec(), skipped).ok  # ... or not applied at all
-    half = [Call("a", 0, 1, "event", (1, stored(None, 1, 2)), FAULT),
-            Call("r", 2, 3, "find_matches", ((1, 2),), ("ok", (((WorkerRank(1)), 1),)), True)]
+    half = [
+        Call("a", 0, 1, "event", (1, stored(None, 1, 2)), FAULT),
+        Call("r", 2, 3, "find_matches", ((1, 2),), ("ok", (((WorkerRank(1)), 1),)), True),
+    ]
     assert not linearizability.check(TreeSpec(), half).ok  # half a store (one block of two) is neither
     assert linearizability.check(TreeSpec(torn=True), half).ok  # ... but it is a legal part: torn but consistent
     more = [*half[:1], Call("r", 2, 3, "find_matches", ((1, 3),), ("ok", (((WorkerRank(1)), 2),)), True)]

@@ -70,31 +70,62 @@ def leaf_gate(tree: ConcurrentRadixTree) -> str:
 A_AND_B_HOLD_123 = ((0, 1, stored(None, 1, 2, 3)), (1, 2, stored(None, 1, 2, 3)))
 
 CASES = (
-    RaceCase("fanout under a leaf split meanwhile",  # the fanout's version check; the repair toward the tail
-         "store.after_child_plan", A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(200, 9)),
-         {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1, "demotions": 1},
-         passes=("repair.before_scan", "repair.after_redirect")),
-    RaceCase("first child under a leaf extended meanwhile",  # the first child's version check; then a split
-         "store.after_child_plan", A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(300, 7)),
-         {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1},
-         passes=("store.before_first_child",)),
-    RaceCase("extension of a leaf extended before its gate",  # the extension's version check, at the gate itself
-         leaf_gate, A_AND_B_HOLD_123, (0, 1, stored(300, 4)), (1, 2, stored(300, 7)),
-         {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1}),
-    RaceCase("descent through a parent split meanwhile",  # the descent's _still_below; the child moved with the suffix
-         "store.after_child_plan", ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5))),
-         (0, 1, stored(200, 3, 4, 6)), (1, 2, stored(100, 7)),
-         {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1},
-         passes=("store.after_descend_plan",), query=(1, 2, 3, 4, 6)),
-    RaceCase("split-and-attach into a child extended meanwhile",  # the split-and-attach's version check
-         "store.after_descend_plan",
-         ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5)), (1, 2, stored(200, 3, 4))),
-         (0, 3, stored(None, 1, 2, 3, 9)), (1, 2, stored(400, 6)),
-         {"stale_plan_retries": 1, "splits": 1}, occurrence=2, query=(1, 2, 3, 9)),
-    RaceCase("the same child added by two lanes under an internal node",  # fanout finds the key taken: it descends
-         "store.after_child_plan", ((0, 1, stored(None, 1, 2)), (1, 2, stored(None, 1, 2)), (1, 2, stored(None, 1, 9))),
-         (0, 1, stored(100, 7)), (1, 2, stored(100, 7)),
-         {}, passes=("store.after_descend_plan",), query=(1, 7)),
+    RaceCase(
+        "fanout under a leaf split meanwhile",  # the fanout's version check; the repair toward the tail
+        "store.after_child_plan",
+        A_AND_B_HOLD_123,
+        (0, 1, stored(300, 4)),
+        (1, 2, stored(200, 9)),
+        {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1, "demotions": 1},
+        passes=("repair.before_scan", "repair.after_redirect"),
+    ),
+    RaceCase(
+        "first child under a leaf extended meanwhile",  # the first child's version check; then a split
+        "store.after_child_plan",
+        A_AND_B_HOLD_123,
+        (0, 1, stored(300, 4)),
+        (1, 2, stored(300, 7)),
+        {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1},
+        passes=("store.before_first_child",),
+    ),
+    RaceCase(
+        "extension of a leaf extended before its gate",  # the extension's version check, at the gate itself
+        leaf_gate,
+        A_AND_B_HOLD_123,
+        (0, 1, stored(300, 4)),
+        (1, 2, stored(300, 7)),
+        {"stale_plan_retries": 1, "splits": 1, "fanout_inserts": 1},
+    ),
+    RaceCase(
+        "descent through a parent split meanwhile",  # the descent's _still_below; the child moved with the suffix
+        "store.after_child_plan",
+        ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5))),
+        (0, 1, stored(200, 3, 4, 6)),
+        (1, 2, stored(100, 7)),
+        {"stale_plan_retries": 1, "repairs": 1, "leaf_extensions": 1},
+        passes=("store.after_descend_plan",),
+        query=(1, 2, 3, 4, 6),
+    ),
+    RaceCase(
+        "split-and-attach into a child extended meanwhile",  # the split-and-attach's version check
+        "store.after_descend_plan",
+        ((0, 1, stored(None, 1, 2, 3, 4)), (1, 2, stored(None, 1, 2, 5)), (1, 2, stored(200, 3, 4))),
+        (0, 3, stored(None, 1, 2, 3, 9)),
+        (1, 2, stored(400, 6)),
+        {"stale_plan_retries": 1, "splits": 1},
+        occurrence=2,
+        query=(1, 2, 3, 9),
+    ),
+    RaceCase(
+        "the same child added by two lanes under an internal node",  # fanout finds the key taken: it descends
+        "store.after_child_plan",
+        ((0, 1, stored(None, 1, 2)), (1, 2, stored(None, 1, 2)), (1, 2, stored(None, 1, 9))),
+        (0, 1, stored(100, 7)),
+        (1, 2, stored(100, 7)),
+        {},
+        passes=("store.after_descend_plan",),
+        query=(1, 7),
+    ),
 )
 
 
@@ -198,7 +229,9 @@ def test_insert_child_under_a_leaf_answers_stale_or_inserts_the_first_child_and_
     assert tree._insert_child(lane, leaf, 7, child, version) == "inserted"
     assert leaf.children == {7: child} and leaf.internal is True and leaf.version == version + 2
     assert {name: n - before[name] for name, n in lane.stats.items() if n != before[name]} == {
-        "stale_plan_retries": 1, "first_child_inserts": 1}
+        "stale_plan_retries": 1,
+        "first_child_inserts": 1,
+    }
     assert tree.sticky_internal_nodes() == 0 and tree.statistics().nodes == 2  # the leaf and its child (the root uncounted)
 
 

@@ -14,12 +14,23 @@ from kvproof.spec.sequence_inputs import SequenceRequest, WorkerWithDpRank
 from kvproof.stateful_tests.explore.directed import race
 
 POINTS = {
-    "sequences.topology.exclusive", "sequences.topology.shared",  # register / unregister; every lifecycle call
-    "sequences.registry.exclusive", "sequences.registry.shared",  # the registry's keys; every publish and read
-    "request_index.acquire", "slot(1, 0).acquire", "registry.membership.acquire",
-    "sequences.add.slot_found", "sequences.add.slot_locked", "sequences.add.booked", "sequences.add.mutated",
-    "sequences.mark.owner_found", "sequences.free.owner_found", "sequences.free.unbooked",
-    "sequences.publish.stored", "sequences.publish.removed", "sequences.expiry.slot_done",
+    "sequences.topology.exclusive",
+    "sequences.topology.shared",  # register / unregister; every lifecycle call
+    "sequences.registry.exclusive",
+    "sequences.registry.shared",  # the registry's keys; every publish and read
+    "request_index.acquire",
+    "slot(1, 0).acquire",
+    "registry.membership.acquire",
+    "sequences.add.slot_found",
+    "sequences.add.slot_locked",
+    "sequences.add.booked",
+    "sequences.add.mutated",
+    "sequences.mark.owner_found",
+    "sequences.free.owner_found",
+    "sequences.free.unbooked",
+    "sequences.publish.stored",
+    "sequences.publish.removed",
+    "sequences.expiry.slot_done",
 }
 
 

@@ -85,6 +85,7 @@ class SyncRecorder:
     def spawn(self, target, name):
         class Handle:
             done = False
+
         handle = Handle()
         target()
         handle.done = True
@@ -112,6 +113,7 @@ def recorder():
 
 def test_a_model_lock_excludes_in_every_schedule():
     """Two read-modify-write sections under one lock never lose an update, whatever the order."""
+
     def add(p):
         with p.lock:
             seen = p.n
@@ -120,6 +122,7 @@ def test_a_model_lock_excludes_in_every_schedule():
 
     def setup(p):
         p.lock, p.n = _sync.Lock("counter"), 0
+
     program = SyncProgram(add, add, setup=setup, finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"])
     results = every_schedule(program)
     assert len(results) > 2 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
@@ -127,12 +130,15 @@ def test_a_model_lock_excludes_in_every_schedule():
 
 def test_without_the_lock_the_same_sections_lose_an_update():
     """The negative control of the law above: the explorer sees the lost update once the lock is gone."""
+
     def add(p):
         seen = p.n
         _sync.yield_point("inside")
         p.n = seen + 1
-    program = SyncProgram(add, add, setup=lambda p: setattr(p, "n", 0),
-                      finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"])
+
+    program = SyncProgram(
+        add, add, setup=lambda p: setattr(p, "n", 0), finish=lambda p: [] if p.n == 2 else [f"lost an update: n={p.n}"]
+    )
     assert any(r.failed for r in every_schedule(program))
 
 
@@ -141,13 +147,16 @@ def test_a_model_lock_is_not_reentrant_and_the_deadlock_names_its_decision_point
     def relocks(p):
         with p.lock, p.lock:
             pass
+
     made = (lambda p: setattr(p, "lock", _sync.Lock())) if name is None else (lambda p: setattr(p, "lock", _sync.Lock(name)))
     result = only_run(SyncProgram(relocks, setup=made))
     assert result.outcome is Outcome.DEADLOCK and result.positions == {"t0": f"waiting at {point}"}
 
 
 def test_releasing_a_model_lock_nobody_holds_is_reported():
-    result = only_run(SyncProgram(lambda p: p.lock.__exit__(None, None, None), setup=lambda p: setattr(p, "lock", _sync.Lock("x"))))
+    result = only_run(
+        SyncProgram(lambda p: p.lock.__exit__(None, None, None), setup=lambda p: setattr(p, "lock", _sync.Lock("x")))
+    )
     assert result.outcome is Outcome.FAILED and "x.acquire: release of a lock nobody holds" in result.problems[0]
 
 
@@ -168,7 +177,9 @@ def test_lock_is_one_bare_lock_natively_and_named_locks_under_a_scheduler(record
     _sync.control(recorder)
     first = _sync.lock(lambda: "node1.state")
     second = _sync.lock(lambda: "node1.children", like=first)
-    assert isinstance(first, _sync.Lock) and second is not first and (first.name, second.name) == ("node1.state", "node1.children")
+    assert (
+        isinstance(first, _sync.Lock) and second is not first and (first.name, second.name) == ("node1.state", "node1.children")
+    )
     with first, second:  # two locks under the scheduler: holding both is no deadlock
         pass
     assert recorder.points == ["node1.state.acquire", "node1.children.acquire"]
@@ -183,6 +194,7 @@ def test_a_native_lock_is_the_standard_librarys_and_excludes_real_threads():
         for _ in range(2000):
             with lock:
                 totals["n"] += 1
+
     threads = [threading.Thread(target=add) for _ in range(3)]
     for t in threads:
         t.start()
@@ -243,6 +255,7 @@ class Audited:
                 self.audit()
                 del self.inside[me]
             self.audit()
+
         return run
 
     def threads(self):
@@ -254,8 +267,11 @@ class Audited:
         return self.bad
 
 
-@pytest.mark.parametrize("modes", [("shared", "exclusive", "exclusive"), ("exclusive", "shared", "shared"),
-                                   ("shared", "exclusive", "shared")], ids="-".join)
+@pytest.mark.parametrize(
+    "modes",
+    [("shared", "exclusive", "exclusive"), ("exclusive", "shared", "shared"), ("shared", "exclusive", "shared")],
+    ids="-".join,
+)
 def test_the_gates_bookkeeping_matches_its_threads_in_every_schedule(modes):
     program, strategy, runs = Audited(modes), DFS(None), 0
     while not strategy.exhausted():
@@ -297,6 +313,7 @@ def test_a_native_gate_says_who_holds_it():
             assert gate.owns_exclusive()
             holding.set()
             release.wait(DEADLINE_S)
+
     other = threading.Thread(target=hold)
     other.start()
     assert holding.wait(DEADLINE_S)
@@ -330,6 +347,7 @@ def test_a_native_gate_parks_and_wakes_real_threads_in_writer_preference_order()
     def second():
         with gate.shared():
             log.append("r2 in")
+
     threads = [threading.Thread(target=body) for body in (first, writer, second)]
     threads[0].start()
     assert first_in.wait(DEADLINE_S)
@@ -360,6 +378,7 @@ def test_two_native_writers_wait_and_both_get_in():
     def writer(tag):
         with gate.exclusive():
             entered.append(tag)
+
     r = threading.Thread(target=reader)
     r.start()
     assert inside.wait(DEADLINE_S)
@@ -400,21 +419,28 @@ def test_a_model_event_wakes_its_waiter_and_stays_set():
 
     def setup(p):
         p.event, p.log = _sync.Event(), []
+
     results = every_schedule(SyncProgram(producer, consumer, setup=setup))
     assert len(results) >= 2 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
 
 def test_waits_that_nobody_ends_are_reported_by_name():
     """A consumer alone: the deadlock report says where each thread waits (event.wait, channel.get, thread.join)."""
+
     def setup(p):
         p.event, p.channel = _sync.Event(), _sync.Channel()
 
     def joins(p):
         _sync.Thread(lambda: p.event.wait(), "child").join()
+
     result = only_run(SyncProgram(lambda p: p.event.wait(), lambda p: p.channel.get(), joins, setup=setup))
     assert result.outcome is Outcome.DEADLOCK
-    assert result.positions == {"t0": "waiting at event.wait", "t1": "waiting at channel.get",
-                                "t2": "waiting at thread.join", "child": "waiting at event.wait"}
+    assert result.positions == {
+        "t0": "waiting at event.wait",
+        "t1": "waiting at channel.get",
+        "t2": "waiting at thread.join",
+        "child": "waiting at event.wait",
+    }
 
 
 def test_a_native_event_times_out_unset_and_wakes_set():
@@ -434,6 +460,7 @@ def test_a_model_channel_is_fifo_in_every_schedule():
         got = [p.channel.get() for _ in range(3)]
         if got != ["a", "b", "c"]:
             p.bad.append(f"got {got}")
+
     results = every_schedule(SyncProgram(producer, consumer, setup=lambda p: setattr(p, "channel", _sync.Channel())))
     assert len(results) > 3 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
@@ -448,10 +475,12 @@ def test_a_native_channel_is_fifo_across_threads():
 
 def test_a_model_join_waits_for_its_thread_in_every_schedule():
     """A thread is alive exactly until its body has run; join returns only after that."""
+
     def parent(p):
         def child():
             _sync.yield_point("child.working")
             p.log.append("child done")
+
         thread = _sync.Thread(child, "child")
         _sync.yield_point("parent.started_child")
         if thread.is_alive() is not (not p.log):
@@ -459,6 +488,7 @@ def test_a_model_join_waits_for_its_thread_in_every_schedule():
         thread.join()
         if p.log != ["child done"] or thread.is_alive() is not False:
             p.bad.append(f"after join: log {p.log}, alive {thread.is_alive()!r}")
+
     results = every_schedule(SyncProgram(parent, setup=lambda p: setattr(p, "log", [])))
     assert len(results) > 1 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 
@@ -500,7 +530,9 @@ def test_a_thread_local_namespace_is_one_per_thread_natively_and_under_the_sched
             _sync.yield_point("set")
             if p.space.x != tag:
                 p.bad.append(f"{tag} reads {p.space.x!r}")
+
         return run
+
     results = every_schedule(SyncProgram(body("a"), body("b"), setup=lambda p: setattr(p, "space", _sync.local())))
     assert len(results) > 1 and not any(r.failed for r in results), [r.problems for r in results if r.failed][:1]
 

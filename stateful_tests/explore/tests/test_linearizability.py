@@ -26,8 +26,12 @@ def verdict(calls, spec=None):
 
 
 def test_overlapping_writes_with_a_read_in_between_are_linearizable():
-    calls = [write("a", 0, 5, 1, stored(None, 1, 2)), write("b", 1, 6, 2, stored(None, 1, 3)),
-             find("r", 2, 3, [1, 2], {R1: 2}), find("r", 7, 8, [1, 2], {R1: 2, R2: 1})]
+    calls = [
+        write("a", 0, 5, 1, stored(None, 1, 2)),
+        write("b", 1, 6, 2, stored(None, 1, 3)),
+        find("r", 2, 3, [1, 2], {R1: 2}),
+        find("r", 7, 8, [1, 2], {R1: 2, R2: 1}),
+    ]
     assert verdict(calls).ok
 
 
@@ -40,15 +44,13 @@ def test_an_outcome_the_spec_cannot_give_is_not_linearizable():
 
 
 def test_a_read_above_what_the_rank_ever_held_during_it_is_caught():
-    calls = [write("a", 0, 1, 1, stored(None, 1, 2)), write("a", 2, 9, 1, stored(2, 3)),
-             find("r", 3, 4, [1, 2, 3, 4], {R1: 4})]
+    calls = [write("a", 0, 1, 1, stored(None, 1, 2)), write("a", 2, 9, 1, stored(2, 3)), find("r", 3, 4, [1, 2, 3, 4], {R1: 4})]
     report = verdict(calls)
     assert not report.ok and report.part[-1].read
 
 
 def test_a_read_during_a_write_may_undercount_but_a_quiescent_read_must_be_exact():
-    racing = [write("a", 0, 1, 1, stored(None, 1, 2)), write("b", 2, 9, 2, stored(None, 1, 5)),
-              find("r", 3, 4, [1, 2], {R1: 1})]
+    racing = [write("a", 0, 1, 1, stored(None, 1, 2)), write("b", 2, 9, 2, stored(None, 1, 5)), find("r", 3, 4, [1, 2], {R1: 1})]
     assert verdict(racing).ok  # best effort while a shape change runs
     quiet = [write("a", 0, 1, 1, stored(None, 1, 2)), find("r", 3, 4, [1, 2], {R1: 1})]
     assert not verdict(quiet).ok  # nothing was changing: the read must be exact
@@ -126,6 +128,7 @@ def test_a_torn_potential_load_may_pair_two_moments_but_not_invent_one():
 
     def read(rows):
         return Call("r", 5, 8, "potential_loads", POTENTIAL.args, ("ok", tuple(sorted(rows.items()))), True)
+
     racing = tracker_call("a", 4, 9, add("r", slot, (1, 4), 100))
     assert linearizability.check(spec, [*setup, racing, read(before)]).ok
     assert linearizability.check(spec, [*setup, racing, read(after)]).ok

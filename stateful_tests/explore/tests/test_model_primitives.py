@@ -32,6 +32,7 @@ class Gate:
                     self.bad.append("the writer not alone")
                 _sync.yield_point("w.in")
                 self.inside["w"] -= 1
+
         return [("r1", reader), ("w", writer), ("r2", reader)]
 
     def finish(self):
@@ -63,6 +64,7 @@ def test_taking_the_exclusive_side_under_the_shared_side_deadlocks_as_in_rust():
     def reenters(p):
         with p.gate.shared(), p.gate.exclusive():
             pass
+
     result = Scheduler(DFS(None)).run(PrimitivesProgram(reenters, setup=lambda p: setattr(p, "gate", _sync.RWGate("g"))))
     assert result.outcome is Outcome.DEADLOCK and "waiting at g.exclusive" in result.problems[0]
 
@@ -75,7 +77,10 @@ def test_only_the_owner_releases_the_exclusive_side():
     def steals(p):
         _sync.yield_point("y")
         p.gate.release_exclusive()
-    result = Scheduler(Replay_first_then_second()).run(PrimitivesProgram(takes, steals, setup=lambda p: setattr(p, "gate", _sync.RWGate("g"))))
+
+    result = Scheduler(Replay_first_then_second()).run(
+        PrimitivesProgram(takes, steals, setup=lambda p: setattr(p, "gate", _sync.RWGate("g")))
+    )
     assert any("does not hold it" in line for line in result.problems)
 
 
@@ -93,6 +98,7 @@ def test_a_thread_that_raised_is_reported_before_the_deadlock_it_caused():
 
     def consumer(p):
         p.event.wait()
+
     result = Scheduler(DFS(None)).run(PrimitivesProgram(producer, consumer, setup=lambda p: setattr(p, "event", _sync.Event())))
     assert result.outcome is Outcome.FAILED
     assert result.problems[0].startswith("thread t0 raised ValueError") and "deadlock in program" in result.problems[1]
@@ -110,6 +116,7 @@ def test_a_service_that_swallows_every_exception_is_parked_and_reported():
                     p.channel.get()
                 except BaseException:  # as the pool's loop does around a task
                     continue
+
         threads.append(_sync.Thread(serve, "service"))
 
     result = Scheduler(RandomWalk(1)).run(PrimitivesProgram(lambda p: None, setup=service_setup))
@@ -121,6 +128,7 @@ def test_the_pools_event_threads_are_unwound_at_the_end_of_every_run():
 
     def open_pool(p):
         p.pool = ThreadPoolIndexer(threads=2)  # never closed: its threads wait on their channels
+
     scheduler = Scheduler(RandomWalk(1))
     result = scheduler.run(PrimitivesProgram(lambda p: p.pool.find_matches([1]), setup=open_pool))
     assert not result.failed and all(t.done or t.glet.dead for t in scheduler.threads)
@@ -134,5 +142,6 @@ def test_another_os_thread_keeps_the_standard_librarys_primitives_during_a_run()
         worker.start()
         worker.join()
         seen["worker"] = worker.ident
+
     Scheduler(RandomWalk(1)).run(PrimitivesProgram(body))
     assert isinstance(seen["lock"], type(threading.Lock())) and seen["me"] == seen["worker"]

@@ -42,6 +42,7 @@ class Spins:
         def spin():
             while True:
                 _sync.yield_point("toy.retry")
+
         return [("spinner", spin), ("other", lambda: None)]
 
     def finish(self):
@@ -61,6 +62,7 @@ class Raises:
     def threads(self):
         def boom():
             raise ValueError("broken")
+
         return [("boom", boom)]
 
     def finish(self):

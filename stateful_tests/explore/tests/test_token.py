@@ -30,7 +30,9 @@ def test_a_token_round_trips():
     assert parse_token(s.token()) == s
 
 
-@pytest.mark.parametrize(("text", "says"), [("a/b/c", "4 parts"), ("a/b/c/x9%", "unexpected '%'"), ("a/b/c/9a", "unexpected '9'")])
+@pytest.mark.parametrize(
+    ("text", "says"), [("a/b/c", "4 parts"), ("a/b/c/x9%", "unexpected '%'"), ("a/b/c/9a", "unexpected '9'")]
+)
 def test_a_malformed_token_is_a_typed_error(text, says):
     with pytest.raises(TokenError, match=says):
         parse_token(text)

@@ -135,8 +135,12 @@ def test_a_saved_case_round_trips_and_a_foreign_file_is_refused(tmp_path):
 
 def test_only_a_store_that_names_a_hash_at_a_second_position_is_out_of_contract():
     def store(parent, *blocks):
-        body = {"event_id": 1, "data": {"stored": {"parent_hash": parent, "blocks": [
-            {"block_hash": ext, "tokens_hash": local} for local, ext in blocks]}}}
+        body = {
+            "event_id": 1,
+            "data": {
+                "stored": {"parent_hash": parent, "blocks": [{"block_hash": ext, "tokens_hash": local} for local, ext in blocks]}
+            },
+        }
         return FuzzCase("apply_event", (1, json.dumps(body).encode()))
 
     assert campaign.contract_breach(store(200, (3, 300), (7, 700))) is None  # the chain [1 2 3] is 300, then a new block

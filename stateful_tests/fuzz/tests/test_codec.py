@@ -10,10 +10,20 @@ from kvproof.spec.primitives import Block
 from kvproof.stateful_tests.fuzz import codec
 from kvproof.stateful_tests.fuzz.grammar import HOSTILE_VALUES, RaisingIndex
 
-VALUES = [*HOSTILE_VALUES, b"\xff\x00", bytearray(b"x"), memoryview(b"ab"), "\ud800", range(1, 4), {3, 4},
-          numpy.array([1, 2], dtype=numpy.uint64), KvCacheEvent(2**64, Stored(None, (Block(1, 2), "x")), -1),  # type: ignore[arg-type]
-          KvCacheEvent(0, Removed((1, "2")), 0),  # type: ignore[arg-type]
-          KvCacheEvent(0, Cleared()), -(2**70)]
+VALUES = [
+    *HOSTILE_VALUES,
+    b"\xff\x00",
+    bytearray(b"x"),
+    memoryview(b"ab"),
+    "\ud800",
+    range(1, 4),
+    {3, 4},
+    numpy.array([1, 2], dtype=numpy.uint64),
+    KvCacheEvent(2**64, Stored(None, (Block(1, 2), "x")), -1),  # type: ignore[arg-type]
+    KvCacheEvent(0, Removed((1, "2")), 0),  # type: ignore[arg-type]
+    KvCacheEvent(0, Cleared()),
+    -(2**70),
+]
 
 
 def same(a, b):

@@ -53,8 +53,7 @@ def sample(n=600):
 
 def test_the_grammar_reaches_every_hostile_kind():
     drawn = sample()
-    texts = [c.args[1].decode("utf-8", "replace") for c in drawn
-             if c.op == "apply_event" and isinstance(c.args[1], bytes)]
+    texts = [c.args[1].decode("utf-8", "replace") for c in drawn if c.op == "apply_event" and isinstance(c.args[1], bytes)]
     reached = Counter(kind for text in texts for kind, seen in KINDS.items() if seen(text))
     assert set(reached) == set(KINDS), f"never drawn: {set(KINDS) - set(reached)}"
     python = Counter(type(c.args[1]).__name__ for c in drawn if c.op == "apply_event")

@@ -20,8 +20,9 @@ def with_field(field):
 
 
 def block_with(extra):
-    return ('{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":700,"tokens_hash":7,' + extra
-            + "}]}}}").encode()
+    return (
+        '{"event_id":1,"data":{"stored":{"parent_hash":null,"blocks":[{"block_hash":700,"tokens_hash":7,' + extra + "}]}}}"
+    ).encode()
 
 
 def event(**kw):
@@ -30,11 +31,31 @@ def event(**kw):
 
 # (name, case, kvproof's outcome, Dynamo's: "ok", "refused", or None when the binding cannot take it)
 CASES = [
-    ("nesting 100,000 deep in an ignored field (H1)", FuzzCase("apply_event", (1, with_field('"x":' + "[" * 100_000 + "]" * 100_000))), MALFORMED, "ok"),
-    ("nesting 100,000 deep in data", FuzzCase("apply_event", (1, b'{"event_id":1,"data":' + b"[" * 100_000 + b"]" * 100_000 + b"}")), MALFORMED, "refused"),
+    (
+        "nesting 100,000 deep in an ignored field (H1)",
+        FuzzCase("apply_event", (1, with_field('"x":' + "[" * 100_000 + "]" * 100_000))),
+        MALFORMED,
+        "ok",
+    ),
+    (
+        "nesting 100,000 deep in data",
+        FuzzCase("apply_event", (1, b'{"event_id":1,"data":' + b"[" * 100_000 + b"]" * 100_000 + b"}")),
+        MALFORMED,
+        "refused",
+    ),
     ("nesting 100 deep in an ignored field", FuzzCase("apply_event", (1, with_field('"x":' + "[" * 100 + "]" * 100))), OK, "ok"),
-    ("a 5,000-digit event_id", FuzzCase("apply_event", (1, b'{"event_id":' + b"9" * 5000 + b',"data":"cleared"}')), MALFORMED, "refused"),
-    ("a 5,000-digit block_hash", FuzzCase("apply_event", (1, STORE.replace("700", "9" * 5000).encode() + b"}")), MALFORMED, "refused"),
+    (
+        "a 5,000-digit event_id",
+        FuzzCase("apply_event", (1, b'{"event_id":' + b"9" * 5000 + b',"data":"cleared"}')),
+        MALFORMED,
+        "refused",
+    ),
+    (
+        "a 5,000-digit block_hash",
+        FuzzCase("apply_event", (1, STORE.replace("700", "9" * 5000).encode() + b"}")),
+        MALFORMED,
+        "refused",
+    ),
     ("a 5,000-digit ignored integer", FuzzCase("apply_event", (1, with_field('"x":' + "9" * 5000))), OK, "ok"),
     ("event_id given twice", FuzzCase("apply_event", (1, b'{"event_id":1,"event_id":2,"data":"cleared"}')), MALFORMED, "refused"),
     ("block_hash given twice", FuzzCase("apply_event", (1, block_with('"block_hash":800'))), MALFORMED, "refused"),
@@ -47,13 +68,23 @@ CASES = [
     ("dp_rank null", FuzzCase("apply_event", (1, b'{"event_id":1,"data":"cleared","dp_rank":null}')), MALFORMED, "refused"),
     ("mm_extra_info 5", FuzzCase("apply_event", (1, block_with('"mm_extra_info":5'))), MALFORMED, "refused"),
     ("mm_extra_info without mm_objects", FuzzCase("apply_event", (1, block_with('"mm_extra_info":{}'))), MALFORMED, "refused"),
-    ("mm_extra_info in full", FuzzCase("apply_event", (1, block_with('"mm_extra_info":{"mm_objects":[{"mm_hash":3,"offsets":[[0,4]]}]}'))), OK, "ok"),
+    (
+        "mm_extra_info in full",
+        FuzzCase("apply_event", (1, block_with('"mm_extra_info":{"mm_objects":[{"mm_hash":3,"offsets":[[0,4]]}]}'))),
+        OK,
+        "ok",
+    ),
     ("a wrong type in an unknown field", FuzzCase("apply_event", (1, with_field('"lora_id":[1,"x"]'))), OK, "ok"),
     ('{"cleared": 5}', FuzzCase("apply_event", (1, b'{"event_id":1,"data":{"cleared":5}}')), MALFORMED, "refused"),
     ('{"cleared": null}', FuzzCase("apply_event", (1, b'{"event_id":1,"data":{"cleared":null}}')), OK, "ok"),
     ("a lone surrogate in a key", FuzzCase("apply_event", (1, with_field('"\\ud800":1'))), MALFORMED, "refused"),
     ("a lone surrogate in an ignored string", FuzzCase("apply_event", (1, with_field('"x":"\\ud800"'))), OK, "ok"),
-    ("invalid UTF-8 in an ignored string (H2)", FuzzCase("apply_event", (1, (STORE + ',"x":"').encode() + b'\xff"}')), MALFORMED, "ok"),
+    (
+        "invalid UTF-8 in an ignored string (H2)",
+        FuzzCase("apply_event", (1, (STORE + ',"x":"').encode() + b'\xff"}')),
+        MALFORMED,
+        "ok",
+    ),
     ("the root as serde's list form (H3)", FuzzCase("apply_event", (1, b'[1,"cleared",0]')), MALFORMED, "ok"),
     ("a bytearray payload (H4)", FuzzCase("apply_event", (1, bytearray(STORE.encode() + b"}"))), OK, None),
     ("worker_id True (H9)", FuzzCase("apply_event", (True, STORE.encode() + b"}")), TYPE, "ok"),

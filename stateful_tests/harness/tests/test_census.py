@@ -60,7 +60,9 @@ def test_growth_in_an_unnamed_field_shows_up() -> None:
 def test_trends_flag_a_figure_growing_per_unit_of_live_content_and_spare_one_that_follows_it() -> None:
     """The trend law: steady per-live ratios pass however the live content swings; a doubling ratio fails, and a
     byte figure gets its own floor."""
-    samples = [({"grows": 100.0 * i, "follows": 3.0 * live, "noise bytes": 3000.0 * (i % 2)}, live)
-               for i, live in enumerate([100, 50, 100, 50, 100, 50, 100, 50], start=1)]
+    samples = [
+        ({"grows": 100.0 * i, "follows": 3.0 * live, "noise bytes": 3000.0 * (i % 2)}, live)
+        for i, live in enumerate([100, 50, 100, 50, 100, 50, 100, 50], start=1)
+    ]
     assert set(census.trends(samples, warmup=2, window=2, slack=0.25)) == {"grows"}
     assert census.trends(samples[:5], warmup=2, window=2, slack=0.25) == {}  # too few samples to judge

@@ -36,8 +36,7 @@ def in_netns():
 
 def test_the_concurrent_indexer_fails_the_gate_naming_the_over_credit_with_a_replayable_stream(in_netns, tmp_path):
     report = tmp_path / "gate.json"
-    done = in_netns("check", "--target", "dynamo-indexer", "--profile", "quick", "--only", "differential",
-                    "--json", str(report))
+    done = in_netns("check", "--target", "dynamo-indexer", "--profile", "quick", "--only", "differential", "--json", str(report))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "over-credits" in done.stdout and "docs/dynamo-findings.md F10" in done.stdout
     assert "regenerate the stream: kvproof conform tree --target dynamo-indexer --oracle reference" in done.stdout

@@ -21,19 +21,22 @@ def selection():
     if why:
         pytest.skip(why)
     # the adapter itself, in this process (kvproof's runs host it in a child: harness.isolation)
-    yield lambda threads: (lambda: dynamo_selection.SelectionTree(threads))
+    yield lambda threads: lambda: dynamo_selection.SelectionTree(threads)
     dynamo_selection.close_hosts()
 
 
 def over_credit_scores(tree) -> dict:
     """dynamo-surface.md's stream: worker 2 holds [1 2] and [5], so on [1 2 3 4] it holds two leading blocks."""
+
     def ev(data):
         return KvCacheEvent(0, data, 0)
 
-    outcomes = [apply(tree, 1, ev(Stored(None, tuple(Block(n, 100 + n) for n in (1, 2, 3, 4))))),
-                apply(tree, 2, ev(Stored(None, (Block(1, 101), Block(2, 102))))),
-                apply(tree, 2, ev(Stored(102, (Block(5, 205),)))),
-                apply(tree, 1, ev(Removed((102,))))]
+    outcomes = [
+        apply(tree, 1, ev(Stored(None, tuple(Block(n, 100 + n) for n in (1, 2, 3, 4))))),
+        apply(tree, 2, ev(Stored(None, (Block(1, 101), Block(2, 102))))),
+        apply(tree, 2, ev(Stored(102, (Block(5, 205),)))),
+        apply(tree, 1, ev(Removed((102,)))),
+    ]
     assert outcomes == [UNOBSERVED] * 4  # peer recovery reports no outcome: the surface says so
     return scores(tree, [1, 2, 3, 4])
 
@@ -76,8 +79,7 @@ def test_conformance_finds_the_over_credit_on_the_concurrent_tree_and_nothing_on
 
     reference = load_target("reference", rule_set_named("dynamo-1.6-concurrent")).factory
     plain = load_target("reference").factory
-    jobs = [lambda i=i: run_stream(selection(4), reference, generate(1, i, short), False, False, False, False)
-            for i in range(6)]
+    jobs = [lambda i=i: run_stream(selection(4), reference, generate(1, i, short), False, False, False, False) for i in range(6)]
     jobs += [lambda i=i: run_stream(selection(1), plain, generate(1, i, short), False, False, False, False) for i in range(6)]
     results = lockstep.run(jobs)
     concurrent, control = results[:6], results[6:]
@@ -131,8 +133,12 @@ def test_production_mode_reaches_the_service_by_every_name_and_finds_the_over_cr
     # of [5] (the order of the surface's stream), about one draw in six landed the removal first, and the walk was then
     # right (the suite once drew it three times running). Here worker 2 stores [1 2] and [5] first, worker 1's removal
     # comes alone and last: the over-credit shows in 20 draws of 20.
-    ops = [ev(2, Stored(None, blocks(1, 2))), ev(2, Stored(ext((1, 2)), blocks(1, 2, 5)[2:])),
-           ev(1, Stored(None, blocks(1, 2, 3, 4))), ev(1, Removed((ext((1, 2)),)))]
+    ops = [
+        ev(2, Stored(None, blocks(1, 2))),
+        ev(2, Stored(ext((1, 2)), blocks(1, 2, 5)[2:])),
+        ev(1, Stored(None, blocks(1, 2, 3, 4))),
+        ev(1, Removed((ext((1, 2)),))),
+    ]
     stream = Stream(1, 0, ops, [[[1, 2, 3, 4]]] * len(ops))
     verdict = feed_stream(production_factory("dynamo-selection"), stream, rule_set_named("dynamo-1.6-concurrent"))
     assert verdict.violations, verdict

@@ -67,8 +67,7 @@ def test_a_batch_of_queries_is_one_round_trip_answered_as_the_calls_one_by_one(s
     store(tree, 2, [(1, 101)])
     queries = [[1, 2, 3], [1], [9], [1, 2]]
     for early in (False, True):
-        assert [a.scores for a in tree.find_matches_many(queries, early)] == \
-            [tree.find_matches(q, early).scores for q in queries]
+        assert [a.scores for a in tree.find_matches_many(queries, early)] == [tree.find_matches(q, early).scores for q in queries]
     requests = []
     real = tree.host.request
     tree.host.request = lambda request, op, log: requests.append(request[0]) or real(request, op, log)
@@ -88,8 +87,14 @@ def test_steps_are_one_round_trip_each_call_answered_alone_an_error_ending_only_
     tree.host.request = lambda request, op, log: requests.append(request[0]) or real(request, op, log)
     ok = encode_event(KvCacheEvent(0, Stored(None, (Block(1, 101), Block(2, 102))), 0))
     orphan = encode_event(KvCacheEvent(0, Stored(999, (Block(3, 103),)), 0))
-    stored, refused, full, early = tree.steps([("apply_event", (1, ok)), ("apply_event", (2, orphan)),
-                                               ("find_matches", ([1, 2], False)), ("find_matches", ([1, 2], True))])
+    stored, refused, full, early = tree.steps(
+        [
+            ("apply_event", (1, ok)),
+            ("apply_event", (2, orphan)),
+            ("find_matches", ([1, 2], False)),
+            ("find_matches", ([1, 2], True)),
+        ]
+    )
     assert requests == ["steps"]
     assert stored is None and isinstance(refused, ParentBlockNotFound)
     assert full.scores == early.scores == {(1, 0): 2}
@@ -119,11 +124,14 @@ def test_a_differential_run_sends_each_op_with_its_reads_and_finds_the_same_diff
     assert clean_kinds.count("steps") == clean.events and "calls" not in clean_kinds
 
 
-@pytest.mark.parametrize(("mutant", "kind", "call"), [
-    ("AllocatesWithoutBound", "memory", "dump_tree_as_events"),
-    ("Aborts", "crash", "find_matches"),
-    ("Hangs", "hang", "apply_event"),
-])
+@pytest.mark.parametrize(
+    ("mutant", "kind", "call"),
+    [
+        ("AllocatesWithoutBound", "memory", "dump_tree_as_events"),
+        ("Aborts", "crash", "find_matches"),
+        ("Hangs", "hang", "apply_event"),
+    ],
+)
 def test_each_way_of_failing_is_a_finding_and_leaves_no_process(small_limits, mutant, kind, call):
     tree = isolated(MUTANTS + mutant)()
     with pytest.raises(TargetFailure) as caught:
@@ -146,9 +154,27 @@ def test_the_gate_names_the_finding_shrinks_it_and_runs_the_other_rows(small_lim
 
     (tmp_path / "users_tree.py").write_text("from kvproof.stateful_tests.tree.mutants import AllocatesWithoutBound\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
-    ran = subprocess.run([sys.executable, "-m", "kvproof", "check", "--target", "users_tree:AllocatesWithoutBound",
-                          "--profile", "quick", "--only", "api", "--rules", "dynamo-1.6"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=600, env=env)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kvproof",
+            "check",
+            "--target",
+            "users_tree:AllocatesWithoutBound",
+            "--profile",
+            "quick",
+            "--only",
+            "api",
+            "--rules",
+            "dynamo-1.6",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=env,
+    )
     assert ran.returncode == 1, ran.stdout[-2000:] + ran.stderr[-2000:]
     assert "FINDING [memory]" in ran.stdout and "ran out of memory in dump_tree_as_events" in ran.stdout
     assert "shrunk to" in ran.stdout and "replay: kvproof replay log kvproof-failures/memory-" in ran.stdout

@@ -58,9 +58,26 @@ def test_no_server_of_the_run_listens_on_the_machines_network(tmp_path):
     if why:
         pytest.skip(why)
     env = {k: v for k, v in os.environ.items() if k not in ("KVPROOF_NETNS", process_guard.NETNS_ENV)}
-    run = subprocess.Popen([sys.executable, "-m", "kvproof", "conform", "tree", "--target", "dynamo-indexer@1",
-                            "--oracle", "reference", "--streams", "20"], cwd=tmp_path, env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kvproof",
+            "conform",
+            "tree",
+            "--target",
+            "dynamo-indexer@1",
+            "--oracle",
+            "reference",
+            "--streams",
+            "20",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     seen = None
     try:
         deadline = time.monotonic() + 60

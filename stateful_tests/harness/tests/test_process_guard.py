@@ -129,8 +129,13 @@ def _tracker_child(pid: int, within: float = 30.0) -> int:
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_conform_run_leaves_no_slot_tracker(slot_tracker_oracle, how):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    run = subprocess.Popen([sys.executable, "-m", "kvproof", "conform", "slot-tracker", "--scenarios", "200", "--parallel", "2"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "kvproof", "conform", "slot-tracker", "--scenarios", "200", "--parallel", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     assert run.stdout is not None
     try:
         tracker = _tracker_child(run.pid)
@@ -186,8 +191,25 @@ def test_netns_runs_the_conformance_in_a_private_namespace(slot_tracker_oracle, 
     if reason:
         pytest.skip(reason)
     out = tmp_path / "report.json"
-    ran = subprocess.run([sys.executable, "-m", "kvproof", "conform", "slot-tracker", "--netns", "--scenarios", "2",
-                          "--parallel", "2", "--json", str(out)], capture_output=True, text=True, timeout=180)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kvproof",
+            "conform",
+            "slot-tracker",
+            "--netns",
+            "--scenarios",
+            "2",
+            "--parallel",
+            "2",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "network: the tracker runs in a private network namespace" in ran.stdout and "notice:" not in ran.stdout
     assert ran.stdout.strip().splitlines()[-1].endswith("mismatches=0") and out.exists()

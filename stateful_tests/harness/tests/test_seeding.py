@@ -35,8 +35,15 @@ def draws(n: int, seed: int, strategy: st.SearchStrategy[Any] | None = None) -> 
     """The first ``n`` examples of ``strategy`` for ``seed`` (default: the fuzz campaign's cases, drawn as it draws them)."""
     out: list[str] = []
 
-    @settings(max_examples=n, database=None, deadline=None, derandomize=False, print_blob=False,
-              phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        print_blob=False,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )
     @hypothesis_seed(seed)
     @given(value=campaign.cases() if strategy is None else strategy)
     def one(value: Any) -> None:

@@ -76,9 +76,16 @@ def conform_task(streams=12):
 
 
 def same_run(a, b):
-    return (a.streams, a.events, a.queries, a.stream_indices, a.kinds.counts, a.kinds.known, len(a.mismatches),
-            len(a.tolerated)) == (b.streams, b.events, b.queries, b.stream_indices, b.kinds.counts, b.kinds.known,
-                                  len(b.mismatches), len(b.tolerated))
+    return (
+        a.streams,
+        a.events,
+        a.queries,
+        a.stream_indices,
+        a.kinds.counts,
+        a.kinds.known,
+        len(a.mismatches),
+        len(a.tolerated),
+    ) == (b.streams, b.events, b.queries, b.stream_indices, b.kinds.counts, b.kinds.known, len(b.mismatches), len(b.tolerated))
 
 
 def test_conformance_shards_together_compare_exactly_the_streams_of_the_whole_run():
@@ -123,24 +130,30 @@ def a_test_folder(tmp_path, body):
 
 
 def test_the_suite_over_xdist_workers_counts_what_one_process_counts(tmp_path):
-    a_test_folder(tmp_path, """
+    a_test_folder(
+        tmp_path,
+        """
         import pytest
         @pytest.mark.parametrize("i", range(6))
         def test_even(i):
             assert i >= 0
         def test_skipped():
             pytest.skip("visibly")
-    """)
+    """,
+    )
     one, two = run_suite(tmp_path, ["probe_suite"], 1), run_suite(tmp_path, ["probe_suite"], 2)
     assert one.counts == two.counts == (("passed", 6), ("skipped", 1))
 
 
 def test_control_a_test_that_passes_only_alone_makes_the_counts_differ(tmp_path):
-    a_test_folder(tmp_path, """
+    a_test_folder(
+        tmp_path,
+        """
         import os
         def test_alone():
             assert "PYTEST_XDIST_WORKER" not in os.environ
-    """)
+    """,
+    )
     assert run_suite(tmp_path, ["probe_suite"], 1).counts != run_suite(tmp_path, ["probe_suite"], 2).counts
 
 
@@ -168,8 +181,27 @@ def _workers_by_module(folder, mark: str) -> dict[str, set[str]]:
     folder.mkdir()
     (folder / "test_grouped.py").write_text(body.format(mark=mark))
     (folder / "test_loose.py").write_text(body.format(mark=""))
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider",
-                          "-p", "no:kvproof", str(folder)], cwd=folder, capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "2",
+            "--dist",
+            "loadgroup",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:kvproof",
+            str(folder),
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ran.returncode == 0, ran.stdout[-2000:]
     seen: dict[str, set[str]] = {}
     for line in (folder / "seen.txt").read_text().splitlines():

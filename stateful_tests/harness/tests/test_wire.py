@@ -66,8 +66,9 @@ def verdicts(target_name, only):
 
 def test_the_committed_schema_is_the_one_the_messages_generate():
     """docs/protocol.schema.json is written by ``python -m kvproof.stateful_tests.harness.protocol``; no drift."""
-    assert protocol.SCHEMA_PATH.read_text() == protocol.schema_text(), \
+    assert protocol.SCHEMA_PATH.read_text() == protocol.schema_text(), (
         "docs/protocol.schema.json is stale: run python -m kvproof.stateful_tests.harness.protocol"
+    )
 
 
 def validator():
@@ -130,12 +131,24 @@ def test_every_message_of_rows_through_the_wire_is_valid_under_the_schema(wire_l
     messages = [json.loads(raw) for _, raw in wire_log]
     bad = problems_of(messages)
     assert not bad, bad[:3]
-    controls = [{"v": 1, "id": 1, "op": "find_matches", "tree": 1, "sequence": ["a"]}, {"v": 1, "id": 1, "kind": "teapot"},
-                {"v": 1, "id": 1, "kind": "scores", "scores": [[1, 0]]}]
+    controls = [
+        {"v": 1, "id": 1, "op": "find_matches", "tree": 1, "sequence": ["a"]},
+        {"v": 1, "id": 1, "kind": "teapot"},
+        {"v": 1, "id": 1, "kind": "scores", "scores": [[1, 0]]},
+    ]
     assert all(problems_of([m]) for m in controls)  # the control: the same check fails a message that is none
-    assert {m["op"] for m in messages if "op" in m} >= {"hello", "open", "close", "apply_event", "find_matches",
-                                                          "remove_worker", "remove_worker_dp_rank", "clear_all_blocks",
-                                                          "dump", "check"}
+    assert {m["op"] for m in messages if "op" in m} >= {
+        "hello",
+        "open",
+        "close",
+        "apply_event",
+        "find_matches",
+        "remove_worker",
+        "remove_worker_dp_rank",
+        "clear_all_blocks",
+        "dump",
+        "check",
+    }
     assert {m["kind"] for m in messages if "kind" in m} == {"hello", "opened", "done", "scores", "dump", "error"}
     assert len(messages) > 2000
 
@@ -147,13 +160,15 @@ def test_an_unknown_protocol_version_is_refused_and_changes_nothing():
     server = Server("reference")
     opened = server.answer(b'{"v":1,"id":1,"op":"open"}')
     event = json.dumps(encode_event(KvCacheEvent(0, Stored(None, (Block(5, 50),)), 0)).decode())
-    refused = server.answer(b'{"v":2,"id":2,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}'
-                            % (opened.tree, event.encode()))
+    refused = server.answer(
+        b'{"v":2,"id":2,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}' % (opened.tree, event.encode())
+    )
     assert isinstance(refused, protocol.ErrorAnswer) and (refused.error, refused.id) == ("UnsupportedVersion", 2)
     scores = server.answer(b'{"v":1,"id":3,"op":"find_matches","tree":%d,"sequence":[5]}' % opened.tree)
     assert isinstance(scores, protocol.ScoresAnswer) and scores.scores == []  # the refused event was never applied
-    accepted = server.answer(b'{"v":1,"id":4,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}'
-                             % (opened.tree, event.encode()))
+    accepted = server.answer(
+        b'{"v":1,"id":4,"op":"apply_event","tree":%d,"worker_id":1,"event":%s}' % (opened.tree, event.encode())
+    )
     assert isinstance(accepted, protocol.DoneAnswer)  # the control: the same event at version 1 is applied
     assert server.answer(b'{"v":1,"id":5,"op":"find_matches","tree":%d,"sequence":[5]}' % opened.tree).scores == [(1, 0, 1)]
 
@@ -164,8 +179,10 @@ def test_the_server_answers_bad_requests_with_typed_kinds():
     assert server.answer(b'{"v":1,"id":7,"op":"evict"}').error == "BadRequest"
     assert server.answer(b'{"v":1,"id":8,"op":"dump","tree":42}').error == "UnknownTree"
     tree = server.answer(b'{"v":1,"id":9,"op":"open"}').tree
-    assert server.answer(b'{"v":1,"id":10,"op":"apply_event","tree":%d,"worker_id":1,"event":"garbage"}' % tree).error \
+    assert (
+        server.answer(b'{"v":1,"id":10,"op":"apply_event","tree":%d,"worker_id":1,"event":"garbage"}' % tree).error
         == "MalformedEvent"
+    )
     assert server.answer(b'{"v":1,"id":11,"op":"remove_worker","tree":%d,"worker_id":-1}' % tree).error == "InvalidArgument"
 
 
@@ -197,9 +214,14 @@ def test_every_tree_row_a_broken_target_controls_has_a_wire_control_below():
     assert {c.row for c in wire_controls()} == set(WIRE_CONTROLS) | {"differential vs Dynamo"}
 
 
-WIRE_CONTROLS = ("observed Dynamo behaviours", "state machine vs contract", "dump rebuilds the tree",
-                 "bad input is rejected, harmless", "the Mooncake trace, routed",
-                 "production mode: lanes at once, reads racing")
+WIRE_CONTROLS = (
+    "observed Dynamo behaviours",
+    "state machine vs contract",
+    "dump rebuilds the tree",
+    "bad input is rejected, harmless",
+    "the Mooncake trace, routed",
+    "production mode: lanes at once, reads racing",
+)
 
 
 WIRE_SAYS = {"state machine vs contract": "overcount: (1, 1) scores 5"}
@@ -241,8 +263,9 @@ def test_the_differential_control_served_differs_from_the_reference_as_in_proces
 
 
 def run_kvproof(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "kvproof", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env or dict(os.environ))
+    return subprocess.run(
+        [sys.executable, "-m", "kvproof", *args], capture_output=True, text=True, timeout=timeout, env=env or dict(os.environ)
+    )
 
 
 def test_kvproof_check_through_exec_passes_or_fails_and_leaves_no_process(tmp_path):
@@ -324,8 +347,9 @@ def served_in_a_thread(name):
     return send, lambda: protocol.decode_answer(answers.readline()), stop
 
 
-@pytest.mark.parametrize(("factory", "concurrent"), [("lanes_reading_during_writes", True),
-                                                     ("reference_reading_during_writes", False)])
+@pytest.mark.parametrize(
+    ("factory", "concurrent"), [("lanes_reading_during_writes", True), ("reference_reading_during_writes", False)]
+)
 def test_a_concurrent_tree_is_served_concurrently_and_a_sequential_one_is_not(factory, concurrent):
     """An event that waits for a read to run meanwhile: a tree with lanes is served at once (the read runs, the
     event is accepted); the reference, served one request at a time, cannot (its event fails after 0.5 s)."""
@@ -365,16 +389,18 @@ FAILING_CALLS = {
 }
 
 
-@pytest.mark.parametrize(("name", "call", "kind", "said"), [
-    (SERVE + MUTANTS + "Hangs", "store", "hang", "no answer within 2 s"),
-    (SERVE + MUTANTS + "Aborts", "query", "crash", "SIGABRT"),
-    (SERVE + MUTANTS + "AllocatesWithoutBound", "dump", "memory", "the limit is 768 MiB"),
-    (f"exec:{sys.executable} {FAKE} garbage", "query", "protocol", "this is not a protocol message"),
-    (f"exec:{sys.executable} {FAKE} stranger", "query", "protocol", "not in flight"),
-    (f"exec:{sys.executable} {FAKE} exit", "store", "crash", "exiting as asked"),
-])
-def test_a_crash_hang_or_garbage_is_a_typed_finding_with_the_messages_and_no_process_left(small_limits, name, call, kind,
-                                                                                           said):
+@pytest.mark.parametrize(
+    ("name", "call", "kind", "said"),
+    [
+        (SERVE + MUTANTS + "Hangs", "store", "hang", "no answer within 2 s"),
+        (SERVE + MUTANTS + "Aborts", "query", "crash", "SIGABRT"),
+        (SERVE + MUTANTS + "AllocatesWithoutBound", "dump", "memory", "the limit is 768 MiB"),
+        (f"exec:{sys.executable} {FAKE} garbage", "query", "protocol", "this is not a protocol message"),
+        (f"exec:{sys.executable} {FAKE} stranger", "query", "protocol", "not in flight"),
+        (f"exec:{sys.executable} {FAKE} exit", "store", "crash", "exiting as asked"),
+    ],
+)
+def test_a_crash_hang_or_garbage_is_a_typed_finding_with_the_messages_and_no_process_left(small_limits, name, call, kind, said):
     tree = load_target(name).factory()
     link = wire_target.link_for(name)
     pid = link.host.proc.pid
@@ -406,8 +432,12 @@ def test_a_program_that_does_not_exist_is_an_unavailable_target_with_the_reason(
 
 
 def test_an_http_target_on_loopback_answers_the_rows_and_only_loopback_is_spoken_to():
-    proc = process_guard.spawn_guarded([sys.executable, "-m", "kvproof", "serve", "--http", "0", "--target", "reference"],
-                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = process_guard.spawn_guarded(
+        [sys.executable, "-m", "kvproof", "serve", "--http", "0", "--target", "reference"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stdout.readline()
         port = int(line.rsplit(":", 1)[1].split()[0])

@@ -14,8 +14,13 @@ def main(mode: str) -> None:
         request = json.loads(line)
         number = request["id"]
         if request["op"] == "hello":
-            answer = {"v": 1, "id": number, "kind": "hello", "implementation": f"wire_fake {mode}",
-                      "capabilities": {"dump": False, "rank_removal": False, "early_exit": True}}
+            answer = {
+                "v": 1,
+                "id": number,
+                "kind": "hello",
+                "implementation": f"wire_fake {mode}",
+                "capabilities": {"dump": False, "rank_removal": False, "early_exit": True},
+            }
         elif request["op"] == "open":
             answer = {"v": 1, "id": number, "kind": "opened", "tree": 1}
         elif mode == "garbage":
@@ -59,7 +64,9 @@ def lanes_reading_during_writes():
 
         def lane(self, index):
             handle = super().lane(index)
-            waiting = type("WaitingHandle", (), {"apply_event": staticmethod(_waits_for_a_read(handle.apply_event, self.seen, 5))})
+            waiting = type(
+                "WaitingHandle", (), {"apply_event": staticmethod(_waits_for_a_read(handle.apply_event, self.seen, 5))}
+            )
             return waiting()
 
         def find_matches(self, sequence, early_exit=False):

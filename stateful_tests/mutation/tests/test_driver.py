@@ -11,7 +11,9 @@ def test_a_clean_run_usage_error_is_named_with_its_likely_cause_and_long_lines_a
     """mutmut raises ``BadTestExecutionCommandsException`` when pytest exits 4 in its clean run; its last line is
     the whole pytest command line. The message names the cause, the log, and cuts that line at 300 characters."""
     ids = ", ".join(f"'t.py::test[{i}]'" for i in range(2000))
-    text = f"Running clean tests\nmutmut.runners.harness.BadTestExecutionCommandsException: Failed to run pytest with args: [{ids}]"
+    text = (
+        f"Running clean tests\nmutmut.runners.harness.BadTestExecutionCommandsException: Failed to run pytest with args: [{ids}]"
+    )
     message = run_failure(1, text, LOG)
     first, *tail = message.splitlines()
     assert first.startswith("mutmut run failed (exit 1); pytest ended mutmut's clean run with a usage error (exit 4)")
@@ -23,7 +25,10 @@ def test_a_clean_run_usage_error_is_named_with_its_likely_cause_and_long_lines_a
 def test_any_other_failure_gives_its_last_fifteen_lines_and_no_guess():
     text = "\n".join(f"line {i}" for i in range(40))
     message = run_failure(2, text, LOG)
-    assert message.splitlines() == [f"mutmut run failed (exit 2); see {LOG}; its last lines:", *(f"line {i}" for i in range(25, 40))]
+    assert message.splitlines() == [
+        f"mutmut run failed (exit 2); see {LOG}; its last lines:",
+        *(f"line {i}" for i in range(25, 40)),
+    ]
 
 
 def test_a_workspace_that_cannot_be_rebuilt_is_a_typed_error_naming_the_likely_cause(tmp_path, monkeypatch):

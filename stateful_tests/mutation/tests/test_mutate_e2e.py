@@ -74,7 +74,10 @@ def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(arith_runs
     assert all(m.ttd_s is not None and m.ttd_s < 30 for m in killed), "the ttd plugin timed every kill"
     assert all(m.diff.startswith("--- src/kvproof/spec/arith.py") for m in survivors)
     # what survives real checks is min's and max's `<=` / `>=` made strict: at a == b both branches give a
-    assert {m.diff.splitlines()[-1].strip() for m in survivors} <= {"+    return a if a < b else b", "+    return a if a > b else b"}
+    assert {m.diff.splitlines()[-1].strip() for m in survivors} <= {
+        "+    return a if a < b else b",
+        "+    return a if a > b else b",
+    }
     # listed as reviewed equivalents (with the function's current hash) they leave the score: 100%
     entries = [Equivalent(m.name, str(m.function_hash), "strict comparison, same value at a == b") for m in survivors]
     valid, stale = split_equivalents(entries, {m.name: m.function_hash for m in report.mutants})
@@ -88,7 +91,9 @@ def test_mutmut_kills_with_real_checks_and_a_blind_test_kills_nothing(arith_runs
     gaps = blind.of(NO_TESTS)  # floordiv, which the blind file does not call
     assert gaps and {m.name for m in gaps} == {m.name for m in blind.mutants if "floordiv" in m.name}
     assert all(m.diff.startswith("--- src/kvproof/spec/arith.py") and "//" in m.diff for m in gaps), "a gap comes with its diff"
-    assert not blind.of(KILLED) and len(blind.of(SURVIVED)) + len(gaps) == len(blind.mutants), "the negative control killed something"
+    assert not blind.of(KILLED) and len(blind.of(SURVIVED)) + len(gaps) == len(blind.mutants), (
+        "the negative control killed something"
+    )
     assert blind.modules[0].score == 0.0 and blind.failures()
 
 
@@ -119,7 +124,9 @@ def test_a_rejudge_runs_only_the_unsettled_mutants_and_reports_the_whole(arith_r
     whole, blind = arith_runs[0].report, arith_runs[1]
     try:
         again = rejudge(ROOT, targets, blind, max_children=2, timeout=120, work=work / "again")
-        assert again.carried == 0 and {m.name: m.status for m in again.report.mutants} == {m.name: m.status for m in whole.mutants}
+        assert again.carried == 0 and {m.name: m.status for m in again.report.mutants} == {
+            m.name: m.status for m in whole.mutants
+        }
         settled = rejudge(ROOT, targets, whole, max_children=2, timeout=120, work=work / "settled")
         judged = {n for r in settled.runs for n in r.names}
         assert settled.carried == len(whole.of(KILLED)) and judged == {m.name for m in whole.of(SURVIVED)}

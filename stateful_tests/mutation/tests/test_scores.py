@@ -66,7 +66,17 @@ def mutants(module, killed=0, survived=0, no_tests=0, timeout=0):
 
 def test_exit_codes_map_to_verdicts():
     assert [status_of(c) for c in (1, 3, 0, 33, 5, 36, -24, None, 35, -11)] == [
-        KILLED, KILLED, SURVIVED, NO_TESTS, NO_TESTS, "timeout", "timeout", "other", "other", "other"]
+        KILLED,
+        KILLED,
+        SURVIVED,
+        NO_TESTS,
+        NO_TESTS,
+        "timeout",
+        "timeout",
+        "other",
+        "other",
+        "other",
+    ]
 
 
 def test_score_is_killed_over_killed_and_survived_with_gaps_apart():
@@ -185,8 +195,16 @@ def test_shards_partition_the_mutant_names():
 
 def test_time_to_detection_joins_and_takes_the_median():
     ms = mutants("spec/a.py", killed=3, survived=1)
-    join_ttd(ms, [{"mutant": ms[0].name, "ttd_s": 0.2, "first_fail": "t::a"}, {"mutant": ms[1].name, "ttd_s": 0.4},
-                  {"mutant": ms[2].name, "ttd_s": 0.9}, {"mutant": ms[3].name, "ttd_s": None}, {"mutant": "other", "ttd_s": 5}])
+    join_ttd(
+        ms,
+        [
+            {"mutant": ms[0].name, "ttd_s": 0.2, "first_fail": "t::a"},
+            {"mutant": ms[1].name, "ttd_s": 0.4},
+            {"mutant": ms[2].name, "ttd_s": 0.9},
+            {"mutant": ms[3].name, "ttd_s": None},
+            {"mutant": "other", "ttd_s": 5},
+        ],
+    )
     assert ms[0].first_fail == "t::a" and median_ttd(ms) == pytest.approx(0.4)
     assert median_ttd(mutants("spec/a.py", survived=2)) is None and p90_ttd(mutants("spec/a.py", survived=2)) is None
 
@@ -207,7 +225,9 @@ def test_profiles_name_real_files_and_the_config_selects_them():
     tests = ci_tests()
     assert tests and not any("soak" in t or "oracle" in t or "release" in t for t in tests)
     spec_tests = ci_tests("spec")
-    assert "stateful_tests/tree/tests/test_spec_coverage.py" in spec_tests and "stateful_tests/tree/tests/test_laws.py" in spec_tests
+    assert (
+        "stateful_tests/tree/tests/test_spec_coverage.py" in spec_tests and "stateful_tests/tree/tests/test_laws.py" in spec_tests
+    )
     # the spec is judged by its laws and, for the tree, the reference tree's tests and vectors that drive it; never by impl/'s
     assert not any("test_impl_" in t for t in spec_tests) and set(spec_tests) < set(tests)
     assert "stateful_tests/tree/tests/test_vectors.py" in spec_tests
@@ -237,7 +257,11 @@ def test_every_module_of_every_layer_has_its_ci_judges():
 def test_paths_select_a_module_or_a_layer_and_refuse_an_unknown_one():
     assert [t.module for t in targets_for("ci", ROOT, ["reference/sequences.py"])] == ["reference/sequences.py"]
     assert [t.module for t in targets_for("ci", ROOT, ["impl/lane.py", "reference"])] == [
-        "reference/radix_tree.py", "reference/sequences.py", "reference/wire.py", "impl/lane.py"]
+        "reference/radix_tree.py",
+        "reference/sequences.py",
+        "reference/wire.py",
+        "impl/lane.py",
+    ]
     for bad in ("reference/nothing.py", "kvproof/cli.py", "refer"):
         with pytest.raises(MutateProfileError):
             targets_for("ci", ROOT, [bad])
@@ -252,7 +276,11 @@ def test_a_module_missing_from_the_ci_lists_fails_the_profile(monkeypatch):
 
 def test_targets_sharing_a_test_list_run_together_and_each_list_alone(monkeypatch, tmp_path):
     """``run_groups``: one mutmut run per distinct list, the reports joined; a limit reached stops the rest, loudly."""
-    a, b, c = MutationTarget("spec/a.py", ("t1.py",)), MutationTarget("spec/b.py", ("t2.py",)), MutationTarget("spec/c.py", ("t1.py",))
+    a, b, c = (
+        MutationTarget("spec/a.py", ("t1.py",)),
+        MutationTarget("spec/b.py", ("t2.py",)),
+        MutationTarget("spec/c.py", ("t1.py",)),
+    )
     assert groups_of([a, b, c]) == [(a, c), (b,)]
     calls = []
 
@@ -297,13 +325,16 @@ def test_merged_shards_report_what_the_whole_run_reports(tmp_path):
     assert {m.name: (m.status, m.diff) for m in merged.mutants} == {m.name: (m.status, m.diff) for m in ms}
 
 
-@pytest.mark.parametrize("broken, message", [
-    ("missing", "shards 2/3 are missing"),
-    ("twice", "shard 1/3 is given twice"),
-    ("other profile", "profile quick against ci"),
-    ("overlap", "shards overlap"),
-    ("not a report", "not a mutate report"),
-])
+@pytest.mark.parametrize(
+    "broken, message",
+    [
+        ("missing", "shards 2/3 are missing"),
+        ("twice", "shard 1/3 is given twice"),
+        ("other profile", "profile quick against ci"),
+        ("overlap", "shards overlap"),
+        ("not a report", "not a mutate report"),
+    ],
+)
 def test_a_merge_refuses_what_is_not_every_shard_of_one_run(tmp_path, broken, message):
     """The control: each way a set of files can fail to be one whole run is refused, naming it."""
     ms = mutants("spec/a.py", killed=6, survived=3)
@@ -340,8 +371,11 @@ def module_files(tmp_path, runs, profile="ci"):
     paths = []
     for i, (selected, ms) in enumerate(runs.items()):
         paths.append(tmp_path / f"run-{i}.json")
-        write_json(paths[-1], "mutate", Report(ms).to_json({"profile": profile, "paths": selected.split(","), "shard": "1/1",
-                                                            "seconds": 3.0}))
+        write_json(
+            paths[-1],
+            "mutate",
+            Report(ms).to_json({"profile": profile, "paths": selected.split(","), "shard": "1/1", "seconds": 3.0}),
+        )
     return paths
 
 
@@ -349,25 +383,35 @@ SPEC_MODULES = {"spec": ["spec/a.py", "spec/b.py"], "impl": ["impl/c.py"]}
 
 
 def test_whole_runs_split_by_module_merge_into_the_whole_layers_report(tmp_path):
-    a, b, c = mutants("spec/a.py", killed=5, survived=1), mutants("spec/b.py", killed=2, survived=2), mutants("impl/c.py", killed=3)
-    merged = merge_module_runs([read_shard_run(p) for p in module_files(tmp_path, {"spec/a.py": a, "spec/b.py": b, "impl": c})],
-                               SPEC_MODULES)
+    a, b, c = (
+        mutants("spec/a.py", killed=5, survived=1),
+        mutants("spec/b.py", killed=2, survived=2),
+        mutants("impl/c.py", killed=3),
+    )
+    merged = merge_module_runs(
+        [read_shard_run(p) for p in module_files(tmp_path, {"spec/a.py": a, "spec/b.py": b, "impl": c})], SPEC_MODULES
+    )
     whole = Report(a + b + c)
     assert merged.table_rows() == whole.table_rows() and merged.failures() == whole.failures()
     assert [(t.name, t.score) for t in merged.layers] == [("impl", 1.0), ("spec", 0.7)]
 
 
-@pytest.mark.parametrize("broken, message", [
-    ("part of a layer", r"^spec/ is not judged whole: no report has spec/b.py$"),
-    ("a module twice", r"^spec/a.py is judged by .*run-0.json and by .*run-1.json: give each module once$"),
-    ("a shard", r"is shard 1/2: merge a run's shards with each other, or whole runs by module$"),
-    ("other profile", r"is of another profile than .*: profile quick against ci$"),
-])
+@pytest.mark.parametrize(
+    "broken, message",
+    [
+        ("part of a layer", r"^spec/ is not judged whole: no report has spec/b.py$"),
+        ("a module twice", r"^spec/a.py is judged by .*run-0.json and by .*run-1.json: give each module once$"),
+        ("a shard", r"is shard 1/2: merge a run's shards with each other, or whole runs by module$"),
+        ("other profile", r"is of another profile than .*: profile quick against ci$"),
+    ],
+)
 def test_a_merge_by_module_refuses_what_does_not_judge_whole_layers_once(tmp_path, broken, message):
     """The control: a layer judged in part, a module judged twice, a shard among whole runs, another profile."""
     a, b = mutants("spec/a.py", killed=3), mutants("spec/b.py", killed=3)
-    runs = {"part of a layer": {"spec/a.py": a, "impl/c.py": mutants("impl/c.py", killed=1)},
-            "a module twice": {"spec/a.py": a, "spec": a + b}}.get(broken, {"spec/a.py": a, "spec/b.py": b})
+    runs = {
+        "part of a layer": {"spec/a.py": a, "impl/c.py": mutants("impl/c.py", killed=1)},
+        "a module twice": {"spec/a.py": a, "spec": a + b},
+    }.get(broken, {"spec/a.py": a, "spec/b.py": b})
     paths = module_files(tmp_path, runs)
     if broken in ("a shard", "other profile"):
         body = json.loads(paths[1].read_text())
@@ -384,12 +428,16 @@ def test_a_rejudge_carries_only_kills_of_unchanged_functions():
 
     now = function_hash(ROOT, COV + "1")
     assert now is not None
-    earlier = Report([Mutant(COV + "1", "spec/coverage.py", 1, function_hash=now),
-                      Mutant(COV + "2", "spec/coverage.py", 36, function_hash=now),
-                      Mutant(COV + "3", "spec/coverage.py", 1, function_hash="an older text"),
-                      Mutant(COV + "4", "spec/coverage.py", 0, function_hash=now),
-                      Mutant(COV + "5", "spec/coverage.py", 33, function_hash=now),
-                      Mutant(COV + "6", "spec/coverage.py", None, function_hash=now)])
+    earlier = Report(
+        [
+            Mutant(COV + "1", "spec/coverage.py", 1, function_hash=now),
+            Mutant(COV + "2", "spec/coverage.py", 36, function_hash=now),
+            Mutant(COV + "3", "spec/coverage.py", 1, function_hash="an older text"),
+            Mutant(COV + "4", "spec/coverage.py", 0, function_hash=now),
+            Mutant(COV + "5", "spec/coverage.py", 33, function_hash=now),
+            Mutant(COV + "6", "spec/coverage.py", None, function_hash=now),
+        ]
+    )
     assert sorted(carried_verdicts(earlier, ROOT)) == [COV + "1", COV + "2"]
 
 
@@ -399,7 +447,9 @@ def test_a_rejudge_takes_the_earlier_runs_modules_or_some_of_them_and_nothing_el
     part = targets_for("ci", ROOT, ["impl/lane.py"])
     assert rejudge_refusal("ci", impl, "1/1", "ci", part, "1/1") is None
     assert rejudge_refusal("ci", ("impl",), "1/1", "ci", targets_for("ci", ROOT, ["impl"]), "1/1") is None
-    assert "did not run reference/sequences.py" in rejudge_refusal("ci", impl, "1/1", "ci", targets_for("ci", ROOT, ["reference/sequences.py"]), "1/1")
+    assert "did not run reference/sequences.py" in rejudge_refusal(
+        "ci", impl, "1/1", "ci", targets_for("ci", ROOT, ["reference/sequences.py"]), "1/1"
+    )
     assert "give the same profile and shard" in rejudge_refusal("quick", impl, "1/1", "ci", part, "1/1")
     assert "give the same profile and shard" in rejudge_refusal("ci", impl, "1/2", "ci", part, "1/1")
 

@@ -20,13 +20,13 @@ def test_a_tests_budget_is_a_multiple_of_its_cost_plus_a_floor_and_none_without_
     assert TIMEOUT_EXIT == 36, "mutmut's own exit code for a timeout"
 
 
-SLOW = '''
+SLOW = """
 import time
 def test_quick():
     pass
 def test_loops():
     time.sleep(SECONDS)
-'''
+"""
 
 
 def session(folder, mutant, seconds, costs):
@@ -40,9 +40,26 @@ def session(folder, mutant, seconds, costs):
     if mutant:
         env[MUTANT_ENV] = mutant
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "-p", "kvproof.stateful_tests.mutation.stall", f"--rootdir={folder}", "test_slow.py"],
-                          cwd=folder, env=env, capture_output=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-p",
+            "kvproof.stateful_tests.mutation.stall",
+            f"--rootdir={folder}",
+            "test_slow.py",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     lines = [json.loads(line) for line in ttd.read_text().splitlines()] if ttd.exists() else []
     return proc.returncode, time.monotonic() - started, lines
 
@@ -55,7 +72,6 @@ def test_a_mutant_session_past_its_files_budget_ends_as_a_timeout_and_says_where
 
 
 def test_negative_control_no_timer_outside_a_mutant_session_or_for_a_file_without_a_cost(tmp_path):
-    for mutant, costs in ((None, {"test_slow.py": 0.05}), ("stats", {"test_slow.py": 0.05}),
-                          ("kvproof.spec.x__mutmut_1", {})):
+    for mutant, costs in ((None, {"test_slow.py": 0.05}), ("stats", {"test_slow.py": 0.05}), ("kvproof.spec.x__mutmut_1", {})):
         rc, spent, lines = session(tmp_path, mutant, 2, costs)
         assert rc == 0 and spent >= 2 and lines == [], (mutant, costs, rc, lines)

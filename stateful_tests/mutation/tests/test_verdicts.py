@@ -13,7 +13,9 @@ from kvproof.stateful_tests.mutation.scores import MergeError, Mutant, Report, r
 
 ROOT = Path(__file__).resolve().parents[3]
 MUTATION_MD = ROOT / "docs" / "mutation.md"
-PROVENANCE = re.compile(r"^[0-9a-f]{40}:docs/mutation-runs/[\w.-]+\.(json|jsonl\.gz)$")  # a report, or an earlier verdict of record
+PROVENANCE = re.compile(
+    r"^[0-9a-f]{40}:docs/mutation-runs/[\w.-]+\.(json|jsonl\.gz)$"
+)  # a report, or an earlier verdict of record
 
 
 def record_table(text: str) -> dict[str, tuple[str, ...]]:
@@ -31,8 +33,14 @@ def record_row(report: Report, layer: str) -> tuple[str, ...]:
     (tally,) = [t for t in report.layers if t.name == layer]
     score = tally.score
     assert score is not None, f"{layer}/ has no judged mutant"
-    return (f"{100 * report.goals[layer]:.0f}%", f"{100 * score:.1f}%", f"{tally.total:,}", str(tally["survived"]),
-            str(tally["equivalent"]), str(tally["no tests"]))
+    return (
+        f"{100 * report.goals[layer]:.0f}%",
+        f"{100 * score:.1f}%",
+        f"{tally.total:,}",
+        str(tally["survived"]),
+        str(tally["equivalent"]),
+        str(tally["no tests"]),
+    )
 
 
 def test_the_verdicts_of_record_reproduce_the_table_of_docs_mutation_md():
@@ -71,18 +79,26 @@ def test_each_verdict_names_its_group_and_the_commit_and_path_it_came_from():
         # named by the path it was written to, and then every mutant carries its function's hash, which says
         # what code it judged (equivalents.function_hash).
         assert PROVENANCE.match(header["report"]) or (
-            header["report"].startswith("/") and all(m.get("function_hash") for m in header["mutants"])), \
-            header["report"]
-        assert header["rejudged_from"] is None or PROVENANCE.match(header["rejudged_from"]) or header["rejudged_from"].startswith("/tmp/")
+            header["report"].startswith("/") and all(m.get("function_hash") for m in header["mutants"])
+        ), header["report"]
+        assert (
+            header["rejudged_from"] is None
+            or PROVENANCE.match(header["rejudged_from"])
+            or header["rejudged_from"].startswith("/tmp/")
+        )
 
 
 def test_a_verdict_reads_back_as_the_report_it_was_recorded_from(tmp_path):
-    mutants = [Mutant("kvproof.spec.coverage.x_f__mutmut_1", "spec/coverage.py", 1, 0.5, 0.01, "t.py::test_a", function_hash="h"),
-               Mutant("kvproof.spec.coverage.x_f__mutmut_2", "spec/coverage.py", 0, 0.5, diff="- a\n+ b", function_hash="h"),
-               Mutant("kvproof.spec.coverage.x_f__mutmut_3", "spec/coverage.py", 33, diff="- c\n+ d")]
+    mutants = [
+        Mutant("kvproof.spec.coverage.x_f__mutmut_1", "spec/coverage.py", 1, 0.5, 0.01, "t.py::test_a", function_hash="h"),
+        Mutant("kvproof.spec.coverage.x_f__mutmut_2", "spec/coverage.py", 0, 0.5, diff="- a\n+ b", function_hash="h"),
+        Mutant("kvproof.spec.coverage.x_f__mutmut_3", "spec/coverage.py", 33, diff="- c\n+ d"),
+    ]
     report = Report(mutants)
-    body = {"schema": "kvproof.mutate/1", **report.to_json({"profile": "ci", "paths": ["spec/coverage.py"], "shard": "1/1",
-                                                            "seconds": 3.0})}
+    body = {
+        "schema": "kvproof.mutate/1",
+        **report.to_json({"profile": "ci", "paths": ["spec/coverage.py"], "shard": "1/1", "seconds": 3.0}),
+    }
     (tmp_path / "r.json").write_text(json.dumps(body))
     out = tmp_path / "spec-coverage.jsonl.gz"
     verdicts.write_verdict(verdicts.verdict_lines(body, "c0ffee:r.json", None), out)
@@ -108,7 +124,11 @@ def test_what_is_not_a_verdict_is_refused_by_name(tmp_path):
 
 def test_a_group_is_named_by_its_modules_in_any_order_and_of_one_layer():
     assert verdicts.group_of(["spec"]) == "spec"
-    assert verdicts.group_of(["impl/node.py", "impl/_sync.py"]) == verdicts.group_of(["impl/_sync.py", "impl/node.py"]) == "impl-node-sync"
+    assert (
+        verdicts.group_of(["impl/node.py", "impl/_sync.py"])
+        == verdicts.group_of(["impl/_sync.py", "impl/node.py"])
+        == "impl-node-sync"
+    )
     with pytest.raises(ValueError):
         verdicts.group_of(["impl/node.py", "spec/coverage.py"])
 

@@ -94,7 +94,11 @@ REFUSALS = [
     (_add(hint=(10, None)), SequenceArgumentTypeError, r"prefill_load_hint must be a PrefillLoadHint, got tuple"),
     (_add(hint=_hint(-1)), InvalidSequenceArgument, rf"initial_effective_prefill_tokens -1 is outside {_U64}"),
     (_add(hint=_hint(duration=-1)), InvalidDuration, r"expected_prefill_duration must not be negative, got -1"),
-    (_add(hint=_hint(duration="1s")), SequenceArgumentTypeError, r"expected_prefill_duration must be an int of nanoseconds, got str"),
+    (
+        _add(hint=_hint(duration="1s")),
+        SequenceArgumentTypeError,
+        r"expected_prefill_duration must be an int of nanoseconds, got str",
+    ),
     (lambda t: t.add_request("a", 1), SequenceArgumentTypeError, r"expected a SequenceRequest, got str"),
     (lambda t: t.mark_prefill_completed(5, 1), SequenceArgumentTypeError, r"request_id must be a str, got int"),
     (lambda t: t.register_worker("2", 0, 1, 0), SequenceArgumentTypeError, r"worker_id must be an int, got str"),
@@ -104,7 +108,11 @@ REFUSALS = [
     (lambda t: t.register_worker(2, 0, 1.0, 0), SequenceArgumentTypeError, r"dp_size must be an int, got float"),
     (lambda t: t.register_worker(2, 0, 2**32, 0), InvalidSequenceArgument, rf"dp_size 4294967296 is outside {_U32}"),
     (lambda t: t.register_worker(2, 0, 0, 0), InvalidDpRange, r"dp_size must be greater than 0"),
-    (lambda t: t.register_worker(2, 0, 65537, 0), InvalidDpRange, r"dp_size 65537 is more than 65536 ranks for one worker \(kvproof's bound; H12\)"),
+    (
+        lambda t: t.register_worker(2, 0, 65537, 0),
+        InvalidDpRange,
+        r"dp_size 65537 is more than 65536 ranks for one worker \(kvproof's bound; H12\)",
+    ),
     (lambda t: t.register_worker(2, 2**32 - 1, 1, 0), InvalidDpRange, r"dp range overflows u32: start=4294967295 size=1"),
     (lambda t: t.register_worker(2, 0, 1, -1), InvalidInstant, r"time must not be negative, got -1"),
     (lambda t: t.unregister_worker("1"), SequenceArgumentTypeError, r"worker_id must be an int, got str"),
@@ -128,7 +136,9 @@ def test_each_bad_argument_is_refused_naming_the_argument_and_the_value(target):
         assert type(refused.value) is error, message
     tracker.check()
     assert not tracker.snapshot().request_index and set(tracker.snapshot().sequences) == {(1, 0), (1, 1)}
-    tracker.register_worker(2, 2**32 - 2, 1, 0)  # a range may end at u32::MAX: start 4294967294 size 1 is accepted (sequences.md §8.3)
+    tracker.register_worker(
+        2, 2**32 - 2, 1, 0
+    )  # a range may end at u32::MAX: start 4294967294 size 1 is accepted (sequences.md §8.3)
     for worker in ((2**64 - 1, 0), (1, 2**32 - 1)):  # the largest worker id and dp rank are well formed, only unregistered
         with pytest.raises(WorkerNotFound, match=rf"^Worker \({worker[0]}, {worker[1]}\) not found$"):
             _add(worker)(tracker)
@@ -138,9 +148,11 @@ def test_each_bad_argument_is_refused_naming_the_argument_and_the_value(target):
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_a_bad_expiry_is_refused_by_name(target):
     """The expiry of a new tracker is a positive duration (sequences.md §2 "Expiry": Dynamo panics on a zero one)."""
-    for expiry, error, message in ((0, InvalidDuration, r"expiry must be greater than zero \(Dynamo panics on a zero expiry\)"),
-                                   (-1, InvalidDuration, r"expiry must not be negative, got -1"),
-                                   ("5s", SequenceArgumentTypeError, r"expiry must be an int of nanoseconds, got str")):
+    for expiry, error, message in (
+        (0, InvalidDuration, r"expiry must be greater than zero \(Dynamo panics on a zero expiry\)"),
+        (-1, InvalidDuration, r"expiry must not be negative, got -1"),
+        ("5s", SequenceArgumentTypeError, r"expiry must be an int of nanoseconds, got str"),
+    ):
         with pytest.raises(error, match=rf"^{message}$"):
             TARGETS[target](expiry)
     assert TARGETS[target](1).expiry == 1
@@ -182,8 +194,9 @@ def test_an_int_subclass_is_read_by_its_value_and_kept_as_a_plain_int(target):
 
     tracker = TARGETS[target](None)
     tracker.register_worker(Member.THREE, LyingInt(0), LyingInt(2), 0)
-    tracker.add_request(SequenceRequest("a", WorkerWithDpRank(Member.THREE, LyingInt(1)), (LyingInt(7),), True, None, None),
-                        LyingInt(1))
+    tracker.add_request(
+        SequenceRequest("a", WorkerWithDpRank(Member.THREE, LyingInt(1)), (LyingInt(7),), True, None, None), LyingInt(1)
+    )
     state = tracker.snapshot()
     kinds, values = set(), set()
 

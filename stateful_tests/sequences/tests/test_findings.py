@@ -18,16 +18,33 @@ def tracker(slot_tracker_oracle):
 
 
 def _model(tracker, name, dp_size=1):
-    assert tracker.request("POST", "/register", {"worker_id": 1, "model_name": name, "block_size": 16, "dp_start": 0, "dp_size": dp_size})[0] == 201
+    assert (
+        tracker.request(
+            "POST", "/register", {"worker_id": 1, "model_name": name, "block_size": 16, "dp_start": 0, "dp_size": dp_size}
+        )[0]
+        == 201
+    )
 
 
 def _add(tracker, name, rid, hashes, tokens=0, worker=(1, 0)):
-    return tracker.request("POST", "/add", {"model_name": name, "request_id": rid, "worker_id": worker[0], "dp_rank": worker[1],
-                                            "sequence_hashes": hashes, "new_isl_tokens": tokens})[0]
+    return tracker.request(
+        "POST",
+        "/add",
+        {
+            "model_name": name,
+            "request_id": rid,
+            "worker_id": worker[0],
+            "dp_rank": worker[1],
+            "sequence_hashes": hashes,
+            "new_isl_tokens": tokens,
+        },
+    )[0]
 
 
 def _loads(tracker, name):
-    return [(r["active_prefill_tokens"], r["active_decode_blocks"]) for r in tracker.request("GET", f"/loads?model_name={name}")[1]]
+    return [
+        (r["active_prefill_tokens"], r["active_decode_blocks"]) for r in tracker.request("GET", f"/loads?model_name={name}")[1]
+    ]
 
 
 def test_s1_token_sum_past_u64_wraps_and_panics(tracker):

@@ -39,20 +39,24 @@ def fresh(make: Callable) -> Any:
 
 def add_cost(make: Callable) -> Callable[[int], Cost]:
     """The cost of one ``add_request`` of an n-block prompt on an empty slot."""
+
     def measure(n: int) -> Cost:
         with counted_past_the_door():
             tracker, req = fresh(make), request(n)
             return cost_of(lambda: tracker.add_request(req, 1))
+
     return measure
 
 
 def after_add_cost(make: Callable, call: Callable[[Any], object]) -> Callable[[int], Cost]:
     """The cost of ``call(tracker)`` once an n-block prompt was added."""
+
     def measure(n: int) -> Cost:
         with counted_past_the_door():
             tracker = fresh(make)
             tracker.add_request(request(n), 1)
             return cost_of(lambda: call(tracker))
+
     return measure
 
 

@@ -50,8 +50,11 @@ def test_a_free_racing_a_mark_frees_the_request_and_its_prefill():
     t = tracker()
     t.add_request(request("r", A), millis(1))
     results = []
-    errors = race("sequences.free.owner_found", lambda: results.append(t.free("r", millis(3))),
-                  lambda: t.mark_prefill_completed("r", millis(2)))
+    errors = race(
+        "sequences.free.owner_found",
+        lambda: results.append(t.free("r", millis(3))),
+        lambda: t.mark_prefill_completed("r", millis(2)),
+    )
     assert errors == [] and results == [True]
     assert "r" not in t.snapshot().request_index and "r" not in queued(t, A)
     t.check()
@@ -61,8 +64,11 @@ def test_two_frees_racing_free_once():
     t = tracker()
     t.add_request(request("r", A), millis(1))
     results = []
-    errors = race("sequences.free.owner_found", lambda: results.append(t.free("r", millis(3))),
-                  lambda: results.append(t.free("r", millis(2))))
+    errors = race(
+        "sequences.free.owner_found",
+        lambda: results.append(t.free("r", millis(3))),
+        lambda: results.append(t.free("r", millis(2))),
+    )
     assert errors == [] and sorted(results) == [False, True]
     assert t.statistics().raced_frees == 1
     t.check()
@@ -70,8 +76,11 @@ def test_two_frees_racing_free_once():
 
 def test_two_adds_of_one_id_racing_book_it_once():
     t = tracker()
-    errors = race("sequences.add.slot_found", lambda: t.add_request(request("r", A), millis(2)),
-                  lambda: t.add_request(request("r", B), millis(1)))
+    errors = race(
+        "sequences.add.slot_found",
+        lambda: t.add_request(request("r", A), millis(2)),
+        lambda: t.add_request(request("r", B), millis(1)),
+    )
     assert [type(e) for e in errors] == [DuplicateRequest]
     assert t.snapshot().request_index["r"] == B and "r" not in t.snapshot().sequences[A].requests
     assert t.statistics().duplicate_rejections == 1
@@ -82,8 +91,11 @@ def test_a_free_before_the_add_is_booked_frees_nothing():
     """sequences.md §10 item 4: a free that overtakes its add finds nothing; the add then books the request."""
     t = tracker()
     results = []
-    errors = race("sequences.add.slot_found", lambda: t.add_request(request("r", A), millis(2)),
-                  lambda: results.append(t.free("r", millis(1))))
+    errors = race(
+        "sequences.add.slot_found",
+        lambda: t.add_request(request("r", A), millis(2)),
+        lambda: results.append(t.free("r", millis(1))),
+    )
     assert errors == [] and results == [False]
     assert t.snapshot().request_index["r"] == A
     t.check()
@@ -110,5 +122,9 @@ def test_negative_control_the_racing_frees_of_a_broken_tracker_both_succeed():
     t = tracker(FreeWithoutRecheck)
     t.add_request(request("r", A), millis(1))
     results = []
-    race("sequences.free.owner_found", lambda: results.append(t.free("r", millis(3))), lambda: results.append(t.free("r", millis(2))))
+    race(
+        "sequences.free.owner_found",
+        lambda: results.append(t.free("r", millis(3))),
+        lambda: results.append(t.free("r", millis(2))),
+    )
     assert results == [True, True]  # test_two_frees_racing_free_once requires [False, True]

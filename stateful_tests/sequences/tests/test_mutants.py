@@ -85,7 +85,8 @@ def test_conformance_catches(slot_tracker_process, mutant):
 
     family = 1 if mutant is NoCreditCap else 3  # the "credit" and "mixed" scenario templates
     indices = [i for i in range(60) if i % 5 == family][:8]
-    report = conform_slot_tracker(len(indices), 1, indices=indices, parallel=8, length=0,
-                                  oracle=slot_tracker_process, model_factory=mutant)
+    report = conform_slot_tracker(
+        len(indices), 1, indices=indices, parallel=8, length=0, oracle=slot_tracker_process, model_factory=mutant
+    )
     print(f"{mutant.__name__}: {len({m.scenario for m in report.mismatches})} of {len(indices)} scenarios differ")
     assert report.mismatches

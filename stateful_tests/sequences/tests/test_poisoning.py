@@ -40,11 +40,19 @@ def test_a_fault_between_the_mutation_and_its_publish_poisons_the_tracker(monkey
         with pytest.raises(TrackerBoom):
             t.add_request(request("r"), millis(1))
     assert "registry has not converged" in str(t.poisoned)
-    for call in (lambda: t.add_request(request("s"), millis(2)), lambda: t.free("r", millis(2)),
-                 lambda: t.mark_prefill_completed("r", millis(2)), lambda: t.force_expiry(millis(2)),
-                 lambda: t.loads(millis(2)), lambda: t.potential_loads((1, 2), 10, millis(2)),
-                 lambda: t.modeled_remaining_prefill_times(millis(2)), lambda: t.register_worker(2, 0, 1, 0),
-                 lambda: t.unregister_worker(1), t.snapshot, t.registry_snapshot):
+    for call in (
+        lambda: t.add_request(request("s"), millis(2)),
+        lambda: t.free("r", millis(2)),
+        lambda: t.mark_prefill_completed("r", millis(2)),
+        lambda: t.force_expiry(millis(2)),
+        lambda: t.loads(millis(2)),
+        lambda: t.potential_loads((1, 2), 10, millis(2)),
+        lambda: t.modeled_remaining_prefill_times(millis(2)),
+        lambda: t.register_worker(2, 0, 1, 0),
+        lambda: t.unregister_worker(1),
+        t.snapshot,
+        t.registry_snapshot,
+    ):
         with pytest.raises(Poisoned, match="TrackerBoom interrupted add_request"):
             call()
     with pytest.raises(AssertionError):

@@ -60,9 +60,11 @@ def test_the_block_trie_check_catches_a_broken_trie():
     trie.acquire((1, 2))
     trie.acquire((1, 3))
     trie.check([(1, 2), (1, 3)])
-    for prompts, message in (([(1, 2)], "a node at depth 1 has 2 owners, 1 prompts"),  # a path too many
-                             ([(1, 2), (1, 3), (1, 4)], "a prompt's path of depth 2 is missing"),
-                             ([(1, 2), (1, 2)], "a node at depth 2 has 1 owners, None prompts")):  # wrong owners
+    for prompts, message in (
+        ([(1, 2)], "a node at depth 1 has 2 owners, 1 prompts"),  # a path too many
+        ([(1, 2), (1, 3), (1, 4)], "a prompt's path of depth 2 is missing"),
+        ([(1, 2), (1, 2)], "a node at depth 2 has 1 owners, None prompts"),
+    ):  # wrong owners
         with pytest.raises(AssertionError, match=f"^{re.escape(message)}"):
             trie.check(prompts)
     trie.active_blocks += 1
@@ -101,9 +103,14 @@ def sound_tracker():
     return tracker, tracker.slots[next(r for r in tracker.slots if r.dp_rank == 0)]
 
 
-@pytest.mark.parametrize(("field", "message"), [("tokens_sum", "prefill tokens sum drifted"),
-                                                 ("unmodeled", "unmodeled count drifted"),
-                                                 ("modeled_ms", "modeled ms drifted")])
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("tokens_sum", "prefill tokens sum drifted"),
+        ("unmodeled", "unmodeled count drifted"),
+        ("modeled_ms", "modeled ms drifted"),
+    ],
+)
 def test_the_prefill_check_names_the_running_sum_that_drifted(field, message):
     """``check()`` recomputes each running sum of a slot's prefills and names the one that drifted."""
     tracker, slot = sound_tracker()
@@ -202,5 +209,3 @@ def test_the_decay_refuses_a_modeled_backlog_whose_anchor_is_unmodeled():
 
     with pytest.raises(AssertionError, match=r"^a modeled backlog has no unmodeled prefill"):
         decayed_tokens(PrefillLoadSnapshot(10, AnchorSnapshot(10, None, 0), 5), 1)
-
-

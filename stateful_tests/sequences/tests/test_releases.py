@@ -54,10 +54,15 @@ def test_rebooking_add_moves_the_booking_and_leaves_the_first_copy():
     _rebooking_call(op, WorkerWithDpRank(1, 1), lambda m, at: m.add_request(request, at), request)(t, 2)
     loads = t.loads(3)
     assert t.snapshot().request_index["a"] == WorkerWithDpRank(1, 1)
-    assert (loads[WorkerWithDpRank(1, 0)].active_prefill_tokens, loads[WorkerWithDpRank(1, 1)].active_prefill_tokens) == (100, 300)
+    assert (loads[WorkerWithDpRank(1, 0)].active_prefill_tokens, loads[WorkerWithDpRank(1, 1)].active_prefill_tokens) == (
+        100,
+        300,
+    )
 
 
-@pytest.mark.parametrize("named, tokens_after", [((1, 1), 0), ((9, 0), 100)], ids=["wrong-worker-acts-on-owner", "unregistered-dropped"])
+@pytest.mark.parametrize(
+    "named, tokens_after", [((1, 1), 0), ((9, 0), 100)], ids=["wrong-worker-acts-on-owner", "unregistered-dropped"]
+)
 def test_rebooking_mark_ignores_the_named_worker_unless_it_is_unregistered(named, tokens_after):
     t = _two_rank_tracker()
     op = Op("mark", 0, "a", named, via="replica")
@@ -76,8 +81,13 @@ def test_each_release_is_detected_and_conforms(version):
     if not (site / "dynamo" / "slot_tracker").is_dir():
         pytest.skip(f"no extracted {version} under {SITES}")
     env = {**os.environ, "PYTHONPATH": str(site)}
-    ran = subprocess.run([sys.executable, "-m", "kvproof", "conform", "slot-tracker", "--scenarios", "4", "--parallel", "4"],
-                         capture_output=True, text=True, env=env, timeout=240)
+    ran = subprocess.run(
+        [sys.executable, "-m", "kvproof", "conform", "slot-tracker", "--scenarios", "4", "--parallel", "4"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     assert ran.stdout.startswith(f"slot tracker: ai-dynamo-runtime {version}, wire format: "), ran.stdout
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert "Traceback" not in ran.stdout + ran.stderr

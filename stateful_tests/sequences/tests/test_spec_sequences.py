@@ -134,7 +134,9 @@ def test_modeled_backlog_saturates_at_u64():
 
 
 def test_modeled_read_spills_over_the_whole_backlog_and_clips_at_zero():
-    snap = prefill_load_snapshot(on_prefill_insert(queue(PrefillEntry("r1", 1, secs(10))), PrefillEntry("r2", 1, secs(6)), secs(2)))
+    snap = prefill_load_snapshot(
+        on_prefill_insert(queue(PrefillEntry("r1", 1, secs(10))), PrefillEntry("r2", 1, secs(6)), secs(2))
+    )
     assert [modeled_remaining_prefill_ms(snap, secs(t)) for t in (2, 12, 17, 100)] == [14000, 4000, 0, 0]
 
 
@@ -154,14 +156,22 @@ def test_missing_expected_duration_reads_as_the_upstream_error_variant():
     # sequences.md §3 "Errors": the read's one error is Err(MissingExpectedDuration), named as the variant
     with pytest.raises(MissingExpectedDuration, match=r"^MissingExpectedDuration$"):
         modeled_remaining_prefill_ms(prefill_load_snapshot(queue(U)), secs(1))
-    assert str(MissingExpectedDuration()) == "MissingExpectedDuration" and repr(MissingExpectedDuration()) == "MissingExpectedDuration()"
+    assert (
+        str(MissingExpectedDuration()) == "MissingExpectedDuration"
+        and repr(MissingExpectedDuration()) == "MissingExpectedDuration()"
+    )
 
 
 def hashes_as_it_compares(make) -> bool:
     """Two instances from ``make`` are equal, hash alike, collapse in a set and find each other as map keys."""
     first, second = make(), make()
-    return (first is not second and first == second and hash(first) == hash(second)
-            and len({first, second}) == 1 and {first: "worker 2"}.get(second) == "worker 2")
+    return (
+        first is not second
+        and first == second
+        and hash(first) == hash(second)
+        and len({first, second}) == 1
+        and {first: "worker 2"}.get(second) == "worker 2"
+    )
 
 
 def test_missing_expected_duration_is_a_value_that_hashes_as_it_compares():
@@ -296,12 +306,14 @@ def test_the_paths_of_prompts_are_every_prefix_of_each_without_gaps(prompts):
 
 def test_a_path_set_check_rejects_a_value_that_is_not_canonical():
     PathSet(frozenset({(1, 2), (1, 3)}), frozenset({(1,)})).check()  # {(1, 2), (1, 3)}: the gap (1,) is below both leaves
-    for bad, message in ((PathSet(frozenset({(1,), (1, 2)})), r"a leaf is a prefix of another leaf"),
-                         (PathSet(frozenset({(1, 2)}), frozenset({(3,)})), r"gap \(3,\) is below no leaf"),
-                         (PathSet(frozenset({(1, 2)}), frozenset({(1, 2)})), r"gap \(1, 2\) is below no leaf"),  # a leaf is not a gap
-                         (PathSet(frozenset({(1, 2)}), frozenset({()})), r"gap \(\) is below no leaf"),
-                         (PathSet(frozenset({()})), r"an empty leaf"),  # the empty path is no block
-                         (PathSet(frozenset({(1,), ()})), r"an empty leaf")):
+    for bad, message in (
+        (PathSet(frozenset({(1,), (1, 2)})), r"a leaf is a prefix of another leaf"),
+        (PathSet(frozenset({(1, 2)}), frozenset({(3,)})), r"gap \(3,\) is below no leaf"),
+        (PathSet(frozenset({(1, 2)}), frozenset({(1, 2)})), r"gap \(1, 2\) is below no leaf"),  # a leaf is not a gap
+        (PathSet(frozenset({(1, 2)}), frozenset({()})), r"gap \(\) is below no leaf"),
+        (PathSet(frozenset({()})), r"an empty leaf"),  # the empty path is no block
+        (PathSet(frozenset({(1,), ()})), r"an empty leaf"),
+    ):
         with pytest.raises(AssertionError, match=rf"^{message}(\n|$)"):
             bad.check()
 
@@ -401,8 +413,12 @@ def test_unregister_removes_exactly_the_workers_slots_and_bookings():
     for rid, worker in (("a", W), ("b", WorkerWithDpRank(1, 1)), ("c", other)):
         s = st.on_add_request(s, SequenceRequest(rid, worker, (1,), True, None, PrefillLoadHint(10, secs(1))), 0)
     after = st.on_unregister_worker(s, 1)
-    assert after == st.SlotTrackerState(st.WorkerTable(FrozenMap({2: st.DpRange(3, 1)})), FrozenMap({"c": other}),
-                                        FrozenMap({other: s.sequences[other]}), secs(60))
+    assert after == st.SlotTrackerState(
+        st.WorkerTable(FrozenMap({2: st.DpRange(3, 1)})),
+        FrozenMap({"c": other}),
+        FrozenMap({other: s.sequences[other]}),
+        secs(60),
+    )
     assert st.on_unregister_worker(after, 2) == st.new_slot_tracker(secs(60))
     assert st.on_unregister_worker(st.on_register_worker(st.new_slot_tracker(None), 1, 0, 1, 0), 1).expiry is None
 
@@ -410,7 +426,10 @@ def test_unregister_removes_exactly_the_workers_slots_and_bookings():
 def test_a_slot_holds_exactly_u64_max_prefill_tokens_and_refuses_one_more():
     # docs/sequences-findings.md S1: the sum must fit u64 (1.6.1 wraps); u64::MAX itself fits
     s = st.on_add_request(tracker(), req("a", (), U64_MAX), 0)
-    assert inv.write_model_violations(s) == [] and st.read_loads(st.project_prompt_registry(s), 0)[W].active_prefill_tokens == U64_MAX
+    assert (
+        inv.write_model_violations(s) == []
+        and st.read_loads(st.project_prompt_registry(s), 0)[W].active_prefill_tokens == U64_MAX
+    )
     with pytest.raises(TokenLoadOverflow):
         st.on_add_request(s, req("b", (), 1), 0)
     s = st.on_add_request(st.on_add_request(tracker(), req("a", (), U64_MAX - 1), 0), req("b", (), 1), 0)
@@ -449,14 +468,23 @@ def test_units_and_input_checks():
     # a float is nanoseconds truncated toward zero (Duration::from_secs_f64), so 0.0 and 0.5 are both 0; the largest values pass
     assert check_duration(0.0) == check_duration(0.5) == check_instant(0.0) == check_instant(0.5) == 0
     assert check_duration(DURATION_MAX) == DURATION_MAX and check_instant(INSTANT_MAX) == INSTANT_MAX
-    refusals = [(check_duration, bad, InvalidDuration, f"expected_prefill_duration {message}") for bad, message in (
-        (-1, "must not be negative, got -1"), (-0.1, "must not be negative, got -0.1"), (float("nan"), "must be finite, got nan"),
-        (float("inf"), "must be finite, got inf"), (DURATION_MAX + 1, f"{DURATION_MAX + 1} is past the largest representable value"))]
-    refusals += [(check_duration, "1s", SequenceArgumentTypeError, "expected_prefill_duration must be an int of nanoseconds, got str"),
-                 (check_instant, -1, InvalidInstant, "time must not be negative, got -1"),
-                 (check_instant, -0.5, InvalidInstant, "time must not be negative, got -0.5"),
-                 (check_instant, INSTANT_MAX + 1, InvalidInstant, f"time {INSTANT_MAX + 1} is past the largest representable value"),
-                 (check_instant, False, SequenceArgumentTypeError, "time must be an int of nanoseconds, got bool")]
+    refusals = [
+        (check_duration, bad, InvalidDuration, f"expected_prefill_duration {message}")
+        for bad, message in (
+            (-1, "must not be negative, got -1"),
+            (-0.1, "must not be negative, got -0.1"),
+            (float("nan"), "must be finite, got nan"),
+            (float("inf"), "must be finite, got inf"),
+            (DURATION_MAX + 1, f"{DURATION_MAX + 1} is past the largest representable value"),
+        )
+    ]
+    refusals += [
+        (check_duration, "1s", SequenceArgumentTypeError, "expected_prefill_duration must be an int of nanoseconds, got str"),
+        (check_instant, -1, InvalidInstant, "time must not be negative, got -1"),
+        (check_instant, -0.5, InvalidInstant, "time must not be negative, got -0.5"),
+        (check_instant, INSTANT_MAX + 1, InvalidInstant, f"time {INSTANT_MAX + 1} is past the largest representable value"),
+        (check_instant, False, SequenceArgumentTypeError, "time must be an int of nanoseconds, got bool"),
+    ]
     for check, bad, error, message in refusals:
         with pytest.raises(error, match=f"^{re.escape(message)}$"):
             check(bad)
@@ -467,9 +495,11 @@ def test_a_dp_range_is_one_to_max_dp_size_ranks_ending_within_u32():
     # start 4294967295 size 1 is 400); docs/hostile-input.md H12 (at most MAX_DP_SIZE ranks)
     assert st.check_dp_range(U32_MAX - 1, 1) == st.DpRange(U32_MAX - 1, 1)
     assert st.check_dp_range(0, st.MAX_DP_SIZE) == st.DpRange(0, st.MAX_DP_SIZE)
-    for start, size, message in ((0, 0, "dp_size must be greater than 0"),
-                                 (0, st.MAX_DP_SIZE + 1, "dp_size 65537 is more than 65536 ranks for one worker (kvproof's bound; H12)"),
-                                 (U32_MAX, 1, "dp range overflows u32: start=4294967295 size=1")):
+    for start, size, message in (
+        (0, 0, "dp_size must be greater than 0"),
+        (0, st.MAX_DP_SIZE + 1, "dp_size 65537 is more than 65536 ranks for one worker (kvproof's bound; H12)"),
+        (U32_MAX, 1, "dp range overflows u32: start=4294967295 size=1"),
+    ):
         with pytest.raises(InvalidDpRange, match=f"^{re.escape(message)}$"):
             st.check_dp_range(start, size)
 
@@ -482,8 +512,9 @@ def test_every_invariant_predicate_can_fail():
     assert not inv.is_request_booked_by_its_slot(lost)
     ghost = st.SlotTrackerState(good.worker_table, good.request_index.set("g", W), good.sequences, good.expiry)
     assert not inv.is_booking_backed_by_slot(ghost)
-    twice = st.SlotTrackerState(good.worker_table, good.request_index,
-                                good.sequences.set(WorkerWithDpRank(1, 1), seq), good.expiry)
+    twice = st.SlotTrackerState(
+        good.worker_table, good.request_index, good.sequences.set(WorkerWithDpRank(1, 1), seq), good.expiry
+    )
     assert not inv.is_request_owned_once(twice)
     assert not inv.is_slot_set_registered(st.SlotTrackerState(st.WorkerTable(), FrozenMap(), good.sequences, None))
     assert not inv.is_anchor_present_iff_prefilling(PrefillState((A,), None))
@@ -510,10 +541,15 @@ def test_the_token_sum_invariant_holds_up_to_u64_max_inclusive():
 def test_write_model_violations_names_every_broken_predicate_of_every_kind():
     good = st.on_add_request(tracker(), req("a", (1, 2), 10, secs(1)), 0)
     seq = good.sequences[W]
-    torn = type(seq)(seq.requests, PrefillState(seq.prefill.order + (PrefillEntry("g", 5, None),), None), 0)  # no anchor time; g is no request
+    torn = type(seq)(
+        seq.requests, PrefillState(seq.prefill.order + (PrefillEntry("g", 5, None),), None), 0
+    )  # no anchor time; g is no request
     state = st.SlotTrackerState(good.worker_table, FrozenMap(), good.sequences.set(W, torn), good.expiry)  # a held but unbooked
     assert inv.write_model_violations(state) == [
-        "is_request_booked_by_its_slot", "is_anchor_present_iff_prefilling(1, 0)", "is_prefill_subset_of_requests(1, 0)"]
+        "is_request_booked_by_its_slot",
+        "is_anchor_present_iff_prefilling(1, 0)",
+        "is_prefill_subset_of_requests(1, 0)",
+    ]
 
 
 def test_f64_rounding_matches_the_oracle_at_the_nominal_times():

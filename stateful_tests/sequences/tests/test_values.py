@@ -17,6 +17,17 @@ def test_upstream_value(scenario, target):
 
 def test_the_named_cases_of_the_issue_are_all_present():
     names = " ".join(s.name for s in VALUE_SCENARIOS)
-    for needle in ("10 s / 6 s spillover", "re-anchoring", "continuity", "caps_anchor_shift", "R19 repeated credits",
-                   "zero_duration_anchor", "zero-duration anchor", "R2 aggregate", "R3 ", "R24a", "R24b"):
+    for needle in (
+        "10 s / 6 s spillover",
+        "re-anchoring",
+        "continuity",
+        "caps_anchor_shift",
+        "R19 repeated credits",
+        "zero_duration_anchor",
+        "zero-duration anchor",
+        "R2 aggregate",
+        "R3 ",
+        "R24a",
+        "R24b",
+    ):
         assert needle in names, needle

@@ -28,8 +28,11 @@ ranks still shows the scan several times over."""
 def per_op_growth(factory, large: int = LARGE) -> dict[str, float]:
     """How many times the work of one operation grows from ``SMALL`` ranks on the node to ``large``."""
     small, big = crowd.crowd_work(factory, SMALL), crowd.crowd_work(factory, large)
-    return {f"{op} {count}": (getattr(b, count) / large) / (getattr(a, count) / SMALL)
-            for op, a, b in zip(("store", "remove"), small, big) for count in ("lines", "allocated")}
+    return {
+        f"{op} {count}": (getattr(b, count) / large) / (getattr(a, count) / SMALL)
+        for op, a, b in zip(("store", "remove"), small, big)
+        for count in ("lines", "allocated")
+    }
 
 
 class ScansEveryRank(RadixTree):
@@ -90,7 +93,9 @@ def test_check_catches_a_rank_missing_from_the_worker_index():
     tree.apply_event(1, crowd.prefix_event())
     tree.check()
     del tree._ranks_of[1]
-    with pytest.raises(AssertionError, match=r"\n  the worker index of the ranks differs from the lookups: is_rank_index_exact\n"):
+    with pytest.raises(
+        AssertionError, match=r"\n  the worker index of the ranks differs from the lookups: is_rank_index_exact\n"
+    ):
         tree.check()
     impl = ConcurrentRadixTree()
     impl.apply_event(1, crowd.prefix_event())

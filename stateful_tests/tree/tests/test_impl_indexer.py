@@ -167,14 +167,22 @@ def explore(program):
 def test_a_worker_seen_first_by_two_threads_at_once_gets_one_lane_in_every_schedule():
     def first_sight(p):
         p.seen.append(p.pool.lane_of(7))
+
     explore(Pool(first_sight, first_sight, judge=lambda p: [] if len(set(p.seen)) == 1 else [f"lanes {p.seen}"]))
 
 
 def test_two_threads_removing_one_worker_at_once_both_succeed_in_every_schedule():
     def removes(p):
         p.pool.remove_worker(7)
-    explore(Pool(removes, removes, prepare=lambda p: p.pool.apply_event(7, stored(None, 1)),
-                 judge=lambda p: [] if not p.pool.find_matches([1]).scores else ["worker 7 still holds block 1"]))
+
+    explore(
+        Pool(
+            removes,
+            removes,
+            prepare=lambda p: p.pool.apply_event(7, stored(None, 1)),
+            judge=lambda p: [] if not p.pool.find_matches([1]).scores else ["worker 7 still holds block 1"],
+        )
+    )
 
 
 def test_routing_is_a_named_decision_under_the_scheduler():
@@ -185,6 +193,7 @@ def test_routing_is_a_named_decision_under_the_scheduler():
         def yield_point(self, name):
             self.seen.add(name)
             super().yield_point(name)
+
     scheduler = RecordingScheduler(RandomWalk(1))
     scheduler.seen = set()
     result = scheduler.run(Pool(lambda p: p.pool.apply_event(3, stored(None, 1))))

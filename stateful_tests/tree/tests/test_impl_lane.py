@@ -104,6 +104,7 @@ def test_a_repair_passes_its_named_yield_points(scene):
     class LanePointRecord:
         def yield_point(self, name):
             seen.append(name)
+
     _sync.install(LanePointRecord())
     try:
         lane.repair(a, 300, Direction.TOWARD_TAIL)

@@ -89,7 +89,11 @@ def test_a_nodes_locks_are_one_bare_lock_natively_and_named_under_a_scheduler():
             node.children_snapshot()
     finally:
         _sync.control(None)
-    assert recorder.points == [f"node{node.id}.shape_gate.shared", f"node{node.id}.state.acquire", f"node{node.id}.children.acquire"]
+    assert recorder.points == [
+        f"node{node.id}.shape_gate.shared",
+        f"node{node.id}.state.acquire",
+        f"node{node.id}.children.acquire",
+    ]
 
 
 @pytest.mark.parametrize("moment", ["stable", "during a shape change", "after a shape change"])

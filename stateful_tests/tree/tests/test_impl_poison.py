@@ -39,9 +39,15 @@ def test_a_fault_that_tears_a_split_poisons_the_tree_and_every_later_call_says_s
         with pytest.raises(TreeBoom):
             tree.apply_event(2, stored(None, 1, 5))  # splits [1 2 3] at 1
     assert tree.poisoned is not None and "apply_event" in str(tree.poisoned) and "odd" in str(tree.poisoned)
-    for call in (lambda: tree.apply_event(3, stored(None, 9)), lambda: tree.find_matches([1, 2]),
-                 lambda: tree.remove_worker(1), lambda: tree.clear_all_blocks(1), lambda: tree.remove_worker_dp_rank(1, 0),
-                 tree.dump_tree_as_events, tree.snapshot):
+    for call in (
+        lambda: tree.apply_event(3, stored(None, 9)),
+        lambda: tree.find_matches([1, 2]),
+        lambda: tree.remove_worker(1),
+        lambda: tree.clear_all_blocks(1),
+        lambda: tree.remove_worker_dp_rank(1, 0),
+        tree.dump_tree_as_events,
+        tree.snapshot,
+    ):
         with pytest.raises(Poisoned, match="TreeBoom interrupted apply_event"):
             call()
     with pytest.raises(AssertionError):  # check() still inspects: it reports the torn state
@@ -112,21 +118,33 @@ def test_the_poison_says_what_interrupted_which_call_and_the_first_broken_invari
     with pytest.raises(AssertionError) as broken:
         tree.check()
     lines = [line.strip() for line in str(broken.value).splitlines()]
-    assert str(tree.poisoned) == f"TreeBoom interrupted apply_event (torn) and left the structure inconsistent: {lines[0]} {lines[1]}; rebuild it"
+    assert (
+        str(tree.poisoned)
+        == f"TreeBoom interrupted apply_event (torn) and left the structure inconsistent: {lines[0]} {lines[1]}; rebuild it"
+    )
 
     bare = ConcurrentRadixTree()
     monkeypatch.setattr(ConcurrentRadixTree, "_store", lambda *a: (_ for _ in ()).throw(TreeBoom("late")))
     monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(AssertionError()))
     with pytest.raises(TreeBoom):
         bare.apply_event(1, stored(None, 1))
-    assert str(bare.poisoned) == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: AssertionError; rebuild it"
+    assert (
+        str(bare.poisoned)
+        == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: AssertionError; rebuild it"
+    )
 
     long = ConcurrentRadixTree()
-    monkeypatch.setattr(ConcurrentRadixTree, "check", lambda self, lookups=True: (_ for _ in ()).throw(
-        AssertionError("check failed:\n  first\n  second\n  third")))
+    monkeypatch.setattr(
+        ConcurrentRadixTree,
+        "check",
+        lambda self, lookups=True: (_ for _ in ()).throw(AssertionError("check failed:\n  first\n  second\n  third")),
+    )
     with pytest.raises(TreeBoom):
         long.apply_event(1, stored(None, 1))
-    assert str(long.poisoned) == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: check failed: first; rebuild it"
+    assert (
+        str(long.poisoned)
+        == "TreeBoom interrupted apply_event (late) and left the structure inconsistent: check failed: first; rebuild it"
+    )
 
 
 def test_an_interrupt_s_poison_names_the_call_and_the_interrupt(monkeypatch):

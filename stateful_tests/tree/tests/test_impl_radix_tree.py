@@ -124,8 +124,13 @@ def test_a_stale_plan_is_detected_and_retried():
     assert tree.lanes[0].stats["stale_plan_retries"] == BASE + 1  # retried exactly once, added to what the lane had counted
     tree.check()
     reference = RadixTree()
-    order = [(1, stored(None, 1, 2, 3)), (3, stored(None, 1, 2, 3)), (2, stored(None, 1, 2)),
-             (3, stored(300, 4)), (2, stored(200, 3, 8))]
+    order = [
+        (1, stored(None, 1, 2, 3)),
+        (3, stored(None, 1, 2, 3)),
+        (2, stored(None, 1, 2)),
+        (3, stored(300, 4)),
+        (2, stored(200, 3, 8)),
+    ]
     for worker, event in order:
         reference.apply_event(worker, event)
     assert tree.snapshot() == reference.snapshot() and tree.shape() == reference.shape()
@@ -177,8 +182,17 @@ def test_yield_points_are_named_and_reached():
         tree.lane(0).apply_event(3, stored(None, 1, 2, 3, 7))  # descends through [1 2] into [3 ...]
     finally:
         _sync.install(None)
-    assert {"store.after_plan", "store.after_child_plan", "remove.before_gate", "read.after_version", "read.after_child",
-            "repair.before_scan", "repair.after_redirect", "drop.before_gate", "store.after_descend_plan"} <= names
+    assert {
+        "store.after_plan",
+        "store.after_child_plan",
+        "remove.before_gate",
+        "read.after_version",
+        "read.after_child",
+        "repair.before_scan",
+        "repair.after_redirect",
+        "drop.before_gate",
+        "store.after_descend_plan",
+    } <= names
 
 
 class _CountsSplitsTwice(ConcurrentRadixTree):
@@ -240,6 +254,7 @@ def test_a_read_takes_no_gate_and_a_reuse_takes_only_shared_ones():
         call()
         third = tree.statistics()
         return third.gate_shared - second.gate_shared - own[0], third.gate_exclusive - second.gate_exclusive - own[1]
+
     assert gates_taken_by(lambda: tree.find_matches([1, 2, 3])) == (0, 0)
     shared, exclusive = gates_taken_by(lambda: tree.apply_event(1, stored(100, 2)))  # a store the edge already holds
     assert shared >= 1 and exclusive == 0 and tree.statistics().reuses == 1
@@ -258,7 +273,9 @@ def test_a_drop_takes_the_exclusive_gate_of_each_node_it_held_once():
     assert tree.statistics().nodes == 0 and tree.statistics().released_dead_nodes == 1
 
 
-@pytest.mark.parametrize("how", ["remove_worker", "remove_worker_dp_rank", "lane remove_worker", "pool remove_worker", "cleared event"])
+@pytest.mark.parametrize(
+    "how", ["remove_worker", "remove_worker_dp_rank", "lane remove_worker", "pool remove_worker", "cleared event"]
+)
 def test_a_removed_worker_leaves_no_lookup_behind(how):
     """Fresh worker ids must not grow the lanes' tables: a removal forgets the rank (a clear keeps it, emptied)."""
     pool = ThreadPoolIndexer(threads=2) if how.startswith("pool") else None
@@ -297,8 +314,10 @@ def test_an_interrupted_read_poisons_the_tree_naming_the_call(monkeypatch):
     assert str(tree.poisoned).startswith("KeyboardInterrupt interrupted find_matches ()")
 
 
-@pytest.mark.parametrize(("call", "named"), [("remove_worker", "remove_worker"), ("remove_worker_dp_rank", "remove_worker"),
-                                             ("clear_all_blocks", "clear_all_blocks")])
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [("remove_worker", "remove_worker"), ("remove_worker_dp_rank", "remove_worker"), ("clear_all_blocks", "clear_all_blocks")],
+)
 def test_an_interrupted_drop_poisons_the_tree_naming_the_call(monkeypatch, call, named):
     tree = ConcurrentRadixTree()
     tree.apply_event(1, stored(None, 1, 2))
@@ -335,6 +354,7 @@ def test_the_twin_compares_cutoff_and_sticky_node_counts():
     class CountsNoCutoffs(ConcurrentRadixTree):
         def cutoff_nodes(self):
             return 0
+
     twin = impl_vs_reference(1, impl_class=CountsNoCutoffs)()
     twin.apply_event(1, stored(None, 1, 2, 3))
     twin.apply_event(2, stored(None, 1, 2))  # a cutoff on [1 2 3]
@@ -355,13 +375,15 @@ def test_check_names_each_broken_invariant_one_line_each():
     del tree.lanes[0].lookups[(2, 0)]
     with pytest.raises(AssertionError) as caught:
         tree.check()
-    assert str(caught.value) == ("ConcurrentRadixTree.check failed:\n"
-                                 f"  {first!r}: is_edge_index_consistent\n"
-                                 f"  {second!r}: shape gate still held\n"
-                                 f"  lane 0 entry (1, 0)[100] -> {first!r} names no holder\n"
-                                 f"  lane 0 entry (1, 0)[200] -> {first!r} names no holder\n"
-                                 f"  lane 0 entry (1, 0)[777] -> {first!r} names no holder\n"
-                                 "  (2, 0)[500] is credited but has no lane entry")
+    assert str(caught.value) == (
+        "ConcurrentRadixTree.check failed:\n"
+        f"  {first!r}: is_edge_index_consistent\n"
+        f"  {second!r}: shape gate still held\n"
+        f"  lane 0 entry (1, 0)[100] -> {first!r} names no holder\n"
+        f"  lane 0 entry (1, 0)[200] -> {first!r} names no holder\n"
+        f"  lane 0 entry (1, 0)[777] -> {first!r} names no holder\n"
+        "  (2, 0)[500] is credited but has no lane entry"
+    )
     second.gate.release_shared()
     for h in range(1000, 1030):
         tree.lanes[0].lookups[(1, 0)][h] = first
@@ -379,7 +401,9 @@ def test_the_splitting_lane_redirects_every_one_of_its_ranks_at_once():
     cut = tree.root.children[1]
     tree.lane(0).apply_event(20, stored(None, 1, 5))  # splits [1 2 3] at 1
     (suffix,) = cut.splits
-    own = {rank: {h: lookup[h] is suffix for h in (200, 300)} for rank, lookup in tree.lanes[0].lookups.items() if rank != (20, 0)}
+    own = {
+        rank: {h: lookup[h] is suffix for h in (200, 300)} for rank, lookup in tree.lanes[0].lookups.items() if rank != (20, 0)
+    }
     other = {rank: {h: lookup[h] is suffix for h in (200, 300)} for rank, lookup in tree.lanes[1].lookups.items()}
     assert own == {(w, 0): {200: True, 300: True} for w in (2, 4, 6, 8)}
     assert other == {(w, 0): {200: False, 300: False} for w in (1, 3, 5, 7)}

@@ -33,25 +33,31 @@ def test_a_dump_is_a_log():
     assert log.ops and all(isinstance(op, EventOp) for op in log.ops)
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("garbage", "line 1: not JSON"),
-    ("[1, 2]", "line 1: a log line is a JSON object"),
-    ('# c\n{"worker": 1}', "line 2: expected a RouterEvent"),
-    ('{"worker_id": 1, "event": {"data": "cleared"}}', "line 1: not a RouterEvent"),
-    ('{"remove_worker": -1}', "line 1: remove_worker must be a u64"),
-    ('{"remove_worker_dp_rank": [1]}', "takes [worker_id, dp_rank]"),
-    ('{"find_matches": "abc"}', "takes a list of local hashes"),
-    ('{"remove_worker": 1, "clear_all_blocks": 1}', "expected a RouterEvent"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("garbage", "line 1: not JSON"),
+        ("[1, 2]", "line 1: a log line is a JSON object"),
+        ('# c\n{"worker": 1}', "line 2: expected a RouterEvent"),
+        ('{"worker_id": 1, "event": {"data": "cleared"}}', "line 1: not a RouterEvent"),
+        ('{"remove_worker": -1}', "line 1: remove_worker must be a u64"),
+        ('{"remove_worker_dp_rank": [1]}', "takes [worker_id, dp_rank]"),
+        ('{"find_matches": "abc"}', "takes a list of local hashes"),
+        ('{"remove_worker": 1, "clear_all_blocks": 1}', "expected a RouterEvent"),
+    ],
+)
 def test_a_bad_log_line_is_a_typed_error_naming_the_line(text, message):
     with pytest.raises(LogError, match=message.replace("[", r"\[").replace("]", r"\]")):
         parse_log(text)
 
 
 def test_chain_queries_follow_parent_links():
-    ops = [EventOp(1, KvCacheEvent(0, Stored(None, (Block(5, 50), Block(6, 60))))),
-           EventOp(1, KvCacheEvent(1, Stored(60, (Block(7, 70),)))),
-           ClearAllBlocksOp(1), RemoveWorkerOp(1)]
+    ops = [
+        EventOp(1, KvCacheEvent(0, Stored(None, (Block(5, 50), Block(6, 60))))),
+        EventOp(1, KvCacheEvent(1, Stored(60, (Block(7, 70),)))),
+        ClearAllBlocksOp(1),
+        RemoveWorkerOp(1),
+    ]
     after, final = chain_queries(ops)
     assert after[0] == [[5, 6]] and after[1] == [[5, 6, 7]] and after[2:] == [[], []]
     assert final == [[5, 6], [5, 6, 7]]
@@ -68,9 +74,15 @@ def test_the_recorder_logs_what_the_tree_was_asked():
 
 
 def test_a_replayed_counterexample_shows_the_same_kind_and_its_regression_test_fails(tmp_path):
-    report = conform(WalkSkipsEqualSizedIntersection, RadixTree, streams=40, seed=1, max_reported=1,
-                     subject_name="kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection",
-                     oracle_name="reference")
+    report = conform(
+        WalkSkipsEqualSizedIntersection,
+        RadixTree,
+        streams=40,
+        seed=1,
+        max_reported=1,
+        subject_name="kvproof.stateful_tests.tree.mutants:WalkSkipsEqualSizedIntersection",
+        oracle_name="reference",
+    )
     m = report.mismatches[0]
     written = write_failure_files(report, tmp_path)
     log = next(p for p in written if p.suffix == ".jsonl")

@@ -28,4 +28,3 @@ def test_runs_cut_at_every_change_of_worker_and_around_every_other_operation():
     for run in cut:
         ops = [op for _, op in run]
         assert len(ops) == 1 or (all(isinstance(op, EventOp) for op in ops) and len({op.worker_id for op in ops}) == 1)
-

@@ -1,6 +1,5 @@
 """The sequential reference: every observed Dynamo behaviour, check() after every step, the API laws."""
 
-
 import pytest
 
 from kvproof.reference import RadixTree
@@ -38,30 +37,48 @@ def test_statistics_count_the_shape_rules():
     tree = e18_tree()
     stats = tree.statistics()
     assert (stats.child_inserts, stats.reuses, stats.leaf_extensions, stats.demotions, stats.splits) == (2, 1, 2, 2, 1)
-    assert (stats.sticky_refusals, stats.cutoffs_set, stats.children_cleared, stats.released_dead_nodes,
-            stats.rejected, stats.nodes) == (0, 0, 0, 0, 0, 3)
+    assert (
+        stats.sticky_refusals,
+        stats.cutoffs_set,
+        stats.children_cleared,
+        stats.released_dead_nodes,
+        stats.rejected,
+        stats.nodes,
+    ) == (0, 0, 0, 0, 0, 3)
     twice = RadixTree()  # [1 2 3 4], then 5 below 2 (a split before 3) and 6 below 1 (a split before 2)
-    twice.apply_event(1, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 10, "tokens_hash": 1}, {"block_hash": 20, "tokens_hash": 2}, {"block_hash": 30, "tokens_hash": 3}, {"block_hash": 40, "tokens_hash": 4}]}}}')
-    twice.apply_event(1, b'{"event_id": 2, "data": {"stored": {"parent_hash": 20, "blocks": [{"block_hash": 50, "tokens_hash": 5}]}}}')
-    twice.apply_event(1, b'{"event_id": 3, "data": {"stored": {"parent_hash": 10, "blocks": [{"block_hash": 60, "tokens_hash": 6}]}}}')
+    twice.apply_event(
+        1,
+        b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 10, "tokens_hash": 1}, {"block_hash": 20, "tokens_hash": 2}, {"block_hash": 30, "tokens_hash": 3}, {"block_hash": 40, "tokens_hash": 4}]}}}',
+    )
+    twice.apply_event(
+        1, b'{"event_id": 2, "data": {"stored": {"parent_hash": 20, "blocks": [{"block_hash": 50, "tokens_hash": 5}]}}}'
+    )
+    twice.apply_event(
+        1, b'{"event_id": 3, "data": {"stored": {"parent_hash": 10, "blocks": [{"block_hash": 60, "tokens_hash": 6}]}}}'
+    )
     twice.check()
     assert (twice.statistics().splits, twice.statistics().child_inserts, twice.statistics().nodes) == (2, 3, 5)
     passed = replayed("E5c_divergent_continuation_under_kept_prefix", 3)  # [2 3 4] below [1] held by nobody; worker 2's
     # [1 2 3 4] releases it and builds anew
     assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts) == (0, 2)
-    passed.apply_event(2, b'{"event_id": 9, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}, {"block_hash": 300, "tokens_hash": 3}, {"block_hash": 400, "tokens_hash": 4}]}}}')
+    passed.apply_event(
+        2,
+        b'{"event_id": 9, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}, {"block_hash": 300, "tokens_hash": 3}, {"block_hash": 400, "tokens_hash": 4}]}}}',
+    )
     passed.check()
     assert (passed.statistics().released_dead_nodes, passed.statistics().child_inserts, passed.statistics().nodes) == (1, 3, 3)
 
 
 def counter(tree, *fields):
     """A function that applies steps to ``tree`` (each as recorded), checks it, and returns the named statistics."""
+
     def counted(*steps):
         for step in steps:
             assert run_step(tree, step, 0) is None, step
         tree.check()
         stats = tree.statistics()
         return tuple(getattr(stats, field) for field in fields)
+
     return counted
 
 
@@ -78,8 +95,12 @@ def test_statistics_count_cutoffs_cleared_children_and_released_nodes():
     assert counted(Remove(1, [200])) == (2, 0, 0, 1)
     for n, local in enumerate((7, 17), start=1):
         a, b, c, d = (100 * local + 10 * k for k in range(4))
-        assert counted(Store(2, [(a, local), (b, local + 1), (c, local + 2)]), Store(2, [(d, local + 3)], parent=b),
-                       Store(3, [(a, local), (b, local + 1)]), Remove(2, [a])) == (2, n - 1, n - 1, 4)
+        assert counted(
+            Store(2, [(a, local), (b, local + 1), (c, local + 2)]),
+            Store(2, [(d, local + 3)], parent=b),
+            Store(3, [(a, local), (b, local + 1)]),
+            Remove(2, [a]),
+        ) == (2, n - 1, n - 1, 4)
         assert counted(Remove(3, [a])) == (2, n, n, 1)
     with pytest.raises(BlockNotFound, match=r"block 999 for \(3, 2\)"):
         tree.apply_event(3, b'{"event_id": 99, "data": {"removed": {"block_hashes": [999]}}, "dp_rank": 2}')
@@ -101,17 +122,26 @@ def test_statistics_count_reuses_sticky_refusals_released_passes_and_rejections(
     counted = counter(tree, *fields)
     for n, k in enumerate((0, 10), start=1):
         h = {local: 100 * (local + k) for local in range(1, 6)}
-        assert counted(Store(1, [(h[1], 1 + k), (h[2], 2 + k), (h[3], 3 + k)]), Store(1, [(h[4], 4 + k)], parent=h[1]),
-                       Remove(1, [h[2], h[3], h[4]])) == (0, n - 1, 2 * n, 0)
+        assert counted(
+            Store(1, [(h[1], 1 + k), (h[2], 2 + k), (h[3], 3 + k)]),
+            Store(1, [(h[4], 4 + k)], parent=h[1]),
+            Remove(1, [h[2], h[3], h[4]]),
+        ) == (0, n - 1, 2 * n, 0)
         assert counted(Store(2, [(h[1], 1 + k), (h[5], 5 + k)])) == (0, n, 2 * n, 0)
     tree = RadixTree()
     counted = counter(tree, *fields)
     for n, k in enumerate((0, 10), start=1):  # E5c's steps, then worker 2's [1 2 3 4]
         h = {local: 100 * (local + k) for local in range(1, 5)}
-        assert counted(Store(1, [(h[i], i + k) for i in range(1, 5)]), Remove(1, [h[2]]), Store(1, [(250 + k, 5 + k)], parent=h[1]),
-                       Store(2, [(h[i], i + k) for i in range(1, 5)])) == (0, 0, n, 0)
+        assert counted(
+            Store(1, [(h[i], i + k) for i in range(1, 5)]),
+            Remove(1, [h[2]]),
+            Store(1, [(250 + k, 5 + k)], parent=h[1]),
+            Store(2, [(h[i], i + k) for i in range(1, 5)]),
+        ) == (0, 0, n, 0)
     with pytest.raises(ParentBlockNotFound, match=r"parent block 999 for \(4, 0\)"):
-        tree.apply_event(4, b'{"event_id": 90, "data": {"stored": {"parent_hash": 999, "blocks": [{"block_hash": 1, "tokens_hash": 1}]}}}')
+        tree.apply_event(
+            4, b'{"event_id": 90, "data": {"stored": {"parent_hash": 999, "blocks": [{"block_hash": 1, "tokens_hash": 1}]}}}'
+        )
     with pytest.raises(BlockNotFound, match=r"block 999 for \(4, 0\)"):
         tree.apply_event(4, b'{"event_id": 91, "data": {"removed": {"block_hashes": [999]}}}')
     assert tree.statistics().rejected == 2
@@ -136,13 +166,15 @@ def test_check_failure_names_each_broken_invariant_and_draws_the_tree():
     tree.root.children[1].children[5].edge_index = {}
     with pytest.raises(AssertionError) as caught:
         tree.check(lookups=False)
-    assert str(caught.value) == ("RadixTree.check failed:\n"
-                                 "  node (1,): is_edge_index_consistent\n"
-                                 "  node (1, 5): is_edge_index_consistent\n"
-                                 "tree:\n"
-                                 "  [1 2 3] full=[(1, 0), (2, 0)] internal\n"
-                                 "    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n"
-                                 "    [5] full=[(2, 0)]")
+    assert str(caught.value) == (
+        "RadixTree.check failed:\n"
+        "  node (1,): is_edge_index_consistent\n"
+        "  node (1, 5): is_edge_index_consistent\n"
+        "tree:\n"
+        "  [1 2 3] full=[(1, 0), (2, 0)] internal\n"
+        "    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n"
+        "    [5] full=[(2, 0)]"
+    )
 
 
 def test_check_catches_a_parent_link_that_is_not_the_holding_node():
@@ -158,10 +190,9 @@ def test_debug_dump_draws_each_edge_its_holders_cutoffs_and_internal_mark_in_chi
     tree = RadixTree()
     assert tree.debug_dump() == "tree:\n  (empty)"
     tree = e18_tree()
-    assert tree.debug_dump() == ("tree:\n"
-                                 "  [1 2 3] full=[(1, 0), (2, 0)] internal\n"
-                                 "    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n"
-                                 "    [5] full=[(2, 0)]")
+    assert tree.debug_dump() == (
+        "tree:\n  [1 2 3] full=[(1, 0), (2, 0)] internal\n    [4 6] full=[(1, 0)] cut={(2, 0): 1}\n    [5] full=[(2, 0)]"
+    )
 
 
 @pytest.mark.parametrize("index", range(30))
@@ -194,7 +225,10 @@ def test_check_catches_a_corrupted_tree():
     from kvproof.spec.primitives import FrozenMap, Rank
 
     tree = RadixTree()
-    tree.apply_event(1, b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}]}}}')
+    tree.apply_event(
+        1,
+        b'{"event_id": 1, "data": {"stored": {"blocks": [{"block_hash": 100, "tokens_hash": 1}, {"block_hash": 200, "tokens_hash": 2}]}}}',
+    )
     node = tree.root.children[1]
     node.state = EdgeState(node.state.edge, node.state.full_edge_workers, FrozenMap({Rank(2): 2}))
     with pytest.raises(AssertionError, match="is_cutoffs_strictly_inside"):
@@ -250,6 +284,7 @@ def test_check_is_linear_on_a_long_edge_it_never_scans_an_edge_per_lookup_entry(
 
     def no_scan(edge, ext):
         raise AssertionError("check() scanned an edge for one lookup entry")
+
     monkeypatch.setattr(invariants, "edge_position", no_scan)
     tree.check()
 
@@ -331,7 +366,10 @@ def test_the_counters_account_for_every_node_an_event_adds_or_releases():
         if index in cleared or s1.children_cleared != s0.children_cleared:
             cleared.add(index)
             continue
-        grown, released = s1.splits - s0.splits + s1.child_inserts - s0.child_inserts, s1.released_dead_nodes - s0.released_dead_nodes
+        grown, released = (
+            s1.splits - s0.splits + s1.child_inserts - s0.child_inserts,
+            s1.released_dead_nodes - s0.released_dead_nodes,
+        )
         assert s1.nodes - s0.nodes == grown - released, (index, op, s0, s1)
         seen = [seen[0] + (s1.splits > s0.splits), seen[1] + (s1.child_inserts > s0.child_inserts), seen[2] + (released > 0)]
     assert min(seen) > 20, f"splits, inserts and releases must each happen, or the law is idle: {seen}"
@@ -345,7 +383,10 @@ def test_removing_a_rank_forgets_it_and_clearing_a_worker_keeps_its_ranks():
 
     tree = RadixTree()
     for dp in (0, 1):
-        tree.apply_event(7, f'{{"event_id": {dp}, "dp_rank": {dp}, "data": {{"stored": {{"blocks": [{{"block_hash": {10 + dp}, "tokens_hash": 1}}]}}}}}}'.encode())
+        tree.apply_event(
+            7,
+            f'{{"event_id": {dp}, "dp_rank": {dp}, "data": {{"stored": {{"blocks": [{{"block_hash": {10 + dp}, "tokens_hash": 1}}]}}}}}}'.encode(),
+        )
     tree.apply_event(8, b'{"event_id": 3, "data": {"stored": {"blocks": [{"block_hash": 20, "tokens_hash": 2}]}}}')
     assert tree.known_ranks() == {Rank(7, 0), Rank(7, 1), Rank(8, 0)}
     tree.remove_worker_dp_rank(7, 1)

@@ -122,8 +122,11 @@ def test_fast_path_law_catches_a_fast_path_that_trusts_a_plain_json_reading():
         except (ValueError, MalformedEvent):
             return None
 
-    found = find(mutated_payloads(), lambda p: not fast_agrees(naive, p),
-                 settings=settings(max_examples=2000, database=None, derandomize=True, suppress_health_check=list(HealthCheck)))
+    found = find(
+        mutated_payloads(),
+        lambda p: not fast_agrees(naive, p),
+        settings=settings(max_examples=2000, database=None, derandomize=True, suppress_health_check=list(HealthCheck)),
+    )
     assert not fast_agrees(naive, found)
 
 
@@ -138,6 +141,7 @@ def test_fast_path_law_holds_on_every_hostile_case():
 
 def same_answer(payload):
     """The fast front door and the strict reading: the same event, or the same refusal word for word."""
+
     def outcome(decode):
         try:
             return decode(payload)
@@ -147,8 +151,11 @@ def same_answer(payload):
     return outcome(decode_event_fast) == outcome(decode_event)
 
 
-@pytest.mark.parametrize("payload", [p for p, _, _ in WIRE_REFUSALS] + [p for p, _, _ in DOCUMENT_REFUSALS]
-                         + [p for p, _ in BOUNDARY_ACCEPTANCES], ids=plain_id)
+@pytest.mark.parametrize(
+    "payload",
+    [p for p, _, _ in WIRE_REFUSALS] + [p for p, _, _ in DOCUMENT_REFUSALS] + [p for p, _ in BOUNDARY_ACCEPTANCES],
+    ids=plain_id,
+)
 def test_the_front_door_answers_every_table_of_the_spec_as_the_strict_reading(payload):
     for form in wire_forms(payload):
         assert same_answer(form), form

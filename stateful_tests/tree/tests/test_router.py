@@ -41,8 +41,11 @@ def test_every_request_is_asked_before_it_is_routed_and_the_truth_is_what_the_en
                 assert set(step.query[:n]) <= held[rank] and (n == len(step.query) or step.query[n] not in held[rank])
             last_ask = step
         elif isinstance(step, Route):
-            assert last_ask is not None and last_ask.index == step.index and step.cached == last_ask.truth.get(
-                (step.rank.worker_id, step.rank.dp_rank), 0)
+            assert (
+                last_ask is not None
+                and last_ask.index == step.index
+                and step.cached == last_ask.truth.get((step.rank.worker_id, step.rank.dp_rank), 0)
+            )
     assert all(len(e) <= 60 for e in sim.fleet.engines.values()) and len(sim.ranks) == 4
 
 
@@ -73,8 +76,17 @@ def test_tracker_calls_are_on_the_time_axis_and_each_request_is_added_marked_and
 
 def test_round_robin_takes_the_ranks_in_turn_and_truth_finds_the_held_prefix() -> None:
     steps, _ = replay(_slice(12), RouterPlan(workers=2, dp_ranks=2, policy="round-robin"))
-    assert [(r.rank.worker_id, r.rank.dp_rank) for r in steps if isinstance(r, Route)][:5] == [(1, 0), (1, 1), (2, 0), (2, 1), (1, 0)]
-    same = [Request(0.0, (Block(1, 1), Block(2, 2)), (), 1024, 10), Request(1.0, (Block(1, 1), Block(2, 2), Block(3, 3)), (), 1536, 10)]
+    assert [(r.rank.worker_id, r.rank.dp_rank) for r in steps if isinstance(r, Route)][:5] == [
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (2, 1),
+        (1, 0),
+    ]
+    same = [
+        Request(0.0, (Block(1, 1), Block(2, 2)), (), 1024, 10),
+        Request(1.0, (Block(1, 1), Block(2, 2), Block(3, 3)), (), 1536, 10),
+    ]
     routes = [s for s in replay(same, RouterPlan(workers=4, decode_tokens_per_s=1.0))[0] if isinstance(s, Route)]
     assert routes[1].rank == routes[0].rank and routes[1].cached == 2
 
@@ -86,8 +98,9 @@ def test_the_tree_policy_routes_by_the_scorer() -> None:
     assert set(stats.routed) == {(3, 0)}
 
 
-@pytest.mark.parametrize("bad", [dict(workers=0), dict(capacity=True), dict(policy="random"), dict(prefill_tokens_per_s=0.0),
-                                 dict(decode_batch=0)])
+@pytest.mark.parametrize(
+    "bad", [dict(workers=0), dict(capacity=True), dict(policy="random"), dict(prefill_tokens_per_s=0.0), dict(decode_batch=0)]
+)
 def test_a_bad_plan_is_a_typed_error(bad) -> None:
     with pytest.raises(RouterPlanError):
         RouterSim(RouterPlan(**bad))

@@ -15,8 +15,15 @@ from kvproof.stateful_tests.harness import targets
 from kvproof.stateful_tests.tree import soak
 from kvproof.stateful_tests.tree.traffic import Rates
 
-SHORT = soak.SoakPlan(epochs=7, epoch_s=30.0, capacity=50, warmup=1, window=2, traced=False,
-                      rates=Rates(cleared=0.01, clear_all=0.01, remove_worker=0.02, remove_rank=0.01))
+SHORT = soak.SoakPlan(
+    epochs=7,
+    epoch_s=30.0,
+    capacity=50,
+    warmup=1,
+    window=2,
+    traced=False,
+    rates=Rates(cleared=0.01, clear_all=0.01, remove_worker=0.02, remove_rank=0.01),
+)
 """A few seconds: 7 epochs of 30 simulated seconds (about 120 requests each), engines of 50 blocks, five times the
 churn; without tracemalloc, except where the law needs it (the reference's own run and the hidden leak)."""
 TRACED = replace(SHORT, traced=True)
@@ -35,7 +42,7 @@ def reference_report() -> soak.SoakReport:
 
 def test_fleet_content_is_steady_after_warmup(reference_report: soak.SoakReport) -> None:
     """The trend law needs steady live content: after the warm-up the live pairs stay within 2x of each other."""
-    pairs = [s.live.pairs for s in reference_report.samples[SHORT.warmup:]]
+    pairs = [s.live.pairs for s in reference_report.samples[SHORT.warmup :]]
     assert min(pairs) * 2 >= max(pairs) > 0
 
 
@@ -60,6 +67,7 @@ def test_each_leaking_twin_is_caught_by_its_law(name: str, reference_report: soa
 
 def _dead_leaf_loop(tree, cycles: int) -> int:
     """Store a prompt's tail under a held head, evict the tail, with a fresh tail each time; return the reachable nodes."""
+
     def event(i: int, data: dict) -> bytes:
         return json.dumps({"event_id": i, "data": data, "dp_rank": 0}).encode()
 
@@ -83,8 +91,11 @@ def test_the_rule_sets_before_1_6_keep_dead_leaves_and_only_them() -> None:
     ``beyond_dead_nodes`` sets aside exactly that growth."""
     from kvproof.spec.rules import rule_set_named
 
-    old = soak.run_soak(lambda: RadixTree(rule_set_named("dynamo-1.4")), "reference@dynamo-1.4",
-                        soak.SoakPlan(epochs=8, epoch_s=150.0, traced=False))
+    old = soak.run_soak(
+        lambda: RadixTree(rule_set_named("dynamo-1.4")),
+        "reference@dynamo-1.4",
+        soak.SoakPlan(epochs=8, epoch_s=150.0, traced=False),
+    )
     assert soak.DEAD_NODES_LAW in old.sizes
     assert soak.beyond_dead_nodes(old) == set(), (old.sizes, old.trends)
     assert _dead_leaf_loop(RadixTree(rule_set_named("dynamo-1.4")), 200) == 201
@@ -113,6 +124,7 @@ def test_size_law_catches_a_figure_over_its_bound() -> None:
 
 def test_trend_law_compares_per_live_pair_with_slack() -> None:
     """A figure that doubles while the live content is steady trends; one that follows the live content does not."""
+
     def at(epoch: int, pairs: int, grows: int, follows: int) -> soak.Sample:
         return soak.Sample(epoch, 60.0 * epoch, 0, 0, soak.Live(pairs, pairs, 1, 1), {"grows": grows, "follows": follows}, 0)
 
@@ -132,8 +144,9 @@ def test_the_routing_law_catches_a_pool_that_never_forgets_a_route(monkeypatch) 
 def test_the_pool_forgets_a_removed_workers_route() -> None:
     from kvproof.impl.indexer import ThreadPoolIndexer
 
-    stored = json.dumps({"event_id": 1, "data": {"stored": {"parent_hash": None, "blocks": [
-        {"block_hash": 11, "tokens_hash": 1}]}}, "dp_rank": 0}).encode()
+    stored = json.dumps(
+        {"event_id": 1, "data": {"stored": {"parent_hash": None, "blocks": [{"block_hash": 11, "tokens_hash": 1}]}}, "dp_rank": 0}
+    ).encode()
     with ThreadPoolIndexer(threads=2) as pool:
         for worker in range(1, 101):  # a hundred workers come and go, one at a time
             pool.apply_event(worker, stored)

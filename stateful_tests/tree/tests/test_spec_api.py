@@ -42,7 +42,9 @@ def parameters(function) -> list[tuple[str, object, object]]:
 def takes_the_protocols_call(mine, theirs) -> bool:
     """The protocol's parameters come first, unchanged; any the tree adds after them have a default."""
     own, declared = parameters(mine), parameters(theirs)
-    return own[: len(declared)] == declared and all(default is not inspect.Parameter.empty for _, _, default in own[len(declared):])
+    return own[: len(declared)] == declared and all(
+        default is not inspect.Parameter.empty for _, _, default in own[len(declared) :]
+    )
 
 
 def test_the_protocols_declare_the_tree_api_with_early_exit_off_by_default():

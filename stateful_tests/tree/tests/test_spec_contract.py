@@ -152,7 +152,9 @@ def test_on_event_is_the_handler_of_the_events_kind():
     """on_event dispatches each kind to its handler with the same arguments and refuses anything that is not an event."""
     s = two_ranks_of_one_worker()
     for accepted in (True, False):
-        assert contract.on_event(s, Rank(1, 1), stored(100, 2), accepted) == contract.on_stored(s, Rank(1, 1), stored(100, 2), accepted)
+        assert contract.on_event(s, Rank(1, 1), stored(100, 2), accepted) == contract.on_stored(
+            s, Rank(1, 1), stored(100, 2), accepted
+        )
     assert contract.holdings(contract.on_event(s, Rank(1, 1), stored(100, 2), True), Rank(1, 1)).reachable == {100, 200}
     assert contract.on_event(s, Rank(1, 1), stored(100, 2), False) == s
     assert contract.on_event(s, Rank(1, 0), Removed((200,)), True) == contract.on_removed(s, Rank(1, 0), Removed((200,)))
@@ -169,4 +171,6 @@ def test_index_verdict_names_each_problem_with_its_rank_and_blocks():
         "(1, 0): reachable blocks not indexed: [100, 200]",
     ]
     assert contract.index_verdict(s, {}) == ["(1, 0): reachable blocks not indexed: [100, 200]"]  # a rank the index lacks
-    assert contract.index_verdict(contract.EMPTY_CONTRACT, {Rank(2, 1): frozenset({5})}) == ["(2, 1): indexed blocks it does not hold: [5]"]
+    assert contract.index_verdict(contract.EMPTY_CONTRACT, {Rank(2, 1): frozenset({5})}) == [
+        "(2, 1): indexed blocks it does not hold: [5]"
+    ]

@@ -90,7 +90,9 @@ def test_without_merging_every_node_is_its_own_event():
     tree = build(*STICKY_CHAIN)
     assert dump(tree, merge=False) == [(W1, Stored(None, blocks(1, 2))), (W1, Stored(200, blocks(3, 4)))]
     assert [decode_router_event(line) for line in dump_router_events(tree.root, tree.state_of, tree.children_of, False)] == [
-        (1, KvCacheEvent(0, Stored(None, blocks(1, 2)), 0)), (1, KvCacheEvent(1, Stored(200, blocks(3, 4)), 0))]
+        (1, KvCacheEvent(0, Stored(None, blocks(1, 2)), 0)),
+        (1, KvCacheEvent(1, Stored(200, blocks(3, 4)), 0)),
+    ]
     per_block = build(*STICKY_CHAIN, rules=with_variants(frozenset({Variant.PER_BLOCK_NODES})))
     assert lines(per_block) == [(1, KvCacheEvent(i, Stored(100 * i or None, blocks(i + 1)), 0)) for i in range(4)]
 
@@ -128,8 +130,12 @@ def test_the_chain_is_cut_above_a_child_with_cutoffs_and_a_cutoff_rank_needs_the
 def test_a_cutoff_rank_is_written_its_prefix_below_a_parent_it_holds():
     """W1's 400 evicted: W1 keeps a cutoff of 1 on [3 4], written [3] below 200; W2's [5] below 200."""
     tree = build(*CUTOFF_CHILD)
-    assert dump(tree) == [(W1, Stored(None, blocks(1, 2))), (W2, Stored(None, blocks(1, 2))),
-                          (W1, Stored(200, blocks(3))), (W2, Stored(200, blocks(5)))]
+    assert dump(tree) == [
+        (W1, Stored(None, blocks(1, 2))),
+        (W2, Stored(None, blocks(1, 2))),
+        (W1, Stored(200, blocks(3))),
+        (W2, Stored(200, blocks(5))),
+    ]
     assert tree.snapshot() == {W1: frozenset({100, 200, 300}), W2: frozenset({100, 200, 500})}
 
 
@@ -163,8 +169,11 @@ def test_each_line_carries_its_rank_and_its_place_as_event_id():
     ]
 
 
-@pytest.mark.parametrize("steps", [STICKY_CHAIN, DIVERGED, CUTOFF_CHILD, LOST_PARENT, DP_RANKS],
-                         ids=["sticky-chain", "diverged", "cutoff-child", "lost-parent", "dp-ranks"])
+@pytest.mark.parametrize(
+    "steps",
+    [STICKY_CHAIN, DIVERGED, CUTOFF_CHILD, LOST_PARENT, DP_RANKS],
+    ids=["sticky-chain", "diverged", "cutoff-child", "lost-parent", "dp-ranks"],
+)
 def test_the_dump_replayed_into_an_empty_tree_rebuilds_the_snapshot(steps):
     """spec/dump.py: applied in order to an empty tree the dump is accepted event by event and rebuilds the same
     index."""

@@ -60,9 +60,10 @@ def plain_id(value, limit=120):
     return "".join(c if " " <= c <= "~" and c != "\\" else f"U+{ord(c):04X}" for c in text)[:limit]
 
 
-
 def test_decode_stored_removed_cleared():
-    stored = decode_event({"event_id": 7, "dp_rank": 1, "data": {"stored": {"parent_hash": 100, "blocks": [{"block_hash": 200, "tokens_hash": 2}]}}})
+    stored = decode_event(
+        {"event_id": 7, "dp_rank": 1, "data": {"stored": {"parent_hash": 100, "blocks": [{"block_hash": 200, "tokens_hash": 2}]}}}
+    )
     assert stored == KvCacheEvent(7, Stored(100, (Block(2, 200),)), 1)
     assert decode_event(b'{"event_id": 8, "data": {"removed": {"block_hashes": [200, 100]}}}').data == Removed((200, 100))
     assert decode_event('{"event_id": 9, "data": "cleared"}').data == Cleared()
@@ -71,7 +72,9 @@ def test_decode_stored_removed_cleared():
 
 def test_defaults_observed_on_the_binding():
     """dp_rank defaults to 0, parent_hash may be absent, unknown fields are ignored (docs/dynamo-findings.md)."""
-    event = decode_event({"event_id": 1, "x": 1, "data": {"stored": {"blocks": [{"block_hash": 5, "tokens_hash": 1, "mm_extra_info": None}]}}})
+    event = decode_event(
+        {"event_id": 1, "x": 1, "data": {"stored": {"blocks": [{"block_hash": 5, "tokens_hash": 1, "mm_extra_info": None}]}}}
+    )
     assert event == KvCacheEvent(1, Stored(None, (Block(1, 5),)), 0)
 
 
@@ -108,9 +111,20 @@ def test_encode_round_trips_through_decode():
 def test_router_event_matches_the_bindings_dump_layout():
     line = encode_router_event(1, KvCacheEvent(0, Stored(None, (Block(1, 100),)), 0))
     assert json.loads(line) == {
-        "worker_id": 1, "storage_tier": "device", "residency_domain": "worker",
-        "event": {"event_id": 0, "data": {"stored": {"parent_hash": None, "start_position": None,
-                  "blocks": [{"block_hash": 100, "tokens_hash": 1, "mm_extra_info": None}]}}, "dp_rank": 0},
+        "worker_id": 1,
+        "storage_tier": "device",
+        "residency_domain": "worker",
+        "event": {
+            "event_id": 0,
+            "data": {
+                "stored": {
+                    "parent_hash": None,
+                    "start_position": None,
+                    "blocks": [{"block_hash": 100, "tokens_hash": 1, "mm_extra_info": None}],
+                }
+            },
+            "dp_rank": 0,
+        },
     }
 
 
@@ -201,8 +215,11 @@ WIRE_REFUSALS = [
     (event(None), "data", 'expected the string "cleared" or an object, got NoneType None'),
     (event([]), "data", 'expected the string "cleared" or an object, got list []'),
     (event({}), "data", "expected exactly one of stored/removed/cleared, got []"),
-    (event({"stored": {"blocks": []}, "removed": {"block_hashes": []}}), "data",
-     "expected exactly one of stored/removed/cleared, got ['removed', 'stored']"),
+    (
+        event({"stored": {"blocks": []}, "removed": {"block_hashes": []}}),
+        "data",
+        "expected exactly one of stored/removed/cleared, got ['removed', 'stored']",
+    ),
     (event({"evicted": {}}), "data", "unknown variant `'evicted'`, expected stored, removed or cleared"),
     (event({"cleared": []}), "data.cleared", "a unit variant takes null, got list []"),
     (event({"cleared": 5}), "data.cleared", "a unit variant takes null, got int 5"),
@@ -228,24 +245,44 @@ WIRE_REFUSALS = [
     (with_mm({"mm_objects": [mm_object(), 7]}), OBJ1, "expected an object, got int"),
     (with_mm({"mm_objects": [mm_object(), {"offsets": []}]}), OBJ1, "missing field `mm_hash`"),
     (with_mm({"mm_objects": [mm_object(), {"mm_hash": 7}]}), OBJ1, "missing field `offsets`"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(mm_hash=2**64)]}), f"{OBJ1}.mm_hash",
-     f"integer 18446744073709551616 {U64_RANGE}"),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(mm_hash=2**64)]}),
+        f"{OBJ1}.mm_hash",
+        f"integer 18446744073709551616 {U64_RANGE}",
+    ),
     (with_mm({"mm_objects": [mm_object(), mm_object(mm_hash=-1)]}), f"{OBJ1}.mm_hash", f"integer -1 {U64_RANGE}"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(mm_hash="7")]}), f"{OBJ1}.mm_hash",
-     "expected an unsigned integer, got str '7'"),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(mm_hash="7")]}),
+        f"{OBJ1}.mm_hash",
+        "expected an unsigned integer, got str '7'",
+    ),
     (with_mm({"mm_objects": [mm_object(), mm_object(offsets=None)]}), f"{OBJ1}.offsets", "expected a list, got NoneType"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], 5])]}), f"{OBJ1}.offsets[1]",
-     "expected a list, got int"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0]])]}), f"{OBJ1}.offsets[1]",
-     "expected a pair, got 1 items"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0, 1, 2]])]}), f"{OBJ1}.offsets[1]",
-     "expected a pair, got 3 items"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0, -1]])]}), f"{OBJ1}.offsets[1][1]",
-     f"integer -1 {U64_RANGE}"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[2**64, 1]])]}), f"{OBJ1}.offsets[0][0]",
-     f"integer 18446744073709551616 {U64_RANGE}"),
-    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, None]])]}), f"{OBJ1}.offsets[0][1]",
-     "expected an unsigned integer, got NoneType None"),
+    (with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], 5])]}), f"{OBJ1}.offsets[1]", "expected a list, got int"),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0]])]}),
+        f"{OBJ1}.offsets[1]",
+        "expected a pair, got 1 items",
+    ),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0, 1, 2]])]}),
+        f"{OBJ1}.offsets[1]",
+        "expected a pair, got 3 items",
+    ),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, 1], [0, -1]])]}),
+        f"{OBJ1}.offsets[1][1]",
+        f"integer -1 {U64_RANGE}",
+    ),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[2**64, 1]])]}),
+        f"{OBJ1}.offsets[0][0]",
+        f"integer 18446744073709551616 {U64_RANGE}",
+    ),
+    (
+        with_mm({"mm_objects": [mm_object(), mm_object(offsets=[[0, None]])]}),
+        f"{OBJ1}.offsets[0][1]",
+        "expected an unsigned integer, got NoneType None",
+    ),
     # removed
     (event({"removed": [[80]]}), "data.removed", "expected an object, got list"),  # H3
     (event({"removed": {}}), "data.removed", "missing field `block_hashes`"),
@@ -256,41 +293,80 @@ WIRE_REFUSALS = [
     ('{"event_id":1,"event_id":2,"data":"cleared"}', "<root>", "duplicate field `event_id`"),
     ('{"event_id":1,"dp_rank":0,"data":"cleared","dp_rank":0,"event_id":1}', "<root>", "duplicate field `dp_rank`"),
     ('{"event_id":1,"data":"cleared","data":"cleared"}', "<root>", "duplicate field `data`"),
-    ('{"event_id":1,"data":{"cleared":null,"cleared":null}}', "data",
-     "expected exactly one of stored/removed/cleared, got ['cleared']"),
-    ('{"event_id":1,"data":{"stored":{"parent_hash":1,"parent_hash":1,"blocks":[]}}}', "data.stored",
-     "duplicate field `parent_hash`"),
+    (
+        '{"event_id":1,"data":{"cleared":null,"cleared":null}}',
+        "data",
+        "expected exactly one of stored/removed/cleared, got ['cleared']",
+    ),
+    (
+        '{"event_id":1,"data":{"stored":{"parent_hash":1,"parent_hash":1,"blocks":[]}}}',
+        "data.stored",
+        "duplicate field `parent_hash`",
+    ),
     ('{"event_id":1,"data":{"stored":{"blocks":[],"blocks":[]}}}', "data.stored", "duplicate field `blocks`"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"block_hash":5}]}}}', BLOCK,
-     "duplicate field `block_hash`"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":null,"mm_extra_info":null}]}}}',
-     BLOCK, "duplicate field `mm_extra_info`"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":'
-     '{"mm_objects":[],"mm_objects":[]}}]}}}', MM, "duplicate field `mm_objects`"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
-     '[{"mm_hash":7,"offsets":[]},{"mm_hash":7,"offsets":[],"mm_hash":7}]}}]}}}', OBJ1, "duplicate field `mm_hash`"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
-     '[{"mm_hash":7,"offsets":[]},{"offsets":[],"mm_hash":7,"offsets":[]}]}}]}}}', OBJ1, "duplicate field `offsets`"),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"block_hash":5}]}}}',
+        BLOCK,
+        "duplicate field `block_hash`",
+    ),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":null,"mm_extra_info":null}]}}}',
+        BLOCK,
+        "duplicate field `mm_extra_info`",
+    ),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":'
+        '{"mm_objects":[],"mm_objects":[]}}]}}}',
+        MM,
+        "duplicate field `mm_objects`",
+    ),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
+        '[{"mm_hash":7,"offsets":[]},{"mm_hash":7,"offsets":[],"mm_hash":7}]}}]}}}',
+        OBJ1,
+        "duplicate field `mm_hash`",
+    ),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
+        '[{"mm_hash":7,"offsets":[]},{"offsets":[],"mm_hash":7,"offsets":[]}]}}]}}}',
+        OBJ1,
+        "duplicate field `offsets`",
+    ),
     ('{"event_id":1,"data":{"removed":{"block_hashes":[],"block_hashes":[]}}}', "data.removed", "duplicate field `block_hashes`"),
     # JSON text alone: NaN and the infinities are not JSON, ignored fields included
     ('{"event_id":NaN,"data":"cleared"}', "<number>", "NaN is not JSON"),
     ('{"event_id":1,"data":"cleared","lora_id":Infinity}', "<number>", "Infinity is not JSON"),
-    ('{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
-     '[{"mm_hash":7,"offsets":[[0,-Infinity]]}]}}]}}}', "<number>", "-Infinity is not JSON"),
+    (
+        '{"event_id":1,"data":{"stored":{"blocks":[{"block_hash":5,"tokens_hash":1,"mm_extra_info":{"mm_objects":'
+        '[{"mm_hash":7,"offsets":[[0,-Infinity]]}]}}]}}}',
+        "<number>",
+        "-Infinity is not JSON",
+    ),
     # JSON text alone: -0 (serde: "invalid type: floating point `-0.0`") and literals too long for any field
     ('{"event_id":-0,"data":"cleared"}', "event_id", "expected an unsigned integer, got -0 (a signed zero)"),
-    ('{"event_id":1,"data":{"removed":{"block_hashes":[1,-0]}}}', "data.removed.block_hashes[1]",
-     "expected an unsigned integer, got -0 (a signed zero)"),
+    (
+        '{"event_id":1,"data":{"removed":{"block_hashes":[1,-0]}}}',
+        "data.removed.block_hashes[1]",
+        "expected an unsigned integer, got -0 (a signed zero)",
+    ),
     ('{"event_id":1,"data":-0}', "data", 'expected the string "cleared" or an object, got WireLiteral -0'),
     ('{"event_id":1,"data":{"cleared":-0}}', "data.cleared", "a unit variant takes null, got WireLiteral -0"),
-    ('{"event_id":123456789012345678901,"data":"cleared"}', "event_id",
-     f"integer <an integer literal of 21 digits> {U64_RANGE}"),
-    ('{"event_id":-123456789012345678901,"data":"cleared"}', "event_id",
-     f"integer <an integer literal of 21 digits> {U64_RANGE}"),
-    ('{"event_id":1,"dp_rank":' + "9" * 5000 + ',"data":"cleared"}', "dp_rank",
-     f"integer <an integer literal of 5000 digits> {U32_RANGE}"),
-    ('{"event_id":1,"data":1234567890123456789012345}', "data",
-     'expected the string "cleared" or an object, got WireLiteral <an integer literal of 25 digits>'),
+    ('{"event_id":123456789012345678901,"data":"cleared"}', "event_id", f"integer <an integer literal of 21 digits> {U64_RANGE}"),
+    (
+        '{"event_id":-123456789012345678901,"data":"cleared"}',
+        "event_id",
+        f"integer <an integer literal of 21 digits> {U64_RANGE}",
+    ),
+    (
+        '{"event_id":1,"dp_rank":' + "9" * 5000 + ',"data":"cleared"}',
+        "dp_rank",
+        f"integer <an integer literal of 5000 digits> {U32_RANGE}",
+    ),
+    (
+        '{"event_id":1,"data":1234567890123456789012345}',
+        "data",
+        'expected the string "cleared" or an object, got WireLiteral <an integer literal of 25 digits>',
+    ),
     # JSON text alone: a key holding a lone UTF-16 surrogate
     ('{"event_id":1,"data":"cleared","\\ud800":1}', "<key>", "key '\\ud800' holds a lone UTF-16 surrogate"),
     ('{"event_id":1,"data":"cleared","a\\udfff":1}', "<key>", "key 'a\\udfff' holds a lone UTF-16 surrogate"),
@@ -313,10 +389,16 @@ DOCUMENT_REFUSALS = [  # (a KvCacheEvent payload, a RouterEvent payload, why)
     ("garbage", "garbage", "Expecting value: line 1 column 1 (char 0)"),
     ("{} x", "{} x", "Extra data: line 1 column 4 (char 3)"),
     (Only(5), Only(5), "expected bytes, str or a mapping, got int"),
-    ('{"event_id":1,"data":"cleared","x":' + DEEP + "}", '{"worker_id":1,"x":' + DEEP + ',"event":{}}',
-     f"nested deeper than {MAX_JSON_DEPTH} levels"),  # H1
-    ('{"event_id":1,"data":"cleared","x":' + DEEP_PAST_A_SIBLING + "}",
-     '{"worker_id":1,"x":' + DEEP_PAST_A_SIBLING + ',"event":{}}', f"nested deeper than {MAX_JSON_DEPTH} levels"),
+    (
+        '{"event_id":1,"data":"cleared","x":' + DEEP + "}",
+        '{"worker_id":1,"x":' + DEEP + ',"event":{}}',
+        f"nested deeper than {MAX_JSON_DEPTH} levels",
+    ),  # H1
+    (
+        '{"event_id":1,"data":"cleared","x":' + DEEP_PAST_A_SIBLING + "}",
+        '{"worker_id":1,"x":' + DEEP_PAST_A_SIBLING + ',"event":{}}',
+        f"nested deeper than {MAX_JSON_DEPTH} levels",
+    ),
 ]
 
 
@@ -337,15 +419,21 @@ BOUNDARY_ACCEPTANCES = [
     (event(event_id=0), KvCacheEvent(0, Cleared(), 0)),
     (event(event_id=U64, dp_rank=U32), KvCacheEvent(U64, Cleared(), U32)),
     (event({"cleared": None}, dp_rank=0), KvCacheEvent(1, Cleared(), 0)),
-    (stored(parent_hash=0, start_position=0, blocks=[{"block_hash": 0, "tokens_hash": 0}]),
-     KvCacheEvent(1, Stored(0, (Block(0, 0),)))),
-    (stored(parent_hash=U64, start_position=U32, blocks=[{"block_hash": U64, "tokens_hash": U64}]),
-     KvCacheEvent(1, Stored(U64, (Block(U64, U64),)))),
+    (
+        stored(parent_hash=0, start_position=0, blocks=[{"block_hash": 0, "tokens_hash": 0}]),
+        KvCacheEvent(1, Stored(0, (Block(0, 0),))),
+    ),
+    (
+        stored(parent_hash=U64, start_position=U32, blocks=[{"block_hash": U64, "tokens_hash": U64}]),
+        KvCacheEvent(1, Stored(U64, (Block(U64, U64),))),
+    ),
     (stored(parent_hash=None, start_position=None), KvCacheEvent(1, Stored(None, ()))),
     (with_mm(None), KvCacheEvent(1, Stored(None, (Block(1, 5),)))),
     (with_mm({"mm_objects": []}), KvCacheEvent(1, Stored(None, (Block(1, 5),)))),
-    (with_mm({"mm_objects": [{"mm_hash": 0, "offsets": []}, {"mm_hash": U64, "offsets": [[0, U64], [U64, 0]]}]}),
-     KvCacheEvent(1, Stored(None, (Block(1, 5),)))),
+    (
+        with_mm({"mm_objects": [{"mm_hash": 0, "offsets": []}, {"mm_hash": U64, "offsets": [[0, U64], [U64, 0]]}]}),
+        KvCacheEvent(1, Stored(None, (Block(1, 5),))),
+    ),
     (with_mm({"mm_objects": [mm_object(lora="x")], "extra": [1]}), KvCacheEvent(1, Stored(None, (Block(1, 5),)))),
     (removed([0, U64, 0]), KvCacheEvent(1, Removed((0, U64, 0)))),
     (removed([]), KvCacheEvent(1, Removed(()))),
@@ -397,12 +485,20 @@ ROUTER_REFUSALS = [
     ('{"worker_id":1,"worker_id":2,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "<root>", "duplicate field `worker_id`"),
     ({"worker_id": -1, "event": event()}, ROUTER, "worker_id", f"integer -1 {U64_RANGE}"),
     ({"worker_id": 2**64, "event": event()}, ROUTER, "worker_id", f"integer 18446744073709551616 {U64_RANGE}"),
-    ('{"worker_id":123456789012345678901,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "worker_id",
-     f"integer <an integer literal of 21 digits> {U64_RANGE}"),  # a literal kept as text names the RouterEvent too
+    (
+        '{"worker_id":123456789012345678901,"event":{"event_id":1,"data":"cleared"}}',
+        ROUTER,
+        "worker_id",
+        f"integer <an integer literal of 21 digits> {U64_RANGE}",
+    ),  # a literal kept as text names the RouterEvent too
     ({"worker_id": "1", "event": event()}, ROUTER, "worker_id", "expected an unsigned integer, got str '1'"),
     ({"worker_id": {}, "event": event()}, ROUTER, "worker_id", "expected an unsigned integer, got dict {}"),  # read either way
-    ('{"worker_id":-0,"event":{"event_id":1,"data":"cleared"}}', ROUTER, "worker_id",
-     "expected an unsigned integer, got -0 (a signed zero)"),
+    (
+        '{"worker_id":-0,"event":{"event_id":1,"data":"cleared"}}',
+        ROUTER,
+        "worker_id",
+        "expected an unsigned integer, got -0 (a signed zero)",
+    ),
     ({"worker_id": 1, "event": [1]}, ROUTER, "event", "expected an object, got list"),
     ({"worker_id": 1, "event": None}, ROUTER, "event", "expected an object, got NoneType"),
     ({"worker_id": 1, "event": {"event_id": 1}}, "KvCacheEvent", "<root>", "missing field `data`"),  # the event's own root
@@ -411,8 +507,9 @@ ROUTER_REFUSALS = [
 ]
 
 
-@pytest.mark.parametrize(("line", "what", "path", "why"), ROUTER_REFUSALS,
-                         ids=[plain_id(f"{w}: {p}: {y}", 70) for _, w, p, y in ROUTER_REFUSALS])
+@pytest.mark.parametrize(
+    ("line", "what", "path", "why"), ROUTER_REFUSALS, ids=[plain_id(f"{w}: {p}: {y}", 70) for _, w, p, y in ROUTER_REFUSALS]
+)
 def test_each_malformed_router_event_is_refused_naming_the_path_of_its_bad_field(line, what, path, why):
     """The envelope's faults name the RouterEvent and its field (``worker_id``, ``event``, a repeated field, as serde
     refuses for a struct); a fault inside the event names the KvCacheEvent and the path from the event's root."""
@@ -449,10 +546,16 @@ API_REFUSALS = [
     (KvCacheEvent(1, Stored(None, None)), "data.stored.blocks", "expected a tuple, got NoneType"),
     (KvCacheEvent(1, Stored(None, {Block(1, 100)})), "data.stored.blocks", "expected a tuple, got set"),
     (KvCacheEvent(1, Stored(None, (Block(1, 100), (2, 200)))), "data.stored.blocks[1]", "expected a Block, got tuple"),
-    (KvCacheEvent(1, Stored(None, (Block(1, 100), Block("a", 200)))), "data.stored.blocks[1].tokens_hash",
-     "expected an unsigned integer, got str 'a'"),
-    (KvCacheEvent(1, Stored(None, (Block(1, 100), Block(2, 2**64)))), "data.stored.blocks[1].block_hash",
-     f"integer 18446744073709551616 {U64_RANGE}"),
+    (
+        KvCacheEvent(1, Stored(None, (Block(1, 100), Block("a", 200)))),
+        "data.stored.blocks[1].tokens_hash",
+        "expected an unsigned integer, got str 'a'",
+    ),
+    (
+        KvCacheEvent(1, Stored(None, (Block(1, 100), Block(2, 2**64)))),
+        "data.stored.blocks[1].block_hash",
+        f"integer 18446744073709551616 {U64_RANGE}",
+    ),
     (KvCacheEvent(1, Removed(None)), "data.removed.block_hashes", "expected a tuple, got NoneType"),
     (KvCacheEvent(1, Removed(bytearray(b"ab"))), "data.removed.block_hashes", "expected a tuple, got bytearray"),
     (KvCacheEvent(1, Removed(memoryview(b"ab"))), "data.removed.block_hashes", "expected a tuple, got memoryview"),
@@ -473,9 +576,12 @@ def test_each_ill_typed_event_object_is_refused_naming_its_field(event, path, wh
 
 
 API_ACCEPTANCES = [
-    (KvCacheEvent(numpy.uint64(U64), Stored(numpy.uint64(0), [Block(numpy.int64(1), numpy.uint64(U64)), Block(0, 0)]),
-                  numpy.uint32(U32)),
-     KvCacheEvent(U64, Stored(0, (Block(1, U64), Block(0, 0))), U32)),
+    (
+        KvCacheEvent(
+            numpy.uint64(U64), Stored(numpy.uint64(0), [Block(numpy.int64(1), numpy.uint64(U64)), Block(0, 0)]), numpy.uint32(U32)
+        ),
+        KvCacheEvent(U64, Stored(0, (Block(1, U64), Block(0, 0))), U32),
+    ),
     (KvCacheEvent(0, Stored(None, ()), 0), KvCacheEvent(0, Stored(None, ()), 0)),
     (KvCacheEvent(numpy.int64(0), Removed([numpy.int64(0), U64])), KvCacheEvent(0, Removed((0, U64)))),
     (KvCacheEvent(7, Removed(())), KvCacheEvent(7, Removed(()))),
@@ -528,14 +634,20 @@ def test_check_rank_takes_every_u64_worker_and_u32_dp_rank_as_plain_ints():
 # ------------------------------------------------------------------ the encoders, byte for byte
 
 ENCODED = [
-    (KvCacheEvent(3, Stored(100, (Block(1, 200), Block(2, 300))), 2),
-     '{"event_id":3,"data":{"stored":{"parent_hash":100,"start_position":null,"blocks":['
-     '{"block_hash":200,"tokens_hash":1,"mm_extra_info":null},{"block_hash":300,"tokens_hash":2,"mm_extra_info":null}]}},'
-     '"dp_rank":2}'),
-    (KvCacheEvent(0, Stored(None, ()), 0),
-     '{"event_id":0,"data":{"stored":{"parent_hash":null,"start_position":null,"blocks":[]}},"dp_rank":0}'),
-    (KvCacheEvent(U64, Removed((5, U64)), U32),
-     '{"event_id":18446744073709551615,"data":{"removed":{"block_hashes":[5,18446744073709551615]}},"dp_rank":4294967295}'),
+    (
+        KvCacheEvent(3, Stored(100, (Block(1, 200), Block(2, 300))), 2),
+        '{"event_id":3,"data":{"stored":{"parent_hash":100,"start_position":null,"blocks":['
+        '{"block_hash":200,"tokens_hash":1,"mm_extra_info":null},{"block_hash":300,"tokens_hash":2,"mm_extra_info":null}]}},'
+        '"dp_rank":2}',
+    ),
+    (
+        KvCacheEvent(0, Stored(None, ()), 0),
+        '{"event_id":0,"data":{"stored":{"parent_hash":null,"start_position":null,"blocks":[]}},"dp_rank":0}',
+    ),
+    (
+        KvCacheEvent(U64, Removed((5, U64)), U32),
+        '{"event_id":18446744073709551615,"data":{"removed":{"block_hashes":[5,18446744073709551615]}},"dp_rank":4294967295}',
+    ),
     (KvCacheEvent(9, Cleared(), 1), '{"event_id":9,"data":"cleared","dp_rank":1}'),
 ]
 
@@ -599,6 +711,9 @@ def test_an_event_objects_blocks_whose_own_iteration_raises_are_a_malformed_even
             raise RuntimeError("no")
 
     event = KvCacheEvent(1, Stored(None, UnreadableBlocks([Block(1, 100)])), 0)
-    with pytest.raises(MalformedEvent, match=r"^Failed to deserialize KvCacheEvent: data\.stored\.blocks: data\.stored\.blocks "
-                                             r"could not be read: its own iteration raised RuntimeError\('no'\)$"):
+    with pytest.raises(
+        MalformedEvent,
+        match=r"^Failed to deserialize KvCacheEvent: data\.stored\.blocks: data\.stored\.blocks "
+        r"could not be read: its own iteration raised RuntimeError\('no'\)$",
+    ):
         check_event(event)

@@ -37,12 +37,17 @@ def state(blocks: tuple[Block, ...], full=(), cut=None) -> EdgeState:
 HELD = state(edge(1, 2, 3), full=[A], cut={B: 2})  # A holds [1 2 3], B holds [1 2]
 
 
-@pytest.mark.parametrize(("rank", "ext", "sound"), [
-    (A, 300, True), (A, 100, True),
-    (B, 200, True), (B, 300, False),  # past B's cutoff
-    (A, 900, False),  # not on the edge
-    (WorkerWithDpRank(9, 0), 100, False),  # a rank that holds nothing here
-])
+@pytest.mark.parametrize(
+    ("rank", "ext", "sound"),
+    [
+        (A, 300, True),
+        (A, 100, True),
+        (B, 200, True),
+        (B, 300, False),  # past B's cutoff
+        (A, 900, False),  # not on the edge
+        (WorkerWithDpRank(9, 0), 100, False),  # a rank that holds nothing here
+    ],
+)
 def test_a_lookup_entry_is_sound_where_the_edge_holds_the_hash_and_the_rank_covers_it(rank, ext, sound):
     assert is_lookup_entry_on_holder(HELD, rank, ext) is sound  # by a scan
     assert is_lookup_entry_on_holder(HELD, rank, ext, edge_index_of(HELD.edge)) is sound  # by the index
@@ -66,17 +71,25 @@ def test_a_sound_node_breaks_nothing():
     assert node_violations(HELD, False, {}) == []
 
 
-@pytest.mark.parametrize(("node", "internal", "children", "index", "broken"), [
-    (state((), full=[A]), False, {}, None, ["is_edge_nonempty"]),
-    (state(edge(1, 2), cut={A: 2}), False, {}, None, ["is_cutoffs_strictly_inside"]),
-    (state(edge(1, 2), cut={A: 0}), False, {}, None, ["is_cutoffs_strictly_inside"]),  # a cutoff of 0 holds nothing
-    (state(edge(1, 2), full=[A], cut={A: 1}), False, {}, None, ["is_full_disjoint_from_cutoffs"]),
-    (HELD, False, {4: state(edge(4), full=[A])}, None, ["is_internal_if_it_has_children"]),
-    (state(edge(1, 2), cut={B: 1}), True, {4: state(edge(4), full=[A])}, None, ["is_holderless_childless"]),
-    (HELD, True, {5: state(edge(4), full=[A]), 6: state((), full=[A])}, None,
-     ["is_child_keyed_by_first_local[5]", "is_child_keyed_by_first_local[6]"]),
-    (HELD, False, {}, {100: 0, 200: 1}, ["is_edge_index_consistent"]),  # the index lacks 300
-])
+@pytest.mark.parametrize(
+    ("node", "internal", "children", "index", "broken"),
+    [
+        (state((), full=[A]), False, {}, None, ["is_edge_nonempty"]),
+        (state(edge(1, 2), cut={A: 2}), False, {}, None, ["is_cutoffs_strictly_inside"]),
+        (state(edge(1, 2), cut={A: 0}), False, {}, None, ["is_cutoffs_strictly_inside"]),  # a cutoff of 0 holds nothing
+        (state(edge(1, 2), full=[A], cut={A: 1}), False, {}, None, ["is_full_disjoint_from_cutoffs"]),
+        (HELD, False, {4: state(edge(4), full=[A])}, None, ["is_internal_if_it_has_children"]),
+        (state(edge(1, 2), cut={B: 1}), True, {4: state(edge(4), full=[A])}, None, ["is_holderless_childless"]),
+        (
+            HELD,
+            True,
+            {5: state(edge(4), full=[A]), 6: state((), full=[A])},
+            None,
+            ["is_child_keyed_by_first_local[5]", "is_child_keyed_by_first_local[6]"],
+        ),
+        (HELD, False, {}, {100: 0, 200: 1}, ["is_edge_index_consistent"]),  # the index lacks 300
+    ],
+)
 def test_node_violations_name_exactly_the_invariants_a_node_breaks(node, internal, children, index, broken):
     assert node_violations(node, internal, children, index) == broken
 
@@ -86,12 +99,15 @@ def test_the_edge_index_is_checked_only_when_given():
     assert node_violations(HELD, False, {}, {}) == ["is_edge_index_consistent"]
 
 
-@pytest.mark.parametrize(("root", "children", "broken"), [
-    (state(()), {1: state(edge(1), full=[A])}, []),
-    (state(edge(1)), {}, ["is_root_edge_empty"]),
-    (state((), full=[A]), {}, ["is_root_edge_empty"]),
-    (state((), cut={A: 1}), {}, ["is_root_edge_empty"]),
-    (state(()), {2: state(edge(1), full=[A])}, ["is_child_keyed_by_first_local[2]"]),
-])
+@pytest.mark.parametrize(
+    ("root", "children", "broken"),
+    [
+        (state(()), {1: state(edge(1), full=[A])}, []),
+        (state(edge(1)), {}, ["is_root_edge_empty"]),
+        (state((), full=[A]), {}, ["is_root_edge_empty"]),
+        (state((), cut={A: 1}), {}, ["is_root_edge_empty"]),
+        (state(()), {2: state(edge(1), full=[A])}, ["is_child_keyed_by_first_local[2]"]),
+    ],
+)
 def test_root_violations_name_a_root_with_an_edge_or_a_holder_and_each_misplaced_child(root, children, broken):
     assert root_violations(root, children) == broken

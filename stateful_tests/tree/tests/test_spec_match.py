@@ -276,7 +276,9 @@ def test_check_query_refuses_an_integer_out_of_the_u64_range_naming_its_index_an
 # ----------------------------------------------------------------------------- check_early_exit
 
 
-@pytest.mark.parametrize("value, expected", [(True, True), (False, False), (numpy.bool_(True), True), (numpy.bool_(False), False)])
+@pytest.mark.parametrize(
+    "value, expected", [(True, True), (False, False), (numpy.bool_(True), True), (numpy.bool_(False), False)]
+)
 def test_check_early_exit_takes_a_bool_or_a_numpy_bool(value, expected):
     """docs/hostile-input.md "Python arguments": ``numpy.bool_(True)`` is accepted, as the binding does."""
     assert check_early_exit(value) is expected

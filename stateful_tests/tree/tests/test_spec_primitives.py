@@ -25,15 +25,19 @@ from kvproof.spec.primitives import (
 )
 
 
-@pytest.mark.parametrize(("value", "shown"), [
-    (0, "0"),
-    (-7, "-7"),
-    (2**256 - 1, str(2**256 - 1)),  # 256 bits: still its digits
-    (-(2**256 - 1), str(-(2**256 - 1))),
-    (2**256, "<an integer of about 78 digits>"),  # 257 bits: int(257 * 0.30103) + 1 = 78, and 2**256 has 78 digits
-    (-(2**300), "-<an integer of about 91 digits>"),  # 301 bits: int(90.61) + 1
-    (10**5000, "<an integer of about 5001 digits>"),
-], ids=lambda v: f"{'-' if v < 0 else ''}{abs(v).bit_length()}bits" if isinstance(v, int) else "shown")
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0, "0"),
+        (-7, "-7"),
+        (2**256 - 1, str(2**256 - 1)),  # 256 bits: still its digits
+        (-(2**256 - 1), str(-(2**256 - 1))),
+        (2**256, "<an integer of about 78 digits>"),  # 257 bits: int(257 * 0.30103) + 1 = 78, and 2**256 has 78 digits
+        (-(2**300), "-<an integer of about 91 digits>"),  # 301 bits: int(90.61) + 1
+        (10**5000, "<an integer of about 5001 digits>"),
+    ],
+    ids=lambda v: f"{'-' if v < 0 else ''}{abs(v).bit_length()}bits" if isinstance(v, int) else "shown",
+)
 def test_an_int_is_shown_as_its_digits_up_to_256_bits_and_past_them_as_its_sign_and_digit_count(value, shown):
     assert show_int(value) == shown
     assert show(value) == shown
@@ -121,11 +125,15 @@ def test_a_frozen_map_of_any_size_reads_equals_and_hashes_by_its_items(n):
     assert m == items and dict(m) == items and len(m) == n and sorted(m) == sorted(items)
     assert all(i in m and m[i] == str(i) and m.get(i) == str(i) for i in range(n))
     assert -1 not in m and m.get(-1) is None and m.get(-1, "d") == "d"
-    assert sorted(m.items()) == sorted(items.items()) and sorted(m.keys()) == sorted(items) and sorted(m.values()) == sorted(items.values())
+    assert (
+        sorted(m.items()) == sorted(items.items())
+        and sorted(m.keys()) == sorted(items)
+        and sorted(m.values()) == sorted(items.values())
+    )
     assert hash(m) == hash(FrozenMap(dict(reversed(list(items.items())))))
     assert m != {**items, -1: "x"} and m != {i: "other" for i in items} | ({} if n else {0: "z"})
     assert m.__eq__([(1, "1")]) is NotImplemented
-    assert repr(m) == f"FrozenMap({items!r})" or eval(repr(m)[len("FrozenMap("):-1]) == items
+    assert repr(m) == f"FrozenMap({items!r})" or eval(repr(m)[len("FrozenMap(") : -1]) == items
 
 
 @pytest.mark.parametrize("n", SIZES)

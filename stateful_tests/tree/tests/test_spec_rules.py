@@ -95,8 +95,19 @@ def test_version_key_pads_missing_parts_and_orders_post_pre_and_dev_releases():
     numeric order after the plain release and before the next; pre- and dev releases before their release."""
     assert version_key("1.6") == version_key("1.6.0") == version_key("1.6.0.0") == version_key("1.6.0+local")
     assert version_key("1.6.post1") == version_key("1.6.0.post1")
-    ordered = ["1.3.dev1", "1.3rc1", "1.3", "1.3.0.post0", "1.3.0.post1", "1.3.0.post2", "1.3.0.post10", "1.3.1a1",
-               "1.3.1", "1.3.1.post1", "1.4"]
+    ordered = [
+        "1.3.dev1",
+        "1.3rc1",
+        "1.3",
+        "1.3.0.post0",
+        "1.3.0.post1",
+        "1.3.0.post2",
+        "1.3.0.post10",
+        "1.3.1a1",
+        "1.3.1",
+        "1.3.1.post1",
+        "1.4",
+    ]
     assert sorted(reversed(ordered), key=version_key) == ordered
     assert len({version_key(v) for v in ordered}) == len(ordered)
 
@@ -112,11 +123,21 @@ def test_each_rule_set_holds_its_first_and_last_release_and_the_ranges_are_newes
             assert version_key(older.last) < version_key(newer.first)
 
 
-@pytest.mark.parametrize(("version", "name"), [
-    ("0.6.0", "dynamo-0.6"), ("0.6.1", "dynamo-0.6"), ("1.2.1", "dynamo-0.6"), ("1.2.0.post1", "dynamo-0.6"),
-    ("1.3.0.post1", "dynamo-1.3"), ("1.3.1", "dynamo-1.3"), ("1.4.0", "dynamo-1.4"), ("1.5.1", "dynamo-1.4"),
-    ("1.6.0", "dynamo-1.6"), ("1.6.1", "dynamo-1.6"),
-])
+@pytest.mark.parametrize(
+    ("version", "name"),
+    [
+        ("0.6.0", "dynamo-0.6"),
+        ("0.6.1", "dynamo-0.6"),
+        ("1.2.1", "dynamo-0.6"),
+        ("1.2.0.post1", "dynamo-0.6"),
+        ("1.3.0.post1", "dynamo-1.3"),
+        ("1.3.1", "dynamo-1.3"),
+        ("1.4.0", "dynamo-1.4"),
+        ("1.5.1", "dynamo-1.4"),
+        ("1.6.0", "dynamo-1.6"),
+        ("1.6.1", "dynamo-1.6"),
+    ],
+)
 def test_each_release_line_has_its_rule_set(version, name):
     assert rule_set_for(version).name == name
 
@@ -144,8 +165,10 @@ def test_an_unknown_name_or_variant_is_a_typed_key_error_listing_the_known_ones(
     with pytest.raises(UnknownRuleSet) as caught:
         rule_set_named("dynamo-9")
     assert isinstance(caught.value, KeyError)
-    assert caught.value.args == ("unknown rule set 'dynamo-9': use dynamo-1.6, dynamo-1.4, dynamo-1.3, dynamo-0.6, "
-                                 "dynamo-1.6-concurrent, dynamo-1.3-concurrent",)
+    assert caught.value.args == (
+        "unknown rule set 'dynamo-9': use dynamo-1.6, dynamo-1.4, dynamo-1.3, dynamo-0.6, "
+        "dynamo-1.6-concurrent, dynamo-1.3-concurrent",
+    )
     with pytest.raises(UnknownVariant) as caught:
         Variant.named("reuse-dead-node")  # a typo is an error, never False
     assert isinstance(caught.value, KeyError)
@@ -167,8 +190,10 @@ def test_a_variant_name_where_a_variant_is_due_is_refused_not_false():
         with_variants(frozenset({"no-such-variant", Variant.REUSE_DEAD_NODES}))
     with pytest.raises(UnknownVariant) as caught:
         RuleSet("typo", frozenset({"per-block-nodes", "b-typo"}), "", "", "")
-    assert caught.value.args == ("unknown variants ['b-typo', 'per-block-nodes']: a rule set holds Variant members "
-                                 f"(Variant.named looks one up by name: {KNOWN})",)
+    assert caught.value.args == (
+        "unknown variants ['b-typo', 'per-block-nodes']: a rule set holds Variant members "
+        f"(Variant.named looks one up by name: {KNOWN})",
+    )
 
 
 def test_variants_order_by_name_strictly():
@@ -183,17 +208,21 @@ def test_variants_order_by_name_strictly():
 V = Variant
 
 
-@pytest.mark.parametrize(("variants", "name"), [
-    ({V.PER_BLOCK_NODES}, "per-block-nodes"),
-    ({V.REUSE_DEAD_NODES, V.CLEARED_CLEARS_WORKER}, "cleared-clears-worker+reuse-dead-nodes"),
-    ({V.SELF_PARENT_ALLOWED, V.BLOCKS_AS_ARRAYS, V.PER_BLOCK_NODES}, "blocks-as-arrays+per-block-nodes+self-parent-allowed"),
-])
+@pytest.mark.parametrize(
+    ("variants", "name"),
+    [
+        ({V.PER_BLOCK_NODES}, "per-block-nodes"),
+        ({V.REUSE_DEAD_NODES, V.CLEARED_CLEARS_WORKER}, "cleared-clears-worker+reuse-dead-nodes"),
+        ({V.SELF_PARENT_ALLOWED, V.BLOCKS_AS_ARRAYS, V.PER_BLOCK_NODES}, "blocks-as-arrays+per-block-nodes+self-parent-allowed"),
+    ],
+)
 def test_a_combination_no_rule_set_follows_is_named_after_its_sorted_variants_and_describes_no_release(variants, name):
     rules = with_variants(frozenset(variants))
     assert rules == RuleSet(name, frozenset(variants), "", "", "an explanatory combination of variants")
     assert rules.describe() == f"{name} ({', '.join(map(str, sorted(variants)))})"
     assert with_variants(frozenset()) is DEFAULT_RULES and DEFAULT_RULES.describe() == (
-        "dynamo-1.6 (no variants: the reference as written)")
+        "dynamo-1.6 (no variants: the reference as written)"
+    )
 
 
 def test_every_variant_states_its_rule_and_upstream_reference():
@@ -208,6 +237,7 @@ def _event(blocks, parent=None, dp=0, data=None):
 
 def test_reuse_dead_nodes_splits_the_dead_node_instead_of_releasing_it():
     """F1's reproduction: the default answers 3 with early exit (a fresh node), the variant 2 (a split)."""
+
     def run(tree):
         tree.apply_event(2, _event([(6, 6), (5, 5), (66, 6)]))
         tree.apply_event(2, _event(None, data="cleared"))
@@ -354,39 +384,78 @@ def _witnesses():
             return True
         return False
 
-    contract = on_stored(on_stored(EMPTY_CONTRACT, r, Stored(None, (Block(1, 10),)), True),
-                         other, Stored(None, (Block(1, 10),)), True)
+    contract = on_stored(
+        on_stored(EMPTY_CONTRACT, r, Stored(None, (Block(1, 10),)), True), other, Stored(None, (Block(1, 10),)), True
+    )
     return {
         # (question, answer under the reference's rules, answer with the variant, answer where the variant changes nothing)
         Variant.REUSE_DEAD_NODES: [
             (lambda rules: is_released_by_store(dead, rules), True, False, lambda rules: is_released_by_store(held, rules)),
-            (lambda rules: is_released_at_eviction(dead, 0, rules), True, False,
-             lambda rules: is_released_at_eviction(held, 0, rules)),
+            (
+                lambda rules: is_released_at_eviction(dead, 0, rules),
+                True,
+                False,
+                lambda rules: is_released_at_eviction(held, 0, rules),
+            ),
         ],
         Variant.PER_BLOCK_NODES: [
-            (lambda rules: should_clear_children(dead, 2, rules), True, False, lambda rules: should_clear_children(held, 2, rules)),
-            (lambda rules: is_holderless_childless(dead, 2, rules), False, True,
-             lambda rules: is_holderless_childless(held, 2, rules)),
-            (lambda rules: may_extend_leaf(False, held, r, rules), True, False, lambda rules: may_extend_leaf(True, held, r, rules)),
+            (
+                lambda rules: should_clear_children(dead, 2, rules),
+                True,
+                False,
+                lambda rules: should_clear_children(held, 2, rules),
+            ),
+            (
+                lambda rules: is_holderless_childless(dead, 2, rules),
+                False,
+                True,
+                lambda rules: is_holderless_childless(held, 2, rules),
+            ),
+            (
+                lambda rules: may_extend_leaf(False, held, r, rules),
+                True,
+                False,
+                lambda rules: may_extend_leaf(True, held, r, rules),
+            ),
             (lambda rules: len(attached_edges(held.edge, rules)), 1, 2, lambda rules: len(attached_edges(held.edge[:1], rules))),
-            (lambda rules: is_released_at_eviction(dead, 0, rules), True, False,
-             lambda rules: is_released_at_eviction(dead, 1, rules)),
+            (
+                lambda rules: is_released_at_eviction(dead, 0, rules),
+                True,
+                False,
+                lambda rules: is_released_at_eviction(dead, 1, rules),
+            ),
             (merges_chains, True, False, None),
         ],
         Variant.CLEARED_CLEARS_WORKER: [
             (clears_whole_worker, False, True, None),
-            (lambda rules: cleared_ranks(other, [r, other], rules), [other], [r, other],
-             lambda rules: cleared_ranks(other, [], rules)),
-            (lambda rules: sorted(on_cleared(contract, other, rules)), [r], [],
-             lambda rules: on_cleared(EMPTY_CONTRACT, other, rules)),
+            (
+                lambda rules: cleared_ranks(other, [r, other], rules),
+                [other],
+                [r, other],
+                lambda rules: cleared_ranks(other, [], rules),
+            ),
+            (
+                lambda rules: sorted(on_cleared(contract, other, rules)),
+                [r],
+                [],
+                lambda rules: on_cleared(EMPTY_CONTRACT, other, rules),
+            ),
         ],
         Variant.SELF_PARENT_ALLOWED: [
-            (lambda rules: refused(lambda: check_store_parent(Stored(10, (Block(1, 10),)), rules)), True, False,
-             lambda rules: refused(lambda: check_store_parent(Stored(20, (Block(1, 10),)), rules))),
+            (
+                lambda rules: refused(lambda: check_store_parent(Stored(10, (Block(1, 10),)), rules)),
+                True,
+                False,
+                lambda rules: refused(lambda: check_store_parent(Stored(20, (Block(1, 10),)), rules)),
+            ),
         ],
         Variant.REMOVAL_SKIPS_UNKNOWN: [
-            (lambda rules: refused(lambda: remove_batch(r, (7,), lambda i, scrubbed: None, rules)), True, False,
-             lambda rules: refused(lambda: remove_batch(r, (7,), lambda i, scrubbed: None, rules, rank_known=False))),
+            (
+                lambda rules: refused(lambda: remove_batch(r, (7,), lambda i, scrubbed: None, rules)),
+                True,
+                False,
+                lambda rules: refused(lambda: remove_batch(r, (7,), lambda i, scrubbed: None, rules, rank_known=False)),
+            ),
         ],
     }
 

@@ -32,8 +32,11 @@ def _run(n: int, trees: dict, trackers: dict | None = None, plan: RouterPlan = S
 
 @pytest.mark.parametrize("policy", ["truth", "tree", "round-robin"])
 def test_every_kvproof_tree_agrees_on_the_slice_and_never_over_credits(policy) -> None:
-    report = _run(250, _trees("reference", "impl", "impl-lanes", "impl-pool"),
-                  plan=RouterPlan(workers=2, dp_ranks=2, capacity=120, policy=policy, decode_batch=2))
+    report = _run(
+        250,
+        _trees("reference", "impl", "impl-lanes", "impl-pool"),
+        plan=RouterPlan(workers=2, dp_ranks=2, capacity=120, policy=policy, decode_batch=2),
+    )
     assert report.ok, [t.to_json() for t in report.trees]
     assert report.oracle == "reference" and all(t.queries == 2 * 250 for t in report.trees)
     assert report.stats.events["removed"] > 0 and report.summary_line().endswith("mismatches=0 overcredits=0")

@@ -30,7 +30,10 @@ def test_each_writer_gets_its_workers_events_in_order() -> None:
 
     ops = [EventOp(w, KvCacheEvent(i, Cleared(), 0)) for i, w in enumerate([1, 2, 3, 1, 5, 2])]
     lanes = split_by_writer(ops, 2)
-    assert [[(o.worker_id, o.event.event_id) for o in lane] for lane in lanes] == [[(1, 0), (3, 2), (1, 3), (5, 4)], [(2, 1), (2, 5)]]
+    assert [[(o.worker_id, o.event.event_id) for o in lane] for lane in lanes] == [
+        [(1, 0), (3, 2), (1, 3), (5, 4)],
+        [(2, 1), (2, 5)],
+    ]
 
 
 def test_a_tree_that_refuses_stores_breaks_parity() -> None:

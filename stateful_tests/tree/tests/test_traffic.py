@@ -49,8 +49,10 @@ def test_a_mooncake_trace_becomes_requests_with_fresh_ids_per_loop(tmp_path) -> 
     from kvproof.stateful_tests.tree.traffic import mooncake_requests
 
     trace = tmp_path / "trace.jsonl"
-    trace.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 1100, "hash_ids": [0, 1]}\n'
-                     '{"timestamp": 2500, "input_length": 1536, "output_length": 10, "hash_ids": [0, 1, 2]}\n')
+    trace.write_text(
+        '{"timestamp": 0, "input_length": 1024, "output_length": 1100, "hash_ids": [0, 1]}\n'
+        '{"timestamp": 2500, "input_length": 1536, "output_length": 10, "hash_ids": [0, 1, 2]}\n'
+    )
     first, second, again, _ = list(mooncake_requests(trace, loops=2))
     assert [b.ext for b in first.prompt] == [0, 1] and all(b.local == b.ext for b in first.prompt)
     assert len(first.decode) == 2 and not second.decode and second.time_s == 2.5
@@ -68,7 +70,7 @@ def test_the_shipped_slice_is_the_first_thousand_requests_of_the_trace_with_its_
 
 BAD_LINES = [
     ("{not json", "line 2: not JSON"),
-    ('[1, 2]', "line 2: expected a JSON object"),
+    ("[1, 2]", "line 2: expected a JSON object"),
     ('{"timestamp": 5}', "line 2: missing hash_ids"),
     ('{"timestamp": 5, "hash_ids": [1, -2]}', "line 2: hash_ids must be a list of integers >= 0"),
     ('{"timestamp": 5, "hash_ids": [true]}', "line 2: hash_ids must be a list of integers >= 0"),
@@ -116,4 +118,9 @@ def test_decode_blocks_are_stored_in_batches_as_extensions_of_the_prompt() -> No
     request = Request(0.0, tuple(Block(i, i) for i in (1, 2)), tuple(Block(i, i) for i in (10, 11, 12, 13, 14)))
     stores = [op.event.data for op in fleet.serve(request, Rank(1, 0)) if isinstance(op, EventOp)]
     assert all(isinstance(s, Stored) for s in stores)
-    assert [(s.parent_hash, [b.ext for b in s.blocks]) for s in stores if isinstance(s, Stored)] == [(None, [1, 2]), (2, [10, 11]), (11, [12, 13]), (13, [14])]
+    assert [(s.parent_hash, [b.ext for b in s.blocks]) for s in stores if isinstance(s, Stored)] == [
+        (None, [1, 2]),
+        (2, [10, 11]),
+        (11, [12, 13]),
+        (13, [14]),
+    ]

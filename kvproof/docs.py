@@ -100,13 +100,19 @@ def gate_table() -> str:
     return markdown_table(GATE_HEADERS, [(c.family, c.layer, c.name, c.what, control[c.name]) for c in all_checks()])
 
 
+def between_markers(page: str, begin: str, end: str, text: str, what: str) -> str:
+    """``page`` with the text between its ``begin`` and ``end`` markers replaced by ``text`` (a ValueError naming
+    ``what`` when the page has no such markers)."""
+    head, _, rest = page.partition(begin)
+    _, _, tail = rest.partition(end)
+    if not rest:
+        raise ValueError(f"the page has no {what} markers")
+    return f"{head}{begin}\n{text}\n{end}{tail}"
+
+
 def with_gate_table(page: str) -> str:
     """``page`` with the text between the gate-rows markers replaced by ``gate_table()``."""
-    head, _, rest = page.partition(GATE_BEGIN)
-    _, _, tail = rest.partition(GATE_END)
-    if not rest:
-        raise ValueError("the page has no gate-rows markers")
-    return f"{head}{GATE_BEGIN}\n{gate_table()}\n{GATE_END}{tail}"
+    return between_markers(page, GATE_BEGIN, GATE_END, gate_table(), "gate-rows")
 
 
 def gate_page_path() -> Path:
@@ -156,11 +162,7 @@ def commands_reference() -> str:
 
 def with_commands_reference(page: str) -> str:
     """``page`` with the text between the commands markers replaced by ``commands_reference()``."""
-    head, _, rest = page.partition(COMMANDS_BEGIN)
-    _, _, tail = rest.partition(COMMANDS_END)
-    if not rest:
-        raise ValueError("the page has no commands markers")
-    return f"{head}{COMMANDS_BEGIN}\n{commands_reference()}\n{COMMANDS_END}{tail}"
+    return between_markers(page, COMMANDS_BEGIN, COMMANDS_END, commands_reference(), "commands")
 
 
 def commands_page_path() -> Path:

@@ -94,8 +94,7 @@ def function_code(source: str, cls: str | None, function: str) -> str | None:
     node = _function_node(ast.parse(source), cls, function)
     if node is None:
         return None
-    first = node.body[0] if node.body else None
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if ast.get_docstring(node, clean=False) is not None:
         node = copy.copy(node)
         node.body = node.body[1:]
     return ast.dump(node, include_attributes=False)

@@ -238,9 +238,9 @@ class SoakTargetType(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from ..stateful_tests.sequences.soak import TRACKERS
-        from ..stateful_tests.tree.soak import LEAKY
+        from ..stateful_tests.tree.soak import LEAKY, SOAK_TREES
 
-        known = ("reference", "impl", "impl-lanes", "impl-pool", *LEAKY, *TRACKERS)
+        known = (*SOAK_TREES, *LEAKY, *TRACKERS)
         if value in known or ":" in str(value) or str(value).startswith("reference@"):
             return value
         self.fail(

@@ -498,9 +498,13 @@ LEAKY: dict[str, tuple[Callable[[], Any], str]] = {
 """Each leaking twin and the law that must catch it."""
 
 
+SOAK_TREES = ("reference", "impl", "impl-lanes", "impl-pool")
+"""The trees ``kvproof soak`` knows by name (``LEAKY``'s twins besides)."""
+
+
 def soak_targets() -> Iterator[tuple[str, Callable[[], Any] | None]]:
     """The targets ``kvproof soak`` knows by name (plus ``LEAKY``'s twins)."""
-    for name in ("reference", "impl", "impl-lanes", "impl-pool"):
+    for name in SOAK_TREES:
         yield name, targets.load_target(name).factory
     yield from ((name, factory) for name, (factory, _) in LEAKY.items())
 

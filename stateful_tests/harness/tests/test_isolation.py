@@ -57,6 +57,16 @@ def test_a_hosted_tree_answers_as_the_tree_itself_with_typed_errors_and_its_own_
     tree.close()
 
 
+def test_the_log_says_what_was_asked_though_the_caller_reuses_its_list(small_limits):
+    """The log is written when read (``CallLog``): a query list changed after the call still reads as it was asked."""
+    tree = isolated("reference")()
+    query = [1, 2]
+    tree.find_matches(query)
+    query.append(3)
+    assert list(tree.log) == ['{"find_matches": [1, 2]}']
+    tree.close()
+
+
 def test_a_batch_of_queries_is_one_round_trip_answered_as_the_calls_one_by_one(small_limits):
     """``find_matches_many`` through the host (the ``calls`` request): each answer, early exit or not, is the single
     call's; a failing query raises as the single call would, and nothing after it is asked."""

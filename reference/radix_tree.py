@@ -46,6 +46,7 @@ docs/sources.md#crtc-5; docs/sources.md#dynamo-crtc-readme.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -206,6 +207,38 @@ class RadixTree(TreeReads):
         """Drop every block of every rank of ``worker_id``; the ranks stay registered."""
         worker_id = check_worker_id(worker_id)
         self._drop_ranks(self._worker_ranks(worker_id), forget=False)
+
+    def copy(self) -> RadixTree:
+        """Return a tree that shares nothing mutable with this one and answers every call as it would from here on.
+
+        Each node reachable from the root or from a lookup (a released node a lookup still names included) is copied
+        once and relinked; its frozen edge state and its edge index (replaced, never changed in place) are shared.
+        The explorer's linearizability search copies a state for every write it tries; ``copy.deepcopy`` walked
+        every frozen value as well (kvproof issue 32).
+        """
+        twin = copy.copy(self)  # its class and rule set; every mutable part is replaced below
+        made: dict[int, Node] = {}
+        order: list[Node] = []
+        stack = [self.root, *(node for lookup in self._lookups.values() for node in lookup.values())]
+        while stack:
+            node = stack.pop()
+            if id(node) in made:
+                continue
+            new = made[id(node)] = Node.__new__(Node)
+            new.state, new.internal, new.edge_index = node.state, node.internal, node.edge_index
+            order.append(node)
+            stack.extend(node.children.values())
+            if node.parent is not None:
+                stack.append(node.parent)
+        for node in order:
+            new = made[id(node)]
+            new.children = {local: made[id(child)] for local, child in node.children.items()}
+            new.parent = None if node.parent is None else made[id(node.parent)]
+        twin.root = made[id(self.root)]
+        twin._lookups = {rank: {h: made[id(node)] for h, node in lookup.items()} for rank, lookup in self._lookups.items()}
+        twin._ranks_of = {worker: dict(ranks) for worker, ranks in self._ranks_of.items()}
+        twin._stats = Counter(self._stats)
+        return twin
 
     # ------------------------------------------------------------------ reads
 

@@ -67,8 +67,12 @@ class _Spec:
     def fingerprint(self, state: Any) -> Hashable:
         return state[1]
 
+    def copy_of(self, subject: Any) -> Any:
+        """A copy of a state's reference object that the write tried next cannot reach back through."""
+        return copy.deepcopy(subject)
+
     def apply(self, state: Any, call: Call) -> tuple[Any, Hashable]:
-        subject = copy.deepcopy(state[0])
+        subject = self.copy_of(state[0])
         result = outcome(lambda: self.write(subject, call), self.typed)
         return (subject, (*state[1], (call.call, call.op))), result
 
@@ -99,7 +103,7 @@ class TreeSpec(_Spec):
             worker, events = call.args
             out = []
             for k in range(1, len(events)):
-                tree = copy.deepcopy(state[0])
+                tree = self.copy_of(state[0])
                 for e in events[:k]:
                     outcome(functools.partial(tree.apply_event, worker, e), self.typed)
                 out.append((tree, (*state[1], (call.call, call.op, "prefix", k))))
@@ -122,13 +126,16 @@ class TreeSpec(_Spec):
             ]
         out = []
         for k, part in enumerate(parts):
-            tree = copy.deepcopy(state[0])
+            tree = self.copy_of(state[0])
             outcome(functools.partial(tree.apply_event, worker, part), self.typed)
             out.append((tree, (*state[1], (call.call, call.op, "part", k))))
         return out
 
     def fresh(self) -> RadixTree:
         return RadixTree() if self.rules is None else RadixTree(self.rules)
+
+    def copy_of(self, subject: Any) -> Any:
+        return subject.copy()  # RadixTree.copy: the nodes copied, the frozen edge states shared
 
     def write(self, tree: Any, call: Call) -> Any:
         op, args = call.op, call.args

@@ -15,7 +15,8 @@ from kvproof.stateful_tests.harness.paths import chain
 from kvproof.stateful_tests.tree.api_laws import check_dump_rebuild, check_tree_bad_input
 from kvproof.stateful_tests.tree.mutants import AcceptsGarbage, BadInputLeavesATrace, DumpDropsLastEvent
 from kvproof.stateful_tests.tree.steps import Remove, Store, run_step
-from kvproof.stateful_tests.tree.streams import generate
+from kvproof.stateful_tests.harness.targets import canonical_dump
+from kvproof.stateful_tests.tree.streams import apply_op, generate
 from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 
 
@@ -474,3 +475,28 @@ def test_removal_skips_unknown_hashes_of_a_rank_it_has_seen_under_the_variant(ru
             tree.apply_event(7, ev(Removed((999,))))  # a rank never seen: refused under every rule set
         tree.check()
     assert outcomes == {rules: "ok", "dynamo-1.6": "BlockNotFound"}
+
+
+def _state(tree):
+    return (tree.snapshot(), canonical_dump(tree), tree.statistics())
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_a_copy_shares_nothing_mutable_each_answers_as_its_own_replay(index):
+    """``RadixTree.copy`` (the explorer's state copy): after a stream's first half, the copy takes the second half and
+    the original does not; each is in the state a fresh tree reaches by replaying its own events (snapshot, dump,
+    statistics), and ``check()`` holds on both, lookups included."""
+    ops = generate(5, index).ops
+    half = len(ops) // 2
+    original = RadixTree()
+    for op in ops[:half]:
+        apply_op(original, op)
+    twin = original.copy()
+    for op in ops[half:]:
+        apply_op(twin, op)
+    for tree, upto in ((original, half), (twin, len(ops))):
+        replay = RadixTree()
+        for op in ops[:upto]:
+            apply_op(replay, op)
+        tree.check()
+        assert _state(tree) == _state(replay)

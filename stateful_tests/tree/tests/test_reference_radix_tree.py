@@ -12,10 +12,10 @@ from kvproof.spec.errors import (
     ParentBlockNotFound,
 )
 from kvproof.stateful_tests.harness.paths import chain
+from kvproof.stateful_tests.harness.targets import canonical_dump
 from kvproof.stateful_tests.tree.api_laws import check_dump_rebuild, check_tree_bad_input
 from kvproof.stateful_tests.tree.mutants import AcceptsGarbage, BadInputLeavesATrace, DumpDropsLastEvent
 from kvproof.stateful_tests.tree.steps import Remove, Store, run_step
-from kvproof.stateful_tests.harness.targets import canonical_dump
 from kvproof.stateful_tests.tree.streams import apply_op, generate
 from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 

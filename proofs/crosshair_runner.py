@@ -1,24 +1,26 @@
-"""Run CrossHair over ``proofs.contracts`` and its broken twins, one target per subprocess.
+"""Run CrossHair over ``proofs.contracts`` and its broken twins, every command in one process.
 
-Each ``check_*`` contract is checked on its own (``crosshair check module.function``), so
-each gets a row with its time; ``--report_all`` says whether every condition was
-"Confirmed over all paths" (exhaustive) or merely not refuted within the timeout. The
-same-named function in ``contracts_broken`` must be refuted, or the row fails. Each
-``DIFF_PAIRS`` entry runs ``crosshair diffbehavior``; the broken pairs must differ.
+Each ``check_*`` contract is checked on its own (``crosshair check module.function``), so each gets
+a row with its time; ``--report_all`` says whether every condition was "Confirmed over all paths"
+(exhaustive) or merely not refuted within the timeout. The same-named function in
+``contracts_broken`` must be refuted, or the row fails. Each ``DIFF_PAIRS`` entry runs ``crosshair
+diffbehavior``; the broken pairs must differ. ``proofs.crosshair_batch`` runs all these commands one
+after another in one process.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from types import ModuleType
 
 from . import contracts, contracts_broken
 
 PACKAGE = "kvproof.proofs"
+DIFF = "CrossHair diffbehavior"
 
 
 @dataclass
@@ -38,125 +40,129 @@ class CrossHairRow:
         return self.result in ("confirmed", "not refuted", "no difference") and self.control == "caught"
 
 
-def _crosshair(*args: str, timeout: float) -> tuple[int, str]:
-    command = [sys.executable, "-m", "crosshair", *args]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return 2, "timed out"
-    return done.returncode, (done.stdout + done.stderr).strip()
+@dataclass(frozen=True)
+class Check:
+    """A row to be: the CrossHair command over a kernel and the same over its broken twin (``None``: none)."""
+
+    name: str
+    claim: str
+    functions: str
+    method: str  # "CrossHair check" | DIFF
+    seconds: float  # per condition
+    command: list[str]
+    twin: list[str] | None
 
 
-def _line_ranges(module) -> dict[str, range]:
-    ranges = {}
-    for name, function in vars(module).items():
-        if name.startswith("check_") and inspect.isfunction(function):
-            lines, start = inspect.getsourcelines(function)
-            ranges[name] = range(start, start + len(lines))
-    return ranges
+Outcome = tuple[int, str, float]
+"""A command's exit code (0 holds, 1 refuted or differs, 2 error), its output and its seconds."""
 
 
-def _messages(module, out: str) -> dict[str, list[str]]:
-    """Group CrossHair's ``file:line: kind: message`` lines by the contract function they belong to."""
-    ranges = _line_ranges(module)
-    grouped: dict[str, list[str]] = {}
-    path = inspect.getsourcefile(module)
-    for line in out.splitlines():
-        head, _, rest = line.partition(": ")
-        file, _, number = head.rpartition(":")
-        if not number.isdigit() or file != path:
-            continue
-        for name, lines in ranges.items():
-            if int(number) in lines:
-                grouped.setdefault(name, []).append(rest)
-    return grouped
+def contract_checks(per_condition_timeout: float = 1.0) -> list[Check]:
+    """Every ``check_*`` contract, each with its same-named broken twin in ``contracts_broken``."""
 
+    def command(module: ModuleType, name: str) -> list[str]:
+        timeout = str(per_condition_timeout)
+        return ["check", f"{module.__name__}.{name}", "--analysis_kind", "PEP316", "--per_condition_timeout", timeout]
 
-def run_contracts(per_condition_timeout: float = 1.0) -> list[CrossHairRow]:
-    """Check every contract in one CrossHair run, and every broken twin in another."""
-    started = time.perf_counter()
-    args = ["--analysis_kind", "PEP316", "--per_condition_timeout", str(per_condition_timeout)]
-    budget = 120 + 40 * per_condition_timeout
-    _, out = _crosshair("check", f"{PACKAGE}.contracts", "--report_all", *args, timeout=budget)
-    _, broken_out = _crosshair("check", f"{PACKAGE}.contracts_broken", *args, timeout=budget)
-    found, refuted = _messages(contracts, out), _messages(contracts_broken, broken_out)
-    names = list(_line_ranges(contracts))
-    share = (time.perf_counter() - started) / max(1, len(names))
-    rows = []
-    for name in names:
-        messages = found.get(name, [])
-        if any(m.startswith("error:") for m in messages):
-            result = "REFUTED"
-        elif messages and all("Confirmed over all paths" in m for m in messages):
-            result = "confirmed"
-        else:
-            result = "not refuted"
-        control, witness = "none", ""
-        if name in _line_ranges(contracts_broken):
-            errors = [m for m in refuted.get(name, []) if m.startswith("error:")]
-            control = "caught" if errors else "MISSED"
-            witness = errors[0].removeprefix("error: ") if errors else ""
-        claim = (getattr(contracts, name).__doc__ or name).strip().splitlines()[0]
-        detail = witness if result != "REFUTED" else next(m for m in messages if m.startswith("error:"))
-        rows.append(
-            CrossHairRow(
-                name,
-                claim,
-                contracts.CHECKED[name],
-                "CrossHair check",
-                f"symbolic, {per_condition_timeout:g} s per condition",
-                result,
-                control,
-                share,
-                detail,
-            )
+    names = [name for name, f in vars(contracts).items() if name.startswith("check_") and inspect.isfunction(f)]
+    return [
+        Check(
+            name,
+            (getattr(contracts, name).__doc__ or name).strip().splitlines()[0],
+            contracts.CHECKED[name],
+            "CrossHair check",
+            per_condition_timeout,
+            [*command(contracts, name), "--report_all"],
+            command(contracts_broken, name) if hasattr(contracts_broken, name) else None,
         )
-    return rows
+        for name in names
+    ]
 
 
-def run_diffs(per_condition_timeout: float = 2.0, module: ModuleType = contracts) -> list[CrossHairRow]:
-    """Run ``crosshair diffbehavior`` on every pair of ``module.DIFF_PAIRS``, each with its broken twin.
+def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contracts) -> list[Check]:
+    """Every pair of ``module.DIFF_PAIRS`` under ``crosshair diffbehavior``, each with its broken twin.
 
     ``module`` is ``contracts``; a control passes ``contracts_broken`` to show that the row fails when
     the kernels are their broken twins.
     """
-    rows = []
+
+    def command(module: ModuleType, left: str, right: str) -> list[str]:
+        timeout = str(per_condition_timeout)
+        return ["diffbehavior", f"{module.__name__}.{left}", f"{module.__name__}.{right}", "--per_condition_timeout", timeout]
+
     broken = contracts_broken.DIFF_PAIRS  # pair i's broken twin is broken[i]
-    for i, (left, right, claim) in enumerate(module.DIFF_PAIRS):
-        started = time.perf_counter()
-        code, out = _crosshair(
-            "diffbehavior",
-            f"{module.__name__}.{left}",
-            f"{module.__name__}.{right}",
-            "--per_condition_timeout",
-            str(per_condition_timeout),
-            timeout=60 + 20 * per_condition_timeout,
+    return [
+        Check(
+            f"{left} = {right}",
+            claim,
+            claim.split(" vs ")[0],
+            DIFF,
+            per_condition_timeout,
+            command(module, left, right),
+            command(contracts_broken, *broken[i][:2]) if i < len(broken) else None,
         )
-        result = "no difference" if code == 0 else "differs" if code == 1 else "error"
-        control, witness = "none", ""
-        if i < len(broken):
-            bl, br, _ = broken[i]
-            bcode, bout = _crosshair(
-                "diffbehavior",
-                f"{PACKAGE}.contracts_broken.{bl}",
-                f"{PACKAGE}.contracts_broken.{br}",
-                "--per_condition_timeout",
-                str(per_condition_timeout),
-                timeout=60 + 20 * per_condition_timeout,
-            )
-            control = "caught" if bcode == 1 else "MISSED"
-            witness = " ".join(bout.splitlines()[:1])
-        rows.append(
-            CrossHairRow(
-                f"{left} = {right}",
-                claim,
-                claim.split(" vs ")[0],
-                "CrossHair diffbehavior",
-                f"symbolic, {per_condition_timeout:g} s per condition",
-                result,
-                control,
-                time.perf_counter() - started,
-                witness if result == "no difference" else out[:200],
-            )
-        )
-    return rows
+        for i, (left, right, claim) in enumerate(module.DIFF_PAIRS)
+    ]
+
+
+def run_checks(checks: list[Check]) -> list[CrossHairRow]:
+    """Run every check and its twin in one batch: the kernels' commands, then the twins'."""
+    twins = {c.name: c.twin for c in checks if c.twin}
+    budget = sum(c.seconds * (1 + bool(c.twin)) for c in checks)
+    outcomes = _batch([c.command for c in checks] + list(twins.values()), timeout=60 + 20 * budget)  # a hang's guard
+    twin_of = dict(zip(twins, outcomes[len(checks) :]))
+    return [_row(c, outcome, twin_of.get(c.name)) for c, outcome in zip(checks, outcomes)]
+
+
+def _batch(commands: list[list[str]], timeout: float) -> list[Outcome]:
+    """Each command's outcome from one ``crosshair_batch`` process (every one an error if the process fails)."""
+    command = [sys.executable, "-m", f"{PACKAGE}.crosshair_batch"]
+    try:
+        done = subprocess.run(command, input=json.dumps(commands), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return [(2, f"timed out after {timeout:g} s", timeout)] * len(commands)
+    if done.returncode != 0:
+        return [(2, done.stderr.strip(), 0.0)] * len(commands)
+    return [(code, out, seconds) for code, out, seconds in json.loads(done.stdout)]
+
+
+def _result(method: str, code: int, out: str) -> str:
+    """A kernel's verdict; a check that holds is "confirmed" only if every condition was confirmed over all paths."""
+    if code == 2:
+        return "error"
+    if method == DIFF:
+        return "differs" if code else "no difference"
+    if code:
+        return "REFUTED"
+    infos = [line for line in out.splitlines() if ": info: " in line]
+    return "confirmed" if infos and all("Confirmed over all paths" in line for line in infos) else "not refuted"
+
+
+def _evidence(out: str) -> str:
+    """The counterexample a command printed (check's first error, diffbehavior's first ``Given:``), else its last line."""
+    lines = out.splitlines()
+    for line in lines:
+        if ": error: " in line:
+            return line.partition(": error: ")[2]
+        if line.startswith("Given: "):
+            return line
+    return lines[-1] if lines else ""
+
+
+def _row(check: Check, outcome: Outcome, twin: Outcome | None) -> CrossHairRow:
+    code, out, seconds = outcome
+    result = _result(check.method, code, out)
+    holds = result in ("confirmed", "not refuted", "no difference")
+    control = "none" if twin is None else "caught" if twin[0] == 1 else "MISSED"
+    detail = _evidence(out) if not holds else _evidence(twin[1]) if twin else ""  # the kernel's failure, else the twin's
+    return CrossHairRow(
+        check.name,
+        check.claim,
+        check.functions,
+        check.method,
+        f"symbolic, {check.seconds:g} s per condition",
+        result,
+        control,
+        seconds + (twin[2] if twin else 0.0),
+        detail,
+    )

@@ -63,7 +63,7 @@ def run_z3(budget: Budget = CI) -> list[ProofRow]:
 
 def run_crosshair(budget: Budget = CI) -> list[ProofRow]:
     """Run every CrossHair contract and diffbehavior pair with its broken twin."""
-    from .crosshair_runner import run_contracts, run_diffs
+    from .crosshair_runner import contract_checks, diff_checks, run_checks
 
     return [
         ProofRow(
@@ -76,7 +76,7 @@ def run_crosshair(budget: Budget = CI) -> list[ProofRow]:
             c.control,
             f"control: {c.counterexample}" if c.control == "caught" else c.counterexample,
         )
-        for c in run_contracts(budget.crosshair_condition_s) + run_diffs(budget.crosshair_diff_s)
+        for c in run_checks(contract_checks(budget.crosshair_condition_s) + diff_checks(budget.crosshair_diff_s))
     ]
 
 

@@ -143,8 +143,8 @@ def _broken_kernels_under_crosshair(mp: MonkeyPatch) -> None:
     """The kernels the diffbehavior pairs compare, swapped for their broken twins."""
     from kvproof.proofs import contracts_broken, crosshair_runner
 
-    mp.setattr(crosshair_runner, "run_diffs", functools.partial(crosshair_runner.run_diffs, module=contracts_broken))
-    mp.setattr(crosshair_runner, "run_contracts", lambda timeout: [])  # the contract half is not needed to fail the row
+    mp.setattr(crosshair_runner, "diff_checks", functools.partial(crosshair_runner.diff_checks, module=contracts_broken))
+    mp.setattr(crosshair_runner, "contract_checks", lambda timeout: [])  # the contract half is not needed to fail the row
 
 
 @dataclass(frozen=True)

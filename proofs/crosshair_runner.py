@@ -5,7 +5,7 @@ a row with its time; ``--report_all`` says whether every condition was "Confirme
 (exhaustive) or merely not refuted within the timeout. The same-named function in
 ``contracts_broken`` must be refuted, or the row fails. Each ``DIFF_PAIRS`` entry runs ``crosshair
 diffbehavior``; the broken pairs must differ. ``proofs.crosshair_batch`` runs all these commands one
-after another in one process.
+after another in one process, and ends a broken pair's search at its first difference.
 """
 
 from __future__ import annotations
@@ -106,23 +106,25 @@ def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contrac
 
 
 def run_checks(checks: list[Check]) -> list[CrossHairRow]:
-    """Run every check and its twin in one batch: the kernels' commands, then the twins'."""
-    twins = {c.name: c.twin for c in checks if c.twin}
+    """Run every check and its twin in one batch: the kernels' commands, then the twins', a diffbehavior twin
+    until its first difference (the difference is the twin's whole verdict)."""
+    twins = {c.name: (c.twin, c.method == DIFF) for c in checks if c.twin}
     budget = sum(c.seconds * (1 + bool(c.twin)) for c in checks)
-    outcomes = _batch([c.command for c in checks] + list(twins.values()), timeout=60 + 20 * budget)  # a hang's guard
+    jobs = [(c.command, False) for c in checks] + list(twins.values())
+    outcomes = _batch(jobs, timeout=60 + 20 * budget)  # a hang's guard
     twin_of = dict(zip(twins, outcomes[len(checks) :]))
     return [_row(c, outcome, twin_of.get(c.name)) for c, outcome in zip(checks, outcomes)]
 
 
-def _batch(commands: list[list[str]], timeout: float) -> list[Outcome]:
-    """Each command's outcome from one ``crosshair_batch`` process (every one an error if the process fails)."""
+def _batch(jobs: list[tuple[list[str], bool]], timeout: float) -> list[Outcome]:
+    """Each job's outcome from one ``crosshair_batch`` process (every one an error if the process fails)."""
     command = [sys.executable, "-m", f"{PACKAGE}.crosshair_batch"]
     try:
-        done = subprocess.run(command, input=json.dumps(commands), capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(command, input=json.dumps(jobs), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return [(2, f"timed out after {timeout:g} s", timeout)] * len(commands)
+        return [(2, f"timed out after {timeout:g} s", timeout)] * len(jobs)
     if done.returncode != 0:
-        return [(2, done.stderr.strip(), 0.0)] * len(commands)
+        return [(2, done.stderr.strip(), 0.0)] * len(jobs)
     return [(code, out, seconds) for code, out, seconds in json.loads(done.stdout)]
 
 

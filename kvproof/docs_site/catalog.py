@@ -168,11 +168,9 @@ def laws(family: str) -> tuple[LawEntry, ...]:
     if family == "sequences":
         from ..stateful_tests.sequences import laws as seq_laws
 
-        entries = []
-        for bind in seq_laws.LAWS:
-            body = getattr(seq_laws, bind.__name__.removeprefix("law"))
-            entries.append(LawEntry(bind.__name__, _first_paragraph(bind.__doc__), frozenset(names_in(body))))
-        return tuple(entries)
+        return tuple(
+            LawEntry(law.name, _first_paragraph(law.body.__doc__), frozenset(names_in(law.body))) for law in seq_laws.LAWS
+        )
     if family == "deepinfer":
         from ..stateful_tests.deepinfer import roundtrip_laws
 

@@ -15,13 +15,13 @@ from . import Check, Context, Failed, Row, Skip
 
 
 def _spec_laws(ctx: Context, row: Row) -> None:
-    from ..stateful_tests.sequences.laws import LAWS, run_law
+    from ..stateful_tests.sequences.laws import LAWS, run_laws, sharing_histories
     from ..stateful_tests.sequences.model import TARGETS
 
-    for make in TARGETS.values():
-        for law in LAWS:
-            row.examples += run_law(law, ctx.profile.sequences.law_examples, ctx.seed, make=make)
-            row.checks += 1
+    makes = list(TARGETS.values())
+    for group in sharing_histories(LAWS):
+        row.examples += run_laws(group, ctx.profile.sequences.law_examples, ctx.seed, makes)
+        row.checks += len(group) * len(makes)
 
 
 def _machine(ctx: Context, row: Row) -> None:
@@ -104,7 +104,7 @@ def _faults(ctx: Context, row: Row) -> None:
 
 def _controls(ctx: Context, row: Row) -> None:
     from ..stateful_tests.harness.controls import caught_as_expected
-    from ..stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
+    from ..stateful_tests.sequences.laws import LAWS_BY_NAME, run_laws
     from ..stateful_tests.sequences.mutants import CAUGHT_BY, LAW_OF, MUTANTS, law_failure
     from ..stateful_tests.sequences.steps import run_value_scenario
     from ..stateful_tests.sequences.values import VALUE_SCENARIOS
@@ -118,7 +118,7 @@ def _controls(ctx: Context, row: Row) -> None:
         if "laws" in CAUGHT_BY[mutant]:
             row.checks += 1
             law = LAWS_BY_NAME[LAW_OF[mutant]]
-            why = caught_as_expected(lambda: run_law(law, 200, ctx.seed, make=mutant, shrink=False), law_failure(mutant))
+            why = caught_as_expected(lambda: run_laws([law], 200, ctx.seed, [mutant], shrink=False), law_failure(mutant))
             if why is not None:  # the law must fail on the mutant by its own assertion, not by any error
                 missed.append(f"{mutant.__name__} ({LAW_OF[mutant]}: {why})")
         row.examples += 1

@@ -456,7 +456,7 @@ def catch_rates(
     from hypothesis import Phase, settings
 
     from ..harness.seeding import law_settings, run_given, run_machine
-    from .laws import LAWS_BY_NAME
+    from .laws import LAWS_BY_NAME, law_test
     from .machine import sequence_machine_for, sequence_machine_settings
     from .steps import run_value_scenario
     from .stress import stress
@@ -482,7 +482,7 @@ def catch_rates(
             for s in seeds:
                 quick = settings(law_settings(law_histories), phases=[Phase.generate], print_blob=False)
                 try:
-                    run_given(LAWS_BY_NAME[LAW_OF[mutant]](mutant), quick, s)
+                    run_given(law_test([LAWS_BY_NAME[LAW_OF[mutant]]], [mutant]), quick, s)
                 except Exception:
                     caught += 1
             slot_tracker = f"{caught}/{len(seeds)}"

@@ -6,7 +6,7 @@ from hypothesis import Phase
 
 from kvproof.stateful_tests.harness.controls import caught_as_expected
 from kvproof.stateful_tests.harness.seeding import run_machine
-from kvproof.stateful_tests.sequences.laws import LAWS_BY_NAME, run_law
+from kvproof.stateful_tests.sequences.laws import LAWS_BY_NAME, run_laws
 from kvproof.stateful_tests.sequences.machine import sequence_machine_for, sequence_machine_settings
 from kvproof.stateful_tests.sequences.mutants import (
     CAUGHT_BY,
@@ -43,7 +43,8 @@ def test_values_catch(mutant):
 
 @pytest.mark.parametrize("mutant", [m for m in MUTANTS if "laws" in CAUGHT_BY[m]], ids=_ids)
 def test_law_catches(mutant):
-    why = caught_as_expected(lambda: run_law(LAWS_BY_NAME[LAW_OF[mutant]], 300, make=mutant, shrink=False), law_failure(mutant))
+    law = LAWS_BY_NAME[LAW_OF[mutant]]
+    why = caught_as_expected(lambda: run_laws([law], 300, makes=[mutant], shrink=False), law_failure(mutant))
     assert why is None, f"{mutant.__name__}: {why}"
 
 
@@ -56,7 +57,7 @@ def test_a_control_does_not_count_a_crash_for_another_reason():
             raise TypeError("a bug in the broken twin itself")
 
     law = LAWS_BY_NAME[LAW_OF[MUTANTS[0]]]
-    why = caught_as_expected(lambda: run_law(law, 50, make=CrashingTracker, shrink=False), law_failure(MUTANTS[0]))
+    why = caught_as_expected(lambda: run_laws([law], 50, makes=[CrashingTracker], shrink=False), law_failure(MUTANTS[0]))
     assert why is not None and "TypeError" in why
     assert caught_as_expected(lambda: None, law_failure(MUTANTS[0])) == "the check passed"
 

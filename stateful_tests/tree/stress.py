@@ -17,12 +17,12 @@ closed after the eviction leaves it; a read between clock ticks ``t0`` and ``t1`
 a rank only with query blocks it held at some instant of ``[t0, t1]``. A score past that
 bound is an overcount.
 
-**At quiescence** (every ``check_every`` operations per writer, writers pause at a barrier;
-readers go on) the tree is compared with the reference built from the same per-worker event
-orders: in strict mode (no holes) the snapshots and every pool query's scores must be equal
-and ``check()`` must pass; in chaos mode, where holes make the final shape depend on the
-interleaving, the snapshot must satisfy the contract (between reachable and held).
-Any difference is a parity break.
+**At quiescence** (every ``check_every`` operations per writer, writers pause at a barrier,
+and readers with them: a read of a tree that nothing writes races nothing) the tree is compared
+with the reference built from the same per-worker event orders: in strict mode (no holes) the
+snapshots and every pool query's scores must be equal and ``check()`` must pass; in chaos mode,
+where holes make the final shape depend on the interleaving, the snapshot must satisfy the
+contract (between reachable and held). Any difference is a parity break.
 
 Replay: the workload is a pure function of the seed; thread schedules are not (the
 interleaving explorer of a later issue replays schedules exactly). A failure prints the
@@ -174,13 +174,14 @@ class RandomYields:
 
 
 @contextmanager
-def racing(switch_interval: float, yield_sleep: float) -> Iterator[None]:
+def racing(switch_interval: float, yield_sleep: float) -> Iterator[RandomYields | None]:
     """Real threads with wide race windows for the duration: a short switch interval and random yields at every
-    yield point (``RandomYields``); both restored on every exit path."""
+    yield point (``RandomYields``, given to the block); both restored on every exit path."""
     previous = _sync.set_switch_interval(switch_interval)
-    _sync.install(RandomYields(yield_sleep) if yield_sleep else None)
+    hooks = RandomYields(yield_sleep) if yield_sleep else None
+    _sync.install(hooks)
     try:
-        yield
+        yield hooks
     finally:
         _sync.install(None)
         _sync.set_switch_interval(previous)
@@ -406,6 +407,8 @@ class StressRun:
         self.contract: spec_contract.ContractState = spec_contract.EMPTY_CONTRACT
         self.queries = pool + [p + (10,) for p in pool[::7]]
         self.stop_reading = _sync.Event()
+        self.writing = _sync.Event()  # set while the writers write; replaced by an unset one at every barrier
+        self.writing.set()
         self.read_counts = [0] * config.readers
         self.overcounts: list[str] = []
         self.crashes: list[str] = []
@@ -422,10 +425,15 @@ class StressRun:
             self.crashes.append(f"reader {k}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
     def read(self, k: int) -> None:
-        """Read random prefixes until told to stop; every score is held to what its rank held while the read ran."""
+        """Read random prefixes while the writers write, until told to stop; every score is held to what its rank held
+        while the read ran. At a barrier the reader waits: the main thread's checkpoint then has the interpreter to
+        itself, instead of sharing it with reads of a tree that nothing changes."""
         rng = random.Random(f"stress-reader:{self.config.seed}:{k}")
         windows = self.windows
-        while not self.stop_reading.is_set():
+        while True:
+            self.writing.wait()
+            if self.stop_reading.is_set():
+                return
             query = list(rng.choice(self.queries))
             query = query[: rng.randint(1, len(query))]
             chain = [ext(tuple(query[: i + 1])) for i in range(len(query))]
@@ -533,19 +541,27 @@ class StressRun:
 
     # -- the run
 
-    def drive_barriers(self) -> None:
-        """Wait for every writer at the barrier, check, release them; until all are done or one crashed."""
+    def drive_barriers(self, hooks: RandomYields | None) -> None:
+        """Wait for every writer at the barrier, check, release them; until all are done or one crashed.
+
+        The checkpoint runs with the yield points off (``hooks`` back after it): every other thread waits, so a yield
+        there races nothing and only gives the processor away."""
         while True:
             for event in self.barrier_in:
                 event.wait()
             for i in range(len(self.barrier_in)):
                 self.barrier_in[i] = _sync.Event()
+            self.writing = _sync.Event()  # the readers wait while the main thread checks
             if self.crashes:
                 for event in list(self.barrier_out):  # release the writers waiting at the barrier, or join would wait forever
                     event.set()
                 return
+            _sync.install(None)
             self.checkpoint()
+            _sync.install(hooks)
             done = all(w.ops >= self.per_writer for w in self.writers)
+            if not done:
+                self.writing.set()
             for event in list(self.barrier_out):
                 event.set()
             if done:
@@ -554,13 +570,14 @@ class StressRun:
     def run(self) -> TreeStressReport:
         report = self.report
         started = time.perf_counter()
-        with racing(self.config.switch_interval, self.config.yield_sleep):
+        with racing(self.config.switch_interval, self.config.yield_sleep) as hooks:
             readers = [_sync.Thread(functools.partial(self.reader, k), f"stress-reader-{k}") for k in range(self.config.readers)]
             threads = [_sync.Thread(functools.partial(self.writer_loop, w), f"stress-writer-{w.index}") for w in self.writers]
-            self.drive_barriers()
+            self.drive_barriers(hooks)
             for t in threads:
                 t.join()
             self.stop_reading.set()
+            self.writing.set()
             for t in readers:
                 t.join()
         report.seconds = time.perf_counter() - started

@@ -13,10 +13,11 @@ PROFILE = profile_named()
 def test_no_overcount_and_parity_at_quiescence(mode):
     """The stress reaches what it exists for (reads racing writes, checkpoints, splits, repairs, fan-out inserts) and
     finds nothing. 3,000 operations (the quick profile's), a checkpoint every 100 per writer: the gate's stress row runs the ci
-    profile's 8,000."""
+    profile's 8,000. Readers read only while writers write, so their count follows the machine's load (370 to 3,700
+    measured on 2 busy cores): the bound asks that they ran, not how often."""
     report = run_stress(StressConfig(ops=3_000, seed=7, mode=mode, yield_sleep=0.05, check_every=100))
     print(report.summary_line(), f"{report.seconds:.1f} s", report.statistics)
-    assert report.reads > 500 and report.checkpoints >= 4
+    assert report.reads > 100 and report.checkpoints >= 4
     assert report.statistics["splits"] and report.statistics["repairs"] and report.statistics["fanout_inserts"]
     assert not report.failed, report.problems[:5]
 

@@ -102,10 +102,16 @@ class FuzzCase:
         return self.op != "apply_event" or type(self.args[1]) is bytes
 
 
+# Built once, not at every draw (see grammar.py): the same strategies, so the same cases.
+_payload_kind = st.sampled_from(["bytes"] * 6 + ["mutated"] * 3 + ["str", "dict", "object", "junk"])
+_event_text = grammar.event_text()
+_event_object = grammar.event_object()
+
+
 @st.composite
 def _payload(draw: st.DrawFn) -> Any:
-    kind = draw(st.sampled_from(["bytes"] * 6 + ["mutated"] * 3 + ["str", "dict", "object", "junk"]))
-    text = draw(grammar.event_text())
+    kind = draw(_payload_kind)
+    text = draw(_event_text)
     if kind == "bytes":
         return text.encode("utf-8", "surrogatepass")
     if kind == "mutated":
@@ -116,24 +122,28 @@ def _payload(draw: st.DrawFn) -> Any:
         decoded = grammar.as_python(text)
         return decoded if decoded is not None else {"event_id": 1}
     if kind == "object":
-        return draw(grammar.event_object())
+        return draw(_event_object)
+    # built at every draw on purpose: each junk case gets a bytearray of its own, whatever a tree did to the last one
     return draw(st.sampled_from(grammar.HOSTILE_VALUES + (bytearray(b'{"event_id":1,"data":"cleared"}'),)))
+
+
+_op = st.sampled_from(
+    ["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches", "find_matches"]
+)
+_some_payload = _payload()
+_dp_rank = st.one_of(st.integers(0, 2), st.sampled_from(grammar.HOSTILE_VALUES))
 
 
 @st.composite
 def cases(draw: st.DrawFn) -> FuzzCase:
     """A hostile call: mostly ``apply_event``, sometimes a worker removal or a query."""
-    op = draw(
-        st.sampled_from(
-            ["apply_event"] * 8 + ["remove_worker", "clear_all_blocks", "remove_worker_dp_rank", "find_matches", "find_matches"]
-        )
-    )
+    op = draw(_op)
     if op == "apply_event":
-        return FuzzCase(op, (draw(grammar.worker), draw(_payload())))
+        return FuzzCase(op, (draw(grammar.worker), draw(_some_payload)))
     if op in ("remove_worker", "clear_all_blocks"):
         return FuzzCase(op, (draw(grammar.worker),))
     if op == "remove_worker_dp_rank":
-        return FuzzCase(op, (draw(grammar.worker), draw(st.one_of(st.integers(0, 2), st.sampled_from(grammar.HOSTILE_VALUES)))))
+        return FuzzCase(op, (draw(grammar.worker), draw(_dp_rank)))
     return FuzzCase(op, (draw(grammar.query), draw(grammar.early_exit)))
 
 

@@ -23,6 +23,7 @@ reset to ``BASE`` before each case, so a case replays alone, in any order.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import Counter
@@ -155,7 +156,14 @@ def _fingerprint(tree: Any) -> tuple:
     rejection" compares, the other two what trees compare with each other (their dumps may order lines apart)."""
     lines = tuple(tree.dump_tree_as_events())
     scores = tuple(tuple(sorted(targets.scores(tree, q, e).items())) for q in PROBES for e in (False, True))
-    return lines, tuple(canonical([targets.dump_entry(line) for line in lines])), scores
+    return lines, _canonical(lines), scores
+
+
+@functools.lru_cache(maxsize=256)
+def _canonical(lines: tuple[str, ...]) -> tuple:
+    """The dump ``lines`` as sorted entries, parsed once per text: nearly every case finds or leaves its trees at
+    ``BASE``, so the same few dumps came back thousands of times, and parsing them was a quarter of the row's CPU."""
+    return tuple(canonical([targets.dump_entry(line) for line in lines]))
 
 
 class FuzzFleet:

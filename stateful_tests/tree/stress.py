@@ -287,6 +287,13 @@ class Writer:
     def held_prefix(self, rank: Rank, path: Path) -> int:
         return held_prefix(path, self.holdings.held.get(rank, {}))
 
+    def holds(self, rank: Rank, path: Path) -> bool:
+        """Whether ``rank`` holds every block of ``path``. The last block is asked first: it rules out nearly every
+        candidate of a decode (hundreds a step) at one lookup, where the prefix walk hashed up to the first gap, a
+        third of the writers' CPU."""
+        held = self.holdings.held.get(rank, {})
+        return ext(path) in held and held_prefix(path, held) == len(path)
+
     def send(self, rank: Rank, data: Any) -> str:
         self.event_id += 1
         event = KvCacheEvent(self.event_id, data, rank.dp_rank)
@@ -339,7 +346,7 @@ class Writer:
             else:
                 self.store(rank, path, h, stop)
         elif r < 0.66:
-            held = [p for p in self.pool[:: max(1, len(self.pool) // 64)] + self.decoded if self.held_prefix(rank, p) == len(p)]
+            held = [p for p in self.pool[:: max(1, len(self.pool) // 64)] + self.decoded if self.holds(rank, p)]
             if held:
                 self.decode(rank, rng.choice(held))
             else:

@@ -41,7 +41,7 @@ class CrossHairRow:
 
 
 @dataclass(frozen=True)
-class Check:
+class CrossHairCheck:
     """A row to be: the CrossHair command over a kernel and the same over its broken twin (``None``: none)."""
 
     name: str
@@ -57,7 +57,7 @@ Outcome = tuple[int, str, float]
 """A command's exit code (0 holds, 1 refuted or differs, 2 error), its output and its seconds."""
 
 
-def contract_checks(per_condition_timeout: float = 1.0) -> list[Check]:
+def contract_checks(per_condition_timeout: float = 1.0) -> list[CrossHairCheck]:
     """Every ``check_*`` contract, each with its same-named broken twin in ``contracts_broken``."""
 
     def command(module: ModuleType, name: str) -> list[str]:
@@ -66,7 +66,7 @@ def contract_checks(per_condition_timeout: float = 1.0) -> list[Check]:
 
     names = [name for name, f in vars(contracts).items() if name.startswith("check_") and inspect.isfunction(f)]
     return [
-        Check(
+        CrossHairCheck(
             name,
             (getattr(contracts, name).__doc__ or name).strip().splitlines()[0],
             contracts.CHECKED[name],
@@ -79,7 +79,7 @@ def contract_checks(per_condition_timeout: float = 1.0) -> list[Check]:
     ]
 
 
-def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contracts) -> list[Check]:
+def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contracts) -> list[CrossHairCheck]:
     """Every pair of ``module.DIFF_PAIRS`` under ``crosshair diffbehavior``, each with its broken twin.
 
     ``module`` is ``contracts``; a control passes ``contracts_broken`` to show that the row fails when
@@ -92,7 +92,7 @@ def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contrac
 
     broken = contracts_broken.DIFF_PAIRS  # pair i's broken twin is broken[i]
     return [
-        Check(
+        CrossHairCheck(
             f"{left} = {right}",
             claim,
             claim.split(" vs ")[0],
@@ -105,7 +105,7 @@ def diff_checks(per_condition_timeout: float = 2.0, module: ModuleType = contrac
     ]
 
 
-def run_checks(checks: list[Check]) -> list[CrossHairRow]:
+def run_checks(checks: list[CrossHairCheck]) -> list[CrossHairRow]:
     """Run every check and its twin in one batch: the kernels' commands, then the twins', a diffbehavior twin
     until its first difference (the difference is the twin's whole verdict)."""
     twins = {c.name: (c.twin, c.method == DIFF) for c in checks if c.twin}
@@ -151,7 +151,7 @@ def _evidence(out: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _row(check: Check, outcome: Outcome, twin: Outcome | None) -> CrossHairRow:
+def _row(check: CrossHairCheck, outcome: Outcome, twin: Outcome | None) -> CrossHairRow:
     code, out, seconds = outcome
     result = _result(check.method, code, out)
     holds = result in ("confirmed", "not refuted", "no difference")

@@ -50,9 +50,6 @@ class EdgeState:
     full_edge_workers: FrozenSet[Rank] = field(default=EMPTY_SET)
     worker_cutoffs: FrozenMap[Rank, int] = field(default=EMPTY_MAP)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> EdgeState:
-        return self  # frozen, of frozen parts: its own deep copy (an explorer's reference state copies every node's)
-
     def __post_init__(self) -> None:
         if not isinstance(self.full_edge_workers, FrozenSet):  # a plain set or frozenset, from a caller or a test
             object.__setattr__(self, "full_edge_workers", FrozenSet(self.full_edge_workers))

@@ -81,8 +81,7 @@ def find_matches_walk(root: RootView, query: Sequence[int], early_exit: bool = F
                     scores[rank] = held
             first = False
         else:
-            full = state.full_edge_workers  # a spec FrozenSet: its own & and - are Python loops, so test members
-            kept = {rank for rank in active if rank in full}
+            kept = active & state.full_edge_workers
             if len(kept) != len(active):
                 cutoff = state.worker_cutoffs.get
                 for rank in active - kept:

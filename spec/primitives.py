@@ -54,9 +54,6 @@ class WorkerWithDpRank(NamedTuple):
         # Written as the plain tuple Dynamo uses for score keys, so reprs paste into tests.
         return f"({self.worker_id}, {self.dp_rank})"
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> WorkerWithDpRank:
-        return self  # immutable: its own deep copy (``copy`` rebuilds a tuple subclass field by field otherwise)
-
 
 Rank = WorkerWithDpRank
 """The one alias of ``WorkerWithDpRank``; every layer imports it from here."""
@@ -206,9 +203,6 @@ class Block(NamedTuple):
     local: int
     ext: int
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Block:
-        return self  # immutable: its own deep copy
-
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -244,9 +238,6 @@ class FrozenMap(Mapping[K, V]):
     """
 
     __slots__ = ("_items", "_hash")
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenMap[K, V]:
-        return self  # immutable, its values frozen spec data: its own deep copy
 
     def __init__(self, items: Mapping[K, V] | None = None) -> None:
         self._items: Any = items._items if isinstance(items, FrozenMap) else _backing(items or {})
@@ -331,9 +322,6 @@ class FrozenSet(AbstractSet[K]):
     """
 
     __slots__ = ("_items", "_cached_hash")
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenSet[K]:
-        return self  # immutable: its own deep copy
 
     def __init__(self, members: Iterable[K] = ()) -> None:
         self._items: Any = members._items if isinstance(members, FrozenSet) else _backing(dict.fromkeys(members))

@@ -1,6 +1,6 @@
 """Laws of the active-sequence state, sampled by Hypothesis over random request histories.
 
-Each ``Law`` pairs a body, which drives a tracker built by ``make(expiry)`` through a history of
+Each ``HistoryLaw`` pairs a body, which drives a tracker built by ``make(expiry)`` through a history of
 adds, completions, frees, expiry sweeps and clock advances on one or two workers and asserts one law
 after every step, with the strategy its histories are drawn from. Each law states one rule of
 ``spec.prefill``, ``spec.token_load``, ``spec.sequences`` or ``spec.slot_tracker`` in terms of
@@ -247,7 +247,7 @@ def _removed(v: View) -> Any:
 
 
 @dataclass(frozen=True)
-class Law:
+class HistoryLaw:
     """One law: its body, run on a tracker over each history drawn from ``histories``."""
 
     histories: st.SearchStrategy
@@ -551,40 +551,42 @@ ANY = histories()
 MODELED = histories(modeled_only=True)
 CREDIT = st.one_of(credit_histories(), MODELED)
 
-LAWS: list[Law] = [
-    Law(ANY, _modeled_time_is_whole_nonnegative_ms_or_missing),
-    Law(
+LAWS: list[HistoryLaw] = [
+    HistoryLaw(ANY, _modeled_time_is_whole_nonnegative_ms_or_missing),
+    HistoryLaw(
         st.one_of(fraction_histories(), histories(modeled_only=True, whole_ms=False)), _backlog_is_the_sum_of_truncated_durations
     ),
-    Law(MODELED, _elapsed_time_is_truncated),
-    Law(CREDIT, _decay_resumes_at_the_removal_time),
-    Law(CREDIT, _uncapped_credit_is_continuous),
-    Law(st.one_of(reanchor_histories(), histories()), _removed_anchor_reanchors_at_the_removal_time),
-    Law(st.one_of(anchor_only_histories(), histories()), _unmodeled_prefills_never_decay),
-    Law(MODELED, _all_modeled_load_spills_past_the_anchor),
-    Law(MODELED, _zero_duration_anchor_completes_only_itself),
-    Law(st.one_of(anchor_only_histories(), histories(whole_ms=False)), _anchor_only_share_rounds_up),
-    Law(ANY, _zero_token_hints_are_not_tracked),
-    Law(ANY, _free_completes_the_prefill),
-    Law(ANY, _blocks_are_counted_by_lineage),
-    Law(histories(max_ops=40), _expiry_runs_at_most_once_per_check_interval),
-    Law(histories(workers=2), _ownership_is_exclusive),
-    Law(histories(max_ops=12), _rejections_are_typed_and_change_nothing),
-    Law(ANY, _registry_equals_the_projection_after_every_call),
+    HistoryLaw(MODELED, _elapsed_time_is_truncated),
+    HistoryLaw(CREDIT, _decay_resumes_at_the_removal_time),
+    HistoryLaw(CREDIT, _uncapped_credit_is_continuous),
+    HistoryLaw(st.one_of(reanchor_histories(), histories()), _removed_anchor_reanchors_at_the_removal_time),
+    HistoryLaw(st.one_of(anchor_only_histories(), histories()), _unmodeled_prefills_never_decay),
+    HistoryLaw(MODELED, _all_modeled_load_spills_past_the_anchor),
+    HistoryLaw(MODELED, _zero_duration_anchor_completes_only_itself),
+    HistoryLaw(st.one_of(anchor_only_histories(), histories(whole_ms=False)), _anchor_only_share_rounds_up),
+    HistoryLaw(ANY, _zero_token_hints_are_not_tracked),
+    HistoryLaw(ANY, _free_completes_the_prefill),
+    HistoryLaw(ANY, _blocks_are_counted_by_lineage),
+    HistoryLaw(histories(max_ops=40), _expiry_runs_at_most_once_per_check_interval),
+    HistoryLaw(histories(workers=2), _ownership_is_exclusive),
+    HistoryLaw(histories(max_ops=12), _rejections_are_typed_and_change_nothing),
+    HistoryLaw(ANY, _registry_equals_the_projection_after_every_call),
 ]
 LAWS_BY_NAME = {law.name: law for law in LAWS}
 
 
-def sharing_histories(laws: Sequence[Law]) -> list[list[Law]]:
+def sharing_histories(laws: Sequence[HistoryLaw]) -> list[list[HistoryLaw]]:
     """Group ``laws`` by the strategy object they draw from, in order of first appearance."""
-    groups: dict[int, list[Law]] = {}
+    groups: dict[int, list[HistoryLaw]] = {}
     for law in laws:
         groups.setdefault(id(law.histories), []).append(law)
     return list(groups.values())
 
 
 def law_test(
-    laws: Sequence[Law], makes: Sequence[Callable[..., Any]], failed: list[tuple[Law, Callable[..., Any]]] | None = None
+    laws: Sequence[HistoryLaw],
+    makes: Sequence[Callable[..., Any]],
+    failed: list[tuple[HistoryLaw, Callable[..., Any]]] | None = None,
 ) -> Callable[[], None]:
     """Return a fresh Hypothesis test that walks each history, drawn from the laws' one strategy, with every law on
     a tracker from each of ``makes``, in that order. A failure is noted with its law and tracker, and appended to
@@ -607,7 +609,7 @@ def law_test(
 
 
 def run_laws(
-    laws: Sequence[Law],
+    laws: Sequence[HistoryLaw],
     examples: int,
     seed: int | None = None,
     makes: Sequence[Callable[..., Any]] = (SpecSlotTracker,),
@@ -624,7 +626,7 @@ def run_laws(
     before = EXAMPLES["count"]
     report = law_report(examples, shrink)
     for group in sharing_histories(laws):
-        failed: list[tuple[Law, Callable[..., Any]]] = []
+        failed: list[tuple[HistoryLaw, Callable[..., Any]]] = []
         try:
             run_given(law_test(group, makes, failed), law_settings(examples, shrink=False), seed)
         except Exception:

@@ -230,3 +230,25 @@ def test_a_fuzz_shard_draws_only_its_own_blocks(monkeypatch):
     campaign.fuzz(23, 9, ("reference",), None, shard=Shard(1, 2), block=5)
     assert [(first, size) for first, size, _ in drawn] == [(0, 5), (10, 5), (20, 3)]
     assert len({campaign.block_seed(9, b) for b in range(100)}) == 100
+
+
+def test_a_tree_in_a_host_process_is_fingerprinted_in_one_round_trip_as_its_reads_one_by_one(monkeypatch):
+    """The fingerprint's reads of a hosted tree go as one ``steps`` request and give what the reads one by one give;
+    an error among them raises as the call would."""
+    from kvproof.stateful_tests.harness import isolation
+
+    hosted, local = isolation.isolated("reference")(), RadixTree()
+    try:
+        for worker, event in campaign.BASE:
+            hosted.apply_event(worker, events.encode_event(event))
+            local.apply_event(worker, events.encode_event(event))
+        requests, request = [], isolation.Host.request
+        monkeypatch.setattr(isolation.Host, "request", lambda host, *args: requests.append(args[0][0]) or request(host, *args))
+        assert campaign._fingerprint(hosted) == campaign._fingerprint(local) and requests == ["steps"]
+        monkeypatch.setattr(campaign, "FINGERPRINT_READS", (("find_matches", ([1, 2], "yes")),))
+        with pytest.raises(Exception, match="early_exit") as raised:
+            campaign._fingerprint(hosted)
+        with pytest.raises(type(raised.value), match="early_exit"):
+            local.find_matches([1, 2], "yes")
+    finally:
+        hosted.close()

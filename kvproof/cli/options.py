@@ -131,7 +131,7 @@ allow_skip_option = click.option("--allow-skip", is_flag=True, help="exit 0 when
 
 
 def profile_option(
-    help_text: str = "quick (pre-commit, about 30 s on 2 cores), ci or deep", among: tuple[str, ...] | None = None
+    help_text: str = "quick (pre-commit, about 20 s on 2 cores), ci or deep", among: tuple[str, ...] | None = None
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """``--profile``, the same option with the same default on every command: $KVPROOF_PROFILE (when the command offers
     it), else ci (``profiles.profile_choice``)."""

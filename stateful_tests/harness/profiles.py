@@ -3,7 +3,7 @@
 One name selects a profile everywhere: ``kvproof check --profile NAME`` for the gate, the
 ``KVPROOF_PROFILE`` environment variable for the gate and the pytest suite alike (the flag wins).
 
-- ``quick``: a pre-commit loop, the whole gate in about 30 s on 2 cores; deterministic.
+- ``quick``: a pre-commit loop, the whole gate in about 20 s on 2 cores; deterministic.
 - ``ci`` (the default): deterministic, sized for a 2-core CI machine.
 - ``deep``: more exploration from a fresh seed, printed so that a failure replays with
   ``--seed`` (or ``KVPROOF_SEED``); in pytest it also runs the tests marked ``slow``.

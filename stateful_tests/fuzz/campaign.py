@@ -168,8 +168,8 @@ def _reads(tree: Any, calls: tuple[tuple[str, tuple[Any, ...]], ...]) -> list[An
     ``steps``; Dynamo's binding paid five per fingerprint, a third of the row's requests), else one call at a time.
     The first error raises, as it would from the calls one by one; the round trip belongs to one case, so a crash or
     hang in it is still that case's."""
-    steps = getattr(tree, "steps", None)
-    if steps is None or getattr(tree, "lockstep", False):
+    steps = targets.steps_of(tree)
+    if steps is None:
         return [getattr(tree, method)(*args) for method, args in calls]
     answers = steps(list(calls))
     error = next((answer for answer in answers if isinstance(answer, BaseException)), None)

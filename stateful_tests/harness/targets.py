@@ -366,6 +366,13 @@ def is_panic(exc: BaseException) -> bool:
     return type(exc).__name__ == "PanicException"
 
 
+def steps_of(tree: Any) -> Callable[[list[tuple[str, tuple[Any, ...]]]], list[Any]] | None:
+    """A tree's door for several calls in one round trip, in order, each answered alone (``IsolatedTree.steps``: a
+    tree in a host process); None for a tree without one, or in lockstep (it flushes around its reads, one call at a
+    time)."""
+    return None if getattr(tree, "lockstep", False) else getattr(tree, "steps", None)
+
+
 def scores_many(tree: Any, queries: list[list[int]], early_exit: bool = False) -> list[dict[tuple[int, int], int]]:
     """``scores(tree, q, early_exit)`` of each query, in one batch where the tree offers one (``find_matches_many``;
     with ``early_exit`` only a tree that says it batches any query, ``batches_early_exit``: one in a host process)."""

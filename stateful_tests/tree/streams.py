@@ -118,8 +118,8 @@ def apply_op_and_read(
     it as before); the outcome is named as ``apply_op`` names it. A target's process costs a round trip per call,
     so a differential run's op and the reads after it go as one (kvproof issue 32).
     """
-    steps = getattr(tree, "steps", None)
-    if steps is None or getattr(tree, "lockstep", False):
+    steps = targets.steps_of(tree)
+    if steps is None:
         return apply_op(tree, op), None, None
     asked = [("find_matches", (q, False)) for q in queries] + [("find_matches", (q, True)) for q in queries if early_exit]
     first, *answers = steps([op_call(op), *asked])

@@ -53,7 +53,8 @@ def test_a_hosted_tree_answers_as_the_tree_itself_with_typed_errors_and_its_own_
         store(tree, 2, [(3, 103)], parent=999)
     with pytest.raises(TypeError):
         tree.find_matches("not a query")
-    assert len(tree.log) == 4 and tree.log[1] == '{"find_matches": [1, 2]}'
+    lines = list(tree.log)
+    assert len(lines) == 4 and lines[1] == '{"find_matches": [1, 2]}'
     tree.close()
 
 
@@ -64,6 +65,23 @@ def test_the_log_says_what_was_asked_though_the_caller_reuses_its_list(small_lim
     tree.find_matches(query)
     query.append(3)
     assert list(tree.log) == ['{"find_matches": [1, 2]}']
+    tree.close()
+
+
+def test_control_a_log_that_keeps_the_callers_list_reads_what_it_became(small_limits):
+    """The negative control: a log that keeps the caller's list itself, uncopied, says the query was [1, 2, 3]."""
+    from kvproof.stateful_tests.harness.isolation import CallLog
+
+    class Uncopied(CallLog):
+        def add(self, method, args):
+            self._calls.append((method, args))
+
+    tree = isolated("reference")()
+    tree.log = Uncopied()
+    query = [1, 2]
+    tree.find_matches(query)
+    query.append(3)
+    assert list(tree.log) == ['{"find_matches": [1, 2, 3]}']
     tree.close()
 
 
@@ -108,7 +126,8 @@ def test_steps_are_one_round_trip_each_call_answered_alone_an_error_ending_only_
     assert requests == ["steps"]
     assert stored is None and isinstance(refused, ParentBlockNotFound)
     assert full.scores == early.scores == {(1, 0): 2}
-    assert tree.log[-1] == '{"find_matches": [1, 2]}' and len(tree.log) == 4
+    lines = list(tree.log)
+    assert lines[-1] == '{"find_matches": [1, 2]}' and len(lines) == 4
     tree.close()
 
 

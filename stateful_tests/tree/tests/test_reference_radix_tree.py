@@ -1,5 +1,7 @@
 """The sequential reference: every observed Dynamo behaviour, check() after every step, the API laws."""
 
+import copy
+
 import pytest
 
 from kvproof.reference import RadixTree
@@ -481,22 +483,39 @@ def _state(tree):
     return (tree.snapshot(), canonical_dump(tree), tree.statistics())
 
 
-@pytest.mark.parametrize("index", range(12))
-def test_a_copy_shares_nothing_mutable_each_answers_as_its_own_replay(index):
-    """``RadixTree.copy`` (the explorer's state copy): after a stream's first half, the copy takes the second half and
-    the original does not; each is in the state a fresh tree reaches by replaying its own events (snapshot, dump,
-    statistics), and ``check()`` holds on both, lookups included."""
+def _copy_problems(copier, index):
+    """After stream ``index``'s first half, ``copier(tree)`` takes the second half and the tree does not: the ones of
+    the two that are not in the state a fresh tree reaches by replaying its own events (snapshot, dump, statistics),
+    or fail ``check()``."""
     ops = generate(5, index).ops
     half = len(ops) // 2
     original = RadixTree()
     for op in ops[:half]:
         apply_op(original, op)
-    twin = original.copy()
+    twin = copier(original)
     for op in ops[half:]:
         apply_op(twin, op)
-    for tree, upto in ((original, half), (twin, len(ops))):
+    problems = []
+    for name, tree, upto in (("original", original, half), ("copy", twin, len(ops))):
         replay = RadixTree()
         for op in ops[:upto]:
             apply_op(replay, op)
-        tree.check()
-        assert _state(tree) == _state(replay)
+        try:
+            tree.check()
+        except AssertionError as exc:
+            problems.append(f"{name}: check(): {exc}")
+        if _state(tree) != _state(replay):
+            problems.append(f"{name}: not its own replay")
+    return problems
+
+
+@pytest.mark.parametrize("index", range(12))
+def test_a_copy_shares_nothing_mutable_each_answers_as_its_own_replay(index):
+    """``RadixTree.copy`` (the explorer's state copy): copy and original each equal their own replay, lookups
+    included (``_copy_problems``)."""
+    assert _copy_problems(RadixTree.copy, index) == []
+
+
+def test_control_a_shallow_copy_shares_the_nodes_and_is_caught():
+    """The negative control: ``copy.copy`` shares every node, so the original takes the copy's events."""
+    assert "original: not its own replay" in _copy_problems(copy.copy, 0)

@@ -36,7 +36,7 @@ Examples:
     "screenshots_dir",
     type=click.Path(file_okay=False),
     default=None,
-    help="where --check-browser saves one PNG per page (default: build/docs-screenshots in the checkout)",
+    help="where --check-browser saves one PNG per page, whole where it has pictures, else its first screen (default: build/docs-screenshots in the checkout)",
 )
 @click.option("--no-doctest", is_flag=True, help="skip Sphinx's doctest builder (the worked examples)")
 @click.option(

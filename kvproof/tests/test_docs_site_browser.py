@@ -2,7 +2,8 @@
 
 Needs Debian's chromium at /usr/bin/chromium and the docs extra (playwright); without them the
 test is skipped, or fails when ``KVPROOF_REQUIRE_CHROMIUM`` is set (CI sets it). Screenshots
-of every page go to ``build/docs-screenshots/`` in the checkout (the CI artifact).
+of every page go to ``build/docs-screenshots/`` in the checkout (the CI artifact): a page with pictures
+whole, any other its first screen.
 """
 
 import os
@@ -51,6 +52,11 @@ def _descendants() -> list[str]:
     return found
 
 
+def _png_height(path: Path) -> int:
+    """The height of a PNG, from its header (the IHDR chunk: width, then height, big-endian)."""
+    return int.from_bytes(path.read_bytes()[20:24], "big")
+
+
 def test_every_page_renders_with_its_pictures_and_no_console_errors(built_site):
     assert built_site.ok, built_site.summary() + "\n" + "\n".join(m for s in built_site.steps for m in s.messages)
     pages = browser.site_pages(built_site.html)
@@ -61,6 +67,9 @@ def test_every_page_renders_with_its_pictures_and_no_console_errors(built_site):
     images = {c.page: c.images for c in checks}
     assert all(images[page] >= n for page, n in PICTURES.items()), images
     assert all(c.screenshot and c.screenshot.stat().st_size > 10_000 for c in checks)
+    heights = {c.page: _png_height(c.screenshot) for c in checks if c.screenshot}
+    assert all(heights[page] > 900 for page in PICTURES), heights  # a page with pictures: all of it, pictures included
+    assert all(heights[c.page] == 900 for c in checks if not c.images), heights  # else its first screen
     # Nothing outlives the check: no browser below this process, no server thread.
     assert not [p for p in _descendants() if "chrom" in p], _descendants()
     assert not [t for t in threading.enumerate() if t.name == "kvproof-docs-server"]

@@ -400,6 +400,7 @@ class ChainNames:
     def __init__(self) -> None:
         self.path_of: dict[int, tuple[int, ...]] = {}
         self.ext_of: dict[tuple[int, ...], int] = {}
+        self._chains: dict[tuple[int, ...], tuple[int, ...]] = {}  # a query's chain, until a store names a new path
 
     def learn(self, op: Op, outcome: str) -> None:
         """Learn the paths of a store the subject accepted (a refused one names nothing); a hash already named at
@@ -414,11 +415,25 @@ class ChainNames:
             path = path + (block.local,)
             if self.path_of.setdefault(block.ext, path) != path:
                 return
-            self.ext_of.setdefault(path, block.ext)
+            if path not in self.ext_of:
+                self.ext_of[path] = block.ext
+                self._chains.clear()  # a chain through this path may name it otherwise now
 
-    def chain(self, query: list[int]) -> list[int]:
-        prefixes = [tuple(query[: i + 1]) for i in range(len(query))]
-        return [self.ext_of[p] if p in self.ext_of else path_ext(p) for p in prefixes]
+    def chain(self, query: list[int]) -> tuple[int, ...]:
+        """The external hash of each prefix of ``query`` (the same query is asked after many ops: its chain is kept
+        until a store names a path no store named before)."""
+        key = tuple(query)
+        known = self._chains.get(key)
+        if known is None:
+            known = self._chains[key] = self._chain(key)
+        return known
+
+    def _chain(self, query: tuple[int, ...]) -> tuple[int, ...]:
+        names, prefix = [], ()
+        for local in query:
+            prefix += (local,)
+            names.append(self.ext_of[prefix] if prefix in self.ext_of else path_ext(prefix))
+        return tuple(names)
 
 
 def contract_score_problems(

@@ -371,7 +371,9 @@ def _gen_worker_churn(e: _Engines) -> list[Op]:
 
 def _queries(e: _Engines) -> list[list[int]]:
     rng, p = e.rng, e.profile
-    live = [path for path in e.paths if any(ext(path[:1]) in held for held in e.held.values())]
+    roots = {path[0] for path in e.paths}  # a path is live while some rank holds its first block
+    live_roots = {root for root in roots if any(ext((root,)) in held for held in e.held.values())}
+    live = [path for path in e.paths if path[0] in live_roots]
     chosen = rng.sample(live, min(len(live), p.live_queries))
     for _ in range(p.random_queries):
         path = rng.choice(e.paths)

@@ -3,10 +3,13 @@
 import pytest
 
 from kvproof.reference import RadixTree
-from kvproof.stateful_tests.harness.targets import load_target
-from kvproof.stateful_tests.tree.conformance import conform, shrink
+from kvproof.spec.events import KvCacheEvent, Stored
+from kvproof.spec.primitives import Block
+from kvproof.stateful_tests.harness.paths import ext
+from kvproof.stateful_tests.harness.targets import OK, load_target
+from kvproof.stateful_tests.tree.conformance import ChainNames, conform, shrink
 from kvproof.stateful_tests.tree.mutants import SplitDropsCarriedCutoffs
-from kvproof.stateful_tests.tree.streams import StreamProfile, generate
+from kvproof.stateful_tests.tree.streams import EventOp, StreamProfile, generate
 
 
 @pytest.mark.dynamo
@@ -91,3 +94,28 @@ def test_a_rank_removal_mismatch_replays_with_its_options():
     assert m.replay_command("t", "reference").endswith(f"--stream {m.stream} --rank-removal 0.5")
     again = conform(RankRemovalDropsTheWorker, RadixTree, streams=0, seed=2024, profile=RANK_REMOVAL, only_stream=m.stream)
     assert again.mismatches and again.mismatches[0].op_index == m.op_index
+
+
+def _store(*blocks: tuple[int, int]) -> EventOp:
+    return EventOp(1, KvCacheEvent(1, Stored(None, tuple(Block(*b) for b in blocks))))
+
+
+def test_a_query_is_named_by_the_stores_learned_before_it_is_asked_though_its_chain_was_kept():
+    """ChainNames keeps a query's chain between ops, until a store names a path no store named before."""
+    names = ChainNames()
+    assert names.chain([1, 2]) == (ext((1,)), ext((1, 2)))  # nothing stored yet: the derived hashes
+    names.learn(_store((1, 11), (2, 12)), OK)
+    assert names.chain([1, 2]) == (11, 12) and names.chain([1, 2, 3]) == (11, 12, ext((1, 2, 3)))
+
+
+def test_control_a_kept_chain_that_a_store_does_not_forget_names_the_old_hashes():
+    class NeverForgets(ChainNames):
+        def learn(self, op, outcome):
+            kept = dict(self._chains)
+            super().learn(op, outcome)
+            self._chains.update(kept)
+
+    names = NeverForgets()
+    names.chain([1, 2])
+    names.learn(_store((1, 11), (2, 12)), OK)
+    assert names.chain([1, 2]) == (ext((1,)), ext((1, 2)))  # stale: the law above fails on it

@@ -15,7 +15,7 @@ from kvproof.stateful_tests.harness.interleave import race
 from kvproof.stateful_tests.harness.seeding import machine_settings, run_machine
 from kvproof.stateful_tests.tree.impl_mutants import ConcurrentExtendsInternalNode, NoVersionCheck, RepairRestoresEntries
 from kvproof.stateful_tests.tree.machine import contract_machine_for
-from kvproof.stateful_tests.tree.twin import TwinMismatch, impl_vs_reference
+from kvproof.stateful_tests.tree.twin import Twin, TwinMismatch, impl_vs_reference
 from kvproof.stateful_tests.tree.vectors import replayed as replay_vector
 
 
@@ -199,6 +199,27 @@ class _CountsSplitsTwice(ConcurrentRadixTree):
     def _split_locked(self, lane, node, p):
         super()._split_locked(lane, node, p)
         lane.stats["splits"] += 1
+
+
+class _DumpsInOtherOrder(RadixTree):
+    def dump_tree_as_events(self):
+        return super().dump_tree_as_events()[::-1]
+
+
+def test_the_twin_holds_the_dumps_to_the_same_entries_in_any_order_and_answers_the_primarys_lines():
+    """Dump order is not part of the contract: the same entries in another order are the same dump, and the twin
+    answers the primary's lines; a dump that lost an entry is named (the control)."""
+    primary, reordered, short = RadixTree(), _DumpsInOtherOrder(), RadixTree()
+    for tree in (primary, reordered, short):
+        tree.apply_event(1, stored(None, 1, 2, 3))
+        tree.apply_event(2, stored(None, 1, 5))
+    short.remove_worker(2)
+    lines = primary.dump_tree_as_events()
+    assert len(lines) >= 2 and reordered.dump_tree_as_events() != lines
+    assert Twin(primary, reordered).dump_tree_as_events() == lines
+    assert Twin(reordered, primary).dump_tree_as_events() == lines[::-1]
+    with pytest.raises(TwinMismatch, match="dumps differ"):
+        Twin(primary, short).dump_tree_as_events()
 
 
 def test_the_twin_holds_the_shape_rule_counters_to_the_reference():

@@ -396,6 +396,11 @@ ROW_SECONDS = Path(".kvproof-cache") / "gate-seconds.json"
 runs the cheapest rows first, so a broken change is reported as soon as a cheap row sees it."""
 
 
+SECONDS_KEPT = 16
+"""How many (profile, target) pairs the table remembers: the latest run. A one-off target (a test's temporary
+``exec:`` command line, a loopback port) would otherwise add a key every run, for ever."""
+
+
 def _seconds_key(target: str, profile: str) -> str:
     return f"{profile}:{target}"
 
@@ -411,7 +416,8 @@ def recorded_seconds(target: str, profile: str, path: Path = ROW_SECONDS) -> dic
 
 
 def record_seconds(report: GateReport, path: Path = ROW_SECONDS) -> None:
-    """Remember what each row of ``report`` took (rows it did not run keep their earlier figure)."""
+    """Remember what each row of ``report`` took (rows it did not run keep their earlier figure), for the
+    ``SECONDS_KEPT`` targets run here last."""
     try:
         table = json.loads(path.read_text()) if path.is_file() else {}
     except (OSError, ValueError):
@@ -419,10 +425,12 @@ def record_seconds(report: GateReport, path: Path = ROW_SECONDS) -> None:
     if not isinstance(table, dict):
         table = {}
     key = _seconds_key(report.target, report.profile)
-    table[key] = {**table.get(key, {}), **{f"{r.family}: {r.name}": round(r.seconds, 3) for r in report.rows}}
+    rows = {**table.pop(key, {}), **{f"{r.family}: {r.name}": round(r.seconds, 3) for r in report.rows}}
+    kept = list(table.items())[-(SECONDS_KEPT - 1) :]  # the targets run here last, this one last of all
+    table = {**dict(kept), key: dict(sorted(rows.items()))}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(table, indent=1, sort_keys=True))
+        path.write_text(json.dumps(table, indent=1))
     except OSError:
         pass  # a read-only checkout: the order is only an optimisation
 

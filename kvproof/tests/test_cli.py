@@ -199,6 +199,30 @@ def test_fail_fast_stops_at_the_first_failing_row_and_lists_the_rest_as_not_run(
     assert [c.key for c in gate.cheapest_first(checks, {"c": 1.0, "a": 5.0})] == ["c", "a", "b"]
 
 
+def test_the_row_timings_remember_the_targets_run_last_and_forget_the_oldest(tmp_path):
+    """A one-off target (a test's temporary command line) adds a key per run: the table keeps the latest
+    ``SECONDS_KEPT`` (profile, target) pairs, so it cannot grow for ever, and a target run again is kept."""
+    from kvproof import gate
+
+    path = tmp_path / "seconds.json"
+
+    def ran(target: str, seconds: float) -> None:
+        row = gate.Row("tree", "impl", "fuzz", seconds=seconds)
+        gate.record_seconds(gate.GateReport(target, "quick", 1, ("tree",), [row]), path)
+
+    for i in range(gate.SECONDS_KEPT + 4):
+        ran(f"exec:one-off {i}", float(i))
+    ran("exec:one-off 2", 9.0)  # forgotten, then run again: remembered anew
+    kept = json.loads(path.read_text())
+    assert (
+        len(kept) == gate.SECONDS_KEPT and "quick:exec:one-off 4" not in kept
+    )  # 0-3 went first; running 2 again let 4, the oldest, go
+    assert gate.recorded_seconds("exec:one-off 2", "quick", path) == {"tree: fuzz": 9.0}
+    assert gate.recorded_seconds(f"exec:one-off {gate.SECONDS_KEPT + 3}", "quick", path) == {
+        "tree: fuzz": float(gate.SECONDS_KEPT + 3)
+    }
+
+
 def options_without_help(group) -> list[str]:
     """Every option of every command under ``group`` that has no line of help (``--help`` itself aside)."""
     import click

@@ -209,7 +209,13 @@ def conform_selection(
     show_default=True,
     help="pacing unit (ms): operations are 2-6 units apart; the time windows themselves are measured",
 )
-@click.option("--parallel", type=int, default=8, show_default=True, help="scenarios run at once, each on its own model name")
+@click.option(
+    "--parallel",
+    type=int,
+    default=10,
+    show_default=True,
+    help="scenarios run at once, each on its own model name (they mostly wait on the timeline: the ci profile's 10 run together)",
+)
 @model_option("reference", "the model compared: reference, impl, spec, a broken twin's name, or module.path:Class")
 @json_option
 @click.option("--log", "log_path", default=None, help="append the slot tracker's own log to this file")

@@ -996,7 +996,7 @@ def conform_slot_tracker(
     scenarios: int,
     seed: int,
     jitter_ms: int = DEFAULT_JITTER_MS,
-    parallel: int = 8,
+    parallel: int = 10,
     only: int | None = None,
     indices: list[int] | None = None,
     on_mismatch: Callable[[OracleMismatch], None] | None = None,

@@ -114,6 +114,7 @@ class Check:
     applies: Callable[[Context], str | None] = _always  # a skip reason, or None
     relevant: Callable[[Context], bool | str] = _everywhere  # not True: the row is not part of this gate (a str says why)
     what: str = ""  # one line: what the row checks, and on which layer (the README's gate table)
+    waits: bool = False  # the row mostly waits on a clock or a server, not a core: a pool runs it beside its processes
 
     @property
     def key(self) -> str:

@@ -7,6 +7,10 @@ goes to whichever process is free, the slowest rows first (what each took in thi
 the processes. Under ``--fail-fast`` the rows go cheapest first instead, and the first failing row stops
 the run: the rows waiting are cancelled and the rows running are stopped, all listed as not run.
 
+A row that mostly waits on a clock or a server (``Check.waits``: the slot-tracker conformance, whose
+scenarios follow their timelines, uses a core for about a sixth of its time) runs beside the processes'
+rows, in one more process, one such row at a time: it would otherwise hold a process whose core idles.
+
 Every row runs with the same context as in one process (the run's seed and rule set, planned again in
 each process by ``GateTask``), so a row's verdict does not depend on where it ran; the rows are reported in
 their declared order. Each process starts fresh (``spawn``): nothing a row leaves behind reaches another.
@@ -76,7 +80,8 @@ def run_rows(
     order = cheapest_first(checks, seconds) if fail_fast else slowest_first(checks, seconds)
     rows: dict[str, Row] = {}
     not_run: list[tuple[str, str]] = []
-    pool = _pool(processes)
+    size = processes + any(c.waits for c in checks)  # one more process for the rows that wait
+    pool = _pool(size)
     pending: dict[Future[Row], Check] = {}
     queue = list(order)
     stopped_at: str | None = None
@@ -91,8 +96,8 @@ def run_rows(
 
     try:
         while (queue or pending) and stopped_at is None:
-            while queue and len(pending) < processes:
-                check = queue.pop(0)
+            while (check := admitted(queue, list(pending.values()), processes)) is not None:
+                queue.remove(check)
                 pending[pool.submit(_row, task, check.key)] = check
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             broken = []
@@ -109,12 +114,20 @@ def run_rows(
                 for check in broken:
                     if stopped_at is None:
                         finished(check, _alone(task, check))
-                pool = _pool(processes)
+                pool = _pool(size)
         if stopped_at is not None:
             not_run = [(c.key, f"not run: --fail-fast stopped at {stopped_at}") for c in queue + list(pending.values())]
     finally:
         _stop(pool)
     return [rows[c.key] for c in checks if c.key in rows], not_run
+
+
+def admitted(queue: list[Check], running: list[Check], processes: int) -> Check | None:
+    """The next row of ``queue`` (in its order) that may start beside ``running``: a row that waits while no other
+    waiting row runs, any other row while fewer than ``processes`` of them run; None when no row may start."""
+    busy = sum(not c.waits for c in running)
+    waiting = any(c.waits for c in running)
+    return next((c for c in queue if (not waiting if c.waits else busy < processes)), None)
 
 
 def _pool(processes: int) -> ProcessPoolExecutor:

@@ -267,6 +267,7 @@ CHECKS: list[Check] = [
         _conformance,
         _conformance_applies,
         what="the reference tracker against the real python -m dynamo.slot_tracker (HTTP and replica sync)",
+        waits=True,  # its scenarios follow their timelines: a core for about 1 s of its 4
     ),
     Check(
         "sequences",

@@ -158,6 +158,23 @@ def test_the_pool_runs_untimed_rows_first_then_the_slowest():
     assert [c.key for c in slowest_first(checks, {"a": 1.0, "c": 9.0, "d": 3.0})] == ["b", "c", "d", "a"]
 
 
+def test_a_row_that_waits_runs_beside_the_processes_rows_one_at_a_time():
+    """``Check.waits``: never more than ``processes`` rows that use a core at once, and beside them at most one row
+    that waits, which starts though every process is busy (the slot-tracker conformance is such a row)."""
+    from kvproof.gate import all_checks
+    from kvproof.gate.pool import admitted
+
+    def row(key: str, waits: bool = False):
+        return type("C", (), {"key": key, "waits": waits})()
+
+    a, b, c, t, u = row("a"), row("b"), row("c"), row("t", True), row("u", True)
+    assert admitted([c, t], [a, b], 2) is t  # both processes busy: the waiting row still starts
+    assert admitted([c, u], [a, b, t], 2) is None  # one waiting row at a time
+    assert admitted([u, c], [a, t], 2) is c  # a core is free: the next core row, past the waiting one
+    assert admitted([a, b], [], 1) is a and admitted([b], [a], 1) is None
+    assert [k.key for k in all_checks() if k.waits] == ["sequences: vs dynamo.slot_tracker"]
+
+
 def test_on_a_machine_that_never_timed_the_rows_the_typically_slowest_start_first():
     """A fresh clone (CI) has no timings: the rows ``TYPICAL_SECONDS`` names go first, heaviest first, then the rest in
     their declared order (before, the declared order alone let the differential row start last of the heavy ones)."""

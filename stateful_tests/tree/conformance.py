@@ -429,7 +429,8 @@ class ChainNames:
         return known
 
     def _chain(self, query: tuple[int, ...]) -> tuple[int, ...]:
-        names, prefix = [], ()
+        names: list[int] = []
+        prefix: tuple[int, ...] = ()
         for local in query:
             prefix += (local,)
             names.append(self.ext_of[prefix] if prefix in self.ext_of else path_ext(prefix))

@@ -127,6 +127,25 @@ def test_a_removal_batch_reports_the_first_hash_the_rank_did_not_hold():
     assert removed == [7, 8]
 
 
+def test_under_removal_skips_unknown_a_rank_is_known_unless_the_tree_says_it_is_not():
+    """The concurrent indexer's variant skips the hashes a rank it has seen does not hold (``rank_known``, by default
+    true: a caller that says nothing has seen the rank); a rank it never saw still gets ``BlockNotFound``."""
+    from kvproof.spec.coverage import remove_batch
+    from kvproof.spec.errors import BlockNotFound
+    from kvproof.spec.rules import rule_set_named
+
+    concurrent = rule_set_named("dynamo-1.6-concurrent")
+
+    def none_held(i, scrubbed):
+        return None
+
+    remove_batch(Rank(1, 0), (5,), none_held, concurrent)  # skipped: nothing raised
+    with pytest.raises(BlockNotFound, match=r"block 5 "):
+        remove_batch(Rank(1, 0), (5,), none_held, concurrent, rank_known=False)
+    with pytest.raises(BlockNotFound, match=r"block 5 "):
+        remove_batch(Rank(1, 0), (5,), none_held)  # the single-threaded rule reports
+
+
 def test_an_edge_state_built_from_plain_containers_holds_the_persistent_ones():
     """``EdgeState`` takes a ``set``/``frozenset`` and a ``dict`` as a caller has them, and keeps the spec's persistent
     ``FrozenSet`` and ``FrozenMap`` (so a later promote or cutoff change is O(log ranks), kvproof issue 31)."""

@@ -175,6 +175,28 @@ def test_a_row_that_waits_runs_beside_the_processes_rows_one_at_a_time():
     assert [k.key for k in all_checks() if k.waits] == ["sequences: vs dynamo.slot_tracker"]
 
 
+def test_a_row_whose_process_dies_fails_naming_the_death_and_a_row_beside_it_still_runs():
+    """kvproof's own process dying under a row (an in-process tree that ends it, as a crashing extension would) is that
+    row's FAIL with the command that replays it; a row the broken pool held runs again alone, and passes. The
+    laws row is marked as one that waits, so the pool is one process larger, as in a run with the slot-tracker row."""
+    import dataclasses
+
+    from kvproof.gate import GateTask, Result
+    from kvproof.gate.pool import run_rows
+
+    task = GateTask("kvproof.stateful_tests.tree.mutants:EndsItsProcessOnDump", "quick", 1, families=("tree",))
+    _, selection = task.plan()
+    by_name = {c.name: c for c in selection.checks}
+    laws = dataclasses.replace(by_name["node-rule laws"], waits=True)
+    rows, not_run = run_rows(task, [by_name["dump rebuilds the tree"], laws], 2, {})
+    result = {r.name: r for r in rows}
+    dump = result["dump rebuilds the tree"]
+    assert dump.result is Result.FAIL and "the process running this row died before it reported" in dump.detail
+    assert dump.replay.endswith("--processes 1 --only 'dump rebuilds the tree'"), dump.replay
+    assert result["node-rule laws"].result is Result.PASS, result["node-rule laws"].detail
+    assert not_run == []
+
+
 def test_on_a_machine_that_never_timed_the_rows_the_typically_slowest_start_first():
     """A fresh clone (CI) has no timings: the rows ``TYPICAL_SECONDS`` names go first, heaviest first, then the rest in
     their declared order (before, the declared order alone let the differential row start last of the heavy ones)."""

@@ -179,6 +179,17 @@ class BadInputLeavesATrace(RadixTree):
             raise
 
 
+class EndsItsProcessOnDump(RadixTree):
+    """Not a broken rule: a tree that ends the process it lives in when asked for its dump (``os._exit``), as a
+    crashing extension would. The control of the gate pool's rule that a row whose process dies is a FAIL naming the
+    death, and the rows beside it still run (``kvproof/gate/pool.py``)."""
+
+    def dump_tree_as_events(self) -> list[str]:
+        import os
+
+        os._exit(70)
+
+
 API_MUTANTS = [DumpDropsLastEvent, AcceptsGarbage, BadInputLeavesATrace]
 
 

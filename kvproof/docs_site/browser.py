@@ -5,9 +5,9 @@ driven by playwright with the system's Chromium (``/usr/bin/chromium``, Debian's
 playwright is never asked to download a browser). For each page: every ``<img>`` finished
 loading with a natural width above zero, no console message of type ``error``, no uncaught
 page error, no failed request and no response of status 400 or more. A screenshot of each
-page is saved: the whole page where it has pictures, else its first screen (a whole-page capture
-of all 25 pages was two thirds of the check's time: 17 of 26 s, kvproof issue 32). The browser and the server are closed on every path out,
-so neither outlives the check.
+page is saved: the whole page where it has pictures, else its first screen (a whole-page
+capture of all 25 pages was two thirds of the check's time: 17 of 26 s, kvproof issue 32).
+The browser and the server are closed on every path out, so neither outlives the check.
 
 playwright starts Chromium headless with a fresh profile in a temporary folder of its own
 (it refuses ``--user-data-dir`` among the arguments: ``launch`` always uses a new one);

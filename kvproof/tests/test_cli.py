@@ -253,9 +253,8 @@ def test_the_row_timings_remember_the_targets_run_last_and_forget_the_oldest(tmp
         ran(f"exec:one-off {i}", float(i))
     ran("exec:one-off 2", 9.0)  # forgotten, then run again: remembered anew
     kept = json.loads(path.read_text())
-    assert (
-        len(kept) == gate.SECONDS_KEPT and "quick:exec:one-off 4" not in kept
-    )  # 0-3 went first; running 2 again let 4, the oldest, go
+    # 0-3 went first; running 2 again let 4, the oldest, go
+    assert len(kept) == gate.SECONDS_KEPT and "quick:exec:one-off 4" not in kept
     assert gate.recorded_seconds("exec:one-off 2", "quick", path) == {"tree: fuzz": 9.0}
     assert gate.recorded_seconds(f"exec:one-off {gate.SECONDS_KEPT + 3}", "quick", path) == {
         "tree: fuzz": float(gate.SECONDS_KEPT + 3)

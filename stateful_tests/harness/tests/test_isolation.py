@@ -58,14 +58,19 @@ def test_a_hosted_tree_answers_as_the_tree_itself_with_typed_errors_and_its_own_
     tree.close()
 
 
-def test_the_log_says_what_was_asked_though_the_caller_reuses_its_list(small_limits):
-    """The log is written when read (``CallLog``): a query list changed after the call still reads as it was asked."""
-    tree = isolated("reference")()
+def _log_after_the_caller_reuses_its_query(tree) -> list[str]:
+    """``tree``'s log once it was asked ``[1, 2]`` and the caller then appended 3 to that same list (the tree closed)."""
     query = [1, 2]
     tree.find_matches(query)
     query.append(3)
-    assert list(tree.log) == ['{"find_matches": [1, 2]}']
+    lines = list(tree.log)
     tree.close()
+    return lines
+
+
+def test_the_log_says_what_was_asked_though_the_caller_reuses_its_list(small_limits):
+    """The log is written when read (``CallLog``): a query list changed after the call still reads as it was asked."""
+    assert _log_after_the_caller_reuses_its_query(isolated("reference")()) == ['{"find_matches": [1, 2]}']
 
 
 def test_control_a_log_that_keeps_the_callers_list_reads_what_it_became(small_limits):
@@ -78,11 +83,7 @@ def test_control_a_log_that_keeps_the_callers_list_reads_what_it_became(small_li
 
     tree = isolated("reference")()
     tree.log = Uncopied()
-    query = [1, 2]
-    tree.find_matches(query)
-    query.append(3)
-    assert list(tree.log) == ['{"find_matches": [1, 2, 3]}']
-    tree.close()
+    assert _log_after_the_caller_reuses_its_query(tree) == ['{"find_matches": [1, 2, 3]}']
 
 
 def test_a_batch_of_queries_is_one_round_trip_answered_as_the_calls_one_by_one(small_limits):
